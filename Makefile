@@ -1,0 +1,33 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each installs what it needs.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export DELTA_GOLDEN_DIR ?= $(abspath ../shared/delta-golden)
+
+.PHONY: test demo docs bench java clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "java not found: installing openjdk-17-jre-headless"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
+
+test: $(STAMP) java
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
+
+bench: $(STAMP) java
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .airflow docs/_build

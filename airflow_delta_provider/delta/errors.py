@@ -1,0 +1,102 @@
+"""Every exception the provider raises, in one place.
+
+The hierarchy mirrors delta-spark's and delta-rs's: a single root,
+``DeltaError``, with protocol, input and concurrency branches, so callers can
+catch as broadly or as narrowly as they need. The Spark CLI maps any
+``DeltaError`` to exit code 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Root of every error raised by airflow-delta-provider."""
+
+
+# --- The table itself --------------------------------------------------------
+
+
+class TableNotFoundError(DeltaError):
+    """The path holds no Delta table (no ``_delta_log`` with a commit)."""
+
+
+class TableAlreadyExistsError(DeltaError):
+    """A create was asked for where a table already exists."""
+
+
+class VersionNotFoundError(DeltaError):
+    """A version or timestamp asked for cannot be reconstructed from the log."""
+
+
+class CorruptLogError(DeltaError):
+    """The log cannot be replayed: a gap in versions, a missing protocol or
+    metadata action, or an unreadable commit or checkpoint."""
+
+
+class UnsupportedFeatureError(DeltaError):
+    """The table needs a reader or writer feature this implementation refuses
+    to honour only partly. The message names the feature or version."""
+
+
+# --- Bad input ---------------------------------------------------------------
+
+
+class InvalidInputError(DeltaError):
+    """An argument is wrong: a condition that does not parse, an unknown
+    column, a bad option value."""
+
+
+class SchemaMismatchError(InvalidInputError):
+    """Data does not fit the table schema. The message shows both schemas."""
+
+
+class InvariantViolationError(InvalidInputError):
+    """A row breaks a NOT NULL column or a ``delta.invariants`` expression."""
+
+
+class AppendOnlyViolationError(InvalidInputError):
+    """A data-changing remove was attempted on a ``delta.appendOnly`` table."""
+
+
+class RetentionTooShortError(InvalidInputError):
+    """VACUUM was asked for a retention below the table's safe minimum."""
+
+
+# --- Concurrency (delta-spark's ConcurrentModificationException family) ------
+
+
+class CommitFailedError(DeltaError):
+    """A commit could not be written (too many attempts, storage refusal)."""
+
+
+class ConcurrentModificationError(CommitFailedError):
+    """A concurrent writer committed something that conflicts with this
+    transaction. Subclasses name delta-spark's specific conflicts."""
+
+    def __init__(self, message: str, winning_version: int | None = None) -> None:
+        super().__init__(message)
+        self.winning_version = winning_version
+
+
+class ConcurrentAppendError(ConcurrentModificationError):
+    """Files were added to data this transaction read."""
+
+
+class ConcurrentDeleteReadError(ConcurrentModificationError):
+    """A file this transaction read was removed by another writer."""
+
+
+class ConcurrentDeleteDeleteError(ConcurrentModificationError):
+    """A file this transaction removes was removed by another writer too."""
+
+
+class MetadataChangedError(ConcurrentModificationError):
+    """The table's metadata changed since this transaction read it."""
+
+
+class ProtocolChangedError(ConcurrentModificationError):
+    """The table's protocol changed since this transaction read it."""
+
+
+class ConcurrentTransactionError(ConcurrentModificationError):
+    """Another writer committed the same ``txn`` appId or metadata domain."""

@@ -1,0 +1,55 @@
+"""Fixtures shared across the whole suite.
+
+One SparkSession serves every test that asks for ``spark``: Spark takes
+seconds to start, and the tests run on two cores.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def golden_dir() -> Path:
+    """The delta-spark golden tables (``DELTA_GOLDEN_DIR``); skip where absent."""
+    path = Path(os.environ.get("DELTA_GOLDEN_DIR", ROOT.parent / "shared" / "delta-golden"))
+    if not path.is_dir():
+        pytest.skip(f"golden tables not found at {path} (set DELTA_GOLDEN_DIR)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one local SparkSession of the test session."""
+    pytest.importorskip("pyspark")
+    from airflow_delta_provider.spark.session import get_or_create_session
+
+    session = get_or_create_session(
+        master="local[2]",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "2g",
+        },
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def duckdb_delta():
+    """A DuckDB connection with the delta extension loaded from its wheel."""
+    import duckdb
+    import duckdb_extension_delta
+
+    ext_dir = Path(duckdb_extension_delta.__file__).parent / "extensions" / f"v{duckdb.__version__}"
+    con = duckdb.connect()
+    con.execute(f"LOAD '{ext_dir / 'delta.duckdb_extension'}'")
+    yield con
+    con.close()
