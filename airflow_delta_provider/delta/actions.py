@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 
+EMPTY_SCHEMA_STRING = '{"type":"struct","fields":[]}'
+
+
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -143,8 +146,8 @@ class Metadata:
     def from_json(cls, d: Mapping[str, Any]) -> Metadata:
         fmt = d.get("format") or {}
         return cls(
-            id=d["id"],
-            schema_string=d["schemaString"],
+            id=d.get("id") or "",
+            schema_string=d.get("schemaString") or EMPTY_SCHEMA_STRING,
             partition_columns=tuple(d.get("partitionColumns") or ()),
             configuration={k: v for k, v in (d.get("configuration") or {}).items() if v is not None},
             format=Format(fmt.get("provider") or "parquet", dict(fmt.get("options") or {})),

@@ -33,6 +33,11 @@ class CorruptLogError(DeltaError):
     metadata action, or an unreadable commit or checkpoint."""
 
 
+class CorruptCheckpointError(CorruptLogError):
+    """A checkpoint file cannot be read (torn or damaged). Readers fall back
+    to an older checkpoint or to the commits."""
+
+
 class UnsupportedFeatureError(DeltaError):
     """The table needs a reader or writer feature this implementation refuses
     to honour only partly. The message names the feature or version."""

@@ -1,0 +1,95 @@
+"""``python -m airflow_delta_provider.delta``: look at a table without Spark.
+
+``describe`` prints one JSON object about a snapshot; ``history`` prints the
+commitInfo of recent commits, newest first. Errors exit with code 2 and one
+line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+from urllib.parse import unquote
+
+from airflow_delta_provider.delta.errors import DeltaError
+from airflow_delta_provider.delta.snapshot import Snapshot
+from airflow_delta_provider.delta.table import DeltaTable
+
+
+def describe(snapshot: Snapshot) -> dict[str, Any]:
+    """The ``describe`` document of a snapshot."""
+    md, proto = snapshot.metadata, snapshot.protocol
+    doc: dict[str, Any] = {
+        "version": snapshot.version,
+        "timestamp": snapshot.timestamp,
+        "protocol": proto.to_json(),
+        "metadata": {
+            "id": md.id,
+            "name": md.name,
+            "partitionColumns": list(md.partition_columns),
+            "configuration": dict(md.configuration),
+            "schema": snapshot.schema,
+        },
+        "numFiles": snapshot.num_files,
+        "sizeInBytes": snapshot.size_in_bytes,
+    }
+    if snapshot.num_records is not None:
+        doc["numRecords"] = snapshot.num_records
+    doc["files"] = [
+        {
+            "path": unquote(f.path),
+            "partitionValues": dict(f.partition_values),
+            "size": f.size,
+            "numRecords": f.num_records,
+        }
+        for f in sorted(snapshot.files, key=lambda f: f.path)
+    ]
+    return doc
+
+
+class _ArgumentError(Exception):
+    """A bad command line; reported like any other error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other error
+        raise _ArgumentError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m airflow_delta_provider.delta", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    d = sub.add_parser("describe", help="print a snapshot of the table as JSON")
+    d.add_argument("table")
+    when = d.add_mutually_exclusive_group()
+    when.add_argument("--version", type=int)
+    when.add_argument("--timestamp", help="ISO 8601; the newest version committed at or before it")
+    h = sub.add_parser("history", help="print commitInfo of the newest commits as JSON")
+    h.add_argument("table")
+    h.add_argument("--limit", type=int)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        table = DeltaTable(args.table)
+        if args.command == "describe":
+            if args.version is not None and args.version < 0:
+                raise _ArgumentError(f"--version must be >= 0, got {args.version}")
+            out: Any = describe(table.snapshot(version=args.version, timestamp=args.timestamp))
+        else:
+            if args.limit is not None and args.limit < 1:
+                raise _ArgumentError(f"--limit must be >= 1, got {args.limit}")
+            out = table.history(limit=args.limit)
+    except _ArgumentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except DeltaError as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    json.dump(out, sys.stdout, indent=None, separators=(",", ":"))
+    sys.stdout.write("\n")
+    return 0

@@ -1,0 +1,99 @@
+"""Table properties (``metaData.configuration``) that the core acts on.
+
+Defaults and interval syntax follow delta-spark's ``DeltaConfig.scala``:
+durations are ``interval <n> <unit>`` strings (``interval 7 days``), and a
+malformed value is an error rather than a silent default.
+"""
+
+from __future__ import annotations
+
+import re
+
+from airflow_delta_provider.delta.actions import Metadata
+from airflow_delta_provider.delta.errors import InvalidInputError
+
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
+LOG_RETENTION = "delta.logRetentionDuration"
+ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+APPEND_ONLY = "delta.appendOnly"
+NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
+CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
+CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+
+_MS = {
+    "nanosecond": 1e-6,
+    "microsecond": 1e-3,
+    "millisecond": 1,
+    "second": 1_000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 7 * 86_400_000,
+}
+_INTERVAL_RE = re.compile(r"^\s*(?:interval\s+)?(-?\d+)\s+([a-z]+?)s?\s*$", re.IGNORECASE)
+
+
+def parse_interval(text: str) -> int:
+    """Milliseconds of a Delta interval such as ``interval 7 days``."""
+    m = _INTERVAL_RE.match(text or "")
+    unit = m[2].lower() if m else ""
+    if not m or unit not in _MS:
+        raise InvalidInputError(f"cannot parse interval {text!r}: expected e.g. 'interval 7 days'")
+    return int(int(m[1]) * _MS[unit])
+
+
+def _get(md: Metadata, key: str) -> str | None:
+    return md.configuration.get(key)
+
+
+def _bool(md: Metadata, key: str, default: bool) -> bool:
+    value = _get(md, key)
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidInputError(f"table property {key}={value!r} is not a boolean")
+    return value.strip().lower() == "true"
+
+
+def _int(md: Metadata, key: str, default: int) -> int:
+    value = _get(md, key)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInputError(f"table property {key}={value!r} is not an integer") from None
+
+
+def checkpoint_interval(md: Metadata) -> int:
+    n = _int(md, CHECKPOINT_INTERVAL, 10)
+    if n <= 0:
+        raise InvalidInputError(f"table property {CHECKPOINT_INTERVAL} must be positive, got {n}")
+    return n
+
+
+def deleted_file_retention_ms(md: Metadata) -> int:
+    value = _get(md, DELETED_FILE_RETENTION)
+    return parse_interval(value) if value else 7 * _MS["day"]
+
+
+def log_retention_ms(md: Metadata) -> int:
+    value = _get(md, LOG_RETENTION)
+    return parse_interval(value) if value else 30 * _MS["day"]
+
+
+def expired_log_cleanup_enabled(md: Metadata) -> bool:
+    return _bool(md, ENABLE_EXPIRED_LOG_CLEANUP, True)
+
+
+def append_only(md: Metadata) -> bool:
+    return _bool(md, APPEND_ONLY, False)
+
+
+def num_indexed_cols(md: Metadata) -> int:
+    return _int(md, NUM_INDEXED_COLS, 32)
+
+
+def checkpoint_stats_as_json(md: Metadata) -> bool:
+    return _bool(md, CHECKPOINT_WRITE_STATS_AS_JSON, True)

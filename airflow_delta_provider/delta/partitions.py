@@ -1,0 +1,349 @@
+"""Partition values and data file paths, as delta-spark spells them.
+
+Three encodings meet here, and mixing them up corrupts paths:
+
+1. A partition value is *serialized* to a string for ``add.partitionValues``
+   (PROTOCOL.md "Partition Value Serialization"): JSON null for null, ISO UTC
+   timestamps, plain decimals.
+2. The value is *Hive-escaped* into a directory name, ``col=value`` (Spark's
+   ``ExternalCatalogUtils.escapePathName``): ``%XX`` for a fixed set of
+   characters, ``__HIVE_DEFAULT_PARTITION__`` for null. Directories are only a
+   convention; readers take values from the log, never from the path.
+3. The relative file path is *URI-encoded* into ``add.path`` (Hadoop
+   ``Path.toUri``), so ``%`` becomes ``%25`` a second time: value ``bar+%21``
+   lives in directory ``_2=bar+%2521`` and is logged as ``_2=bar+%252521/...``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import posixpath
+import re
+import struct
+import unicodedata
+from decimal import Decimal, InvalidOperation
+from typing import Any, Iterable, Mapping
+from urllib.parse import unquote, urlsplit
+
+from airflow_delta_provider.delta.errors import InvalidInputError
+
+#: Hive's directory name for a null (or empty string) partition value.
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+# --- Hive escaping (ExternalCatalogUtils.charToEscape, non-Windows) ----------
+
+_HIVE_ESCAPED = frozenset(chr(c) for c in range(0x01, 0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+
+
+def escape_partition_value(s: str) -> str:
+    """Escape ``s`` for a directory name exactly as Spark's ``escapePathName``."""
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_ESCAPED else c for c in s)
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9A-Fa-f]+")
+
+
+def unescape_partition_value(s: str) -> str:
+    """Inverse of :func:`escape_partition_value`, as Spark's ``unescapePathName``:
+    a ``%`` not followed by two characters Java parses as hex stays literal."""
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "%" and i + 2 < len(s) and _JAVA_INT.fullmatch(s[i + 1 : i + 3]):
+            code = int(s[i + 1 : i + 3], 16)
+            if code >= 0:
+                out.append(chr(code))
+                i += 3
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def partition_dir(
+    partition_columns: Iterable[str],
+    values: Mapping[str, str | None],
+    types: Mapping[str, str] | None = None,
+) -> str:
+    """The Hive directory of a file, e.g. ``a=1/b=__HIVE_DEFAULT_PARTITION__``.
+
+    ``values`` are serialized partition values (as in ``add.partitionValues``).
+    With ``types`` (column -> Delta type), ISO timestamp values are written in
+    the ``yyyy-MM-dd HH:mm:ss[.ffffff]`` form delta-spark uses for directories
+    even when it logs ISO values (see golden ``kernel-timestamp-partition-col-ISO8601``).
+    """
+    parts = []
+    for col in partition_columns:
+        value = values.get(col)
+        if value and types and types.get(col) == "timestamp":
+            parsed = parse_partition_value(value, "timestamp")
+            value = _spark_timestamp_text(parsed.astimezone(dt.timezone.utc))
+        text = escape_partition_value(value) if value else HIVE_DEFAULT_PARTITION
+        parts.append(f"{escape_partition_value(col)}={text}")
+    return "/".join(parts)
+
+
+def _spark_timestamp_text(ts: dt.datetime) -> str:
+    """Spark's timestamp-to-string: seconds, then fraction without trailing zeros."""
+    text = _datetime_text(ts, " ")[:-7]
+    if ts.microsecond:
+        text += f".{ts.microsecond:06d}".rstrip("0")
+    return text
+
+
+def _datetime_text(ts: dt.datetime, sep: str) -> str:
+    """``yyyy-MM-dd<sep>HH:mm:ss.ffffff`` (strftime does not pad years below 1000)."""
+    return f"{ts.year:04d}-{ts.month:02d}-{ts.day:02d}{sep}{ts.hour:02d}:{ts.minute:02d}:{ts.second:02d}.{ts.microsecond:06d}"
+
+
+# --- URI encoding of add.path (java.net.URI multi-argument constructor) ------
+
+# Characters java.net.URI leaves alone in a path: unreserved, punct, "/" and "@".
+_URI_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" "-_.!~*'()" ":@&=+$,;/")
+
+
+def _java_quotes_non_ascii(c: str) -> bool:
+    # URI.quote escapes non-ASCII only when Character.isSpaceChar or isISOControl.
+    return unicodedata.category(c) in ("Zs", "Zl", "Zp") or 0x80 <= ord(c) <= 0x9F
+
+
+def encode_path(relative_path: str) -> str:
+    """URI-encode a relative file path as Hadoop ``Path.toUri().toString()``.
+
+    ``%`` becomes ``%25``, space ``%20``, ``#`` ``%23``; ``=``, ``+``, ``:``,
+    ``@`` and non-ASCII letters stay as they are, like delta-spark's paths.
+    """
+    out: list[str] = []
+    for c in relative_path:
+        if c in _URI_PATH_SAFE or (ord(c) >= 0x80 and not _java_quotes_non_ascii(c)):
+            out.append(c)
+        else:
+            out.extend(f"%{b:02X}" for b in c.encode("utf-8"))
+    return "".join(out)
+
+
+def decode_path(p: str) -> str:
+    """Undo the URI encoding of an ``add.path`` (``+`` stays ``+``)."""
+    return unquote(p)
+
+
+def to_absolute(table_root: str, add_path: str) -> str:
+    """The decoded absolute location of a data file named by ``add.path``.
+
+    ``add.path`` may be relative to the table root (the normal case), an
+    absolute ``file:`` URI (``file:/x``, ``file:///x``), another URI
+    (``s3://b/x``, returned with its path decoded), or an absolute path
+    (delta-spark canonicalizes these; golden ``canonicalized-paths-*``). A
+    ``table_root`` given as a ``file:`` URI is treated as its local path.
+    """
+    split = urlsplit(add_path)
+    if len(split.scheme) > 1:  # one letter would be a Windows drive
+        if split.scheme == "file":
+            return posixpath.normpath(decode_path(split.path))
+        return f"{split.scheme}://{split.netloc}{decode_path(split.path)}"
+    if add_path.startswith("/"):
+        return posixpath.normpath(decode_path(add_path))
+    root = table_root
+    if root.startswith("file:"):
+        root = decode_path(urlsplit(root).path)
+    return posixpath.normpath(posixpath.join(root, decode_path(add_path)))
+
+
+# --- Partition value serialization -------------------------------------------
+
+_DECIMAL_TYPE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
+_INTEGRAL = ("byte", "short", "integer", "long")
+
+
+def decimal_scale(delta_type: str) -> int | None:
+    """The scale of a ``decimal(p,s)`` type, None for any other type."""
+    m = _DECIMAL_TYPE.fullmatch(delta_type.strip())
+    return int(m.group(2)) if m else None
+
+
+def to_float32(value: float) -> float:
+    """``value`` rounded to the nearest single-precision float, as Spark's FloatType holds it."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:  # beyond float32 range: Java's cast gives infinity
+        return math.copysign(math.inf, value)
+
+
+def _java_float_text(value: float, single: bool) -> str:
+    """Java's ``Double.toString`` / ``Float.toString`` (shortest digits)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    if single:
+        # Shortest decimal that reads back to the same float32.
+        target = struct.pack("<f", value)
+        value = struct.unpack("<f", target)[0]
+        for precision in range(1, 10):
+            digits = f"{value:.{precision}g}"
+            if struct.pack("<f", float(digits)) == target:
+                break
+        d = Decimal(digits)
+    else:
+        d = Decimal(repr(value))
+    sign, digit_tuple, exponent = d.normalize().as_tuple()
+    digits_str = "".join(map(str, digit_tuple))
+    point = len(digits_str) + int(exponent)  # position of the decimal point
+    text: str
+    if 1e-3 <= abs(value) < 1e7:
+        if point <= 0:
+            text = "0." + "0" * -point + digits_str
+        elif point >= len(digits_str):
+            text = digits_str + "0" * (point - len(digits_str)) + ".0"
+        else:
+            text = digits_str[:point] + "." + digits_str[point:]
+    else:
+        mantissa = digits_str[0] + "." + (digits_str[1:] or "0")
+        text = f"{mantissa}E{point - 1}"
+    return ("-" if sign else "") + text
+
+
+def serialize_partition_value(value: Any, delta_type: str) -> str | None:
+    """The ``partitionValues`` string of a Python value of a Delta type.
+
+    None and ``""`` give None (Spark stores an empty string as a null
+    partition). Timestamps become ISO UTC with microseconds, the form current
+    delta-spark writes; a naive ``datetime`` for a ``timestamp`` column is
+    taken as UTC. Binary values must be valid UTF-8, as Spark casts binary to
+    string by decoding it.
+    """
+    if value is None or (isinstance(value, str) and value == ""):
+        return None
+    t = delta_type.strip().lower()
+    try:
+        if t == "string":
+            return str(value)
+        if t == "boolean":
+            if not isinstance(value, bool):
+                raise TypeError
+            return "true" if value else "false"
+        if t in _INTEGRAL:
+            if isinstance(value, bool) or int(value) != value:
+                raise TypeError
+            return str(int(value))
+        if t in ("float", "double"):
+            return _java_float_text(float(value), single=t == "float")
+        scale = decimal_scale(t)
+        if scale is not None:
+            d = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+            return format(d.quantize(Decimal(1).scaleb(-scale)), "f")
+        if t == "date":
+            if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
+                raise TypeError
+            return value.isoformat()
+        if t == "timestamp":
+            if not isinstance(value, dt.datetime):
+                raise TypeError
+            aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+            return _datetime_text(aware.astimezone(dt.timezone.utc), "T") + "Z"
+        if t == "timestamp_ntz":
+            if not isinstance(value, dt.datetime) or value.tzinfo is not None:
+                raise TypeError
+            return _datetime_text(value, " ")
+        if t == "binary":
+            return bytes(value).decode("utf-8")
+    except (TypeError, ValueError, InvalidOperation, UnicodeDecodeError) as e:
+        raise InvalidInputError(f"{value!r} is not a valid {delta_type} partition value") from e
+    raise InvalidInputError(f"a {delta_type} column cannot be a partition column")
+
+
+def parse_partition_value(s: str | None, delta_type: str) -> Any:
+    """The Python value of a ``partitionValues`` string.
+
+    None and ``""`` are null. Timestamps are accepted in both forms the
+    protocol allows: legacy ``2021-09-08 11:11:11[.ffffff]`` (read as UTC, as
+    delta-rs and delta-kernel-rs do) and ISO ``2021-09-08T11:11:11.000000Z``;
+    they come back as aware UTC datetimes (naive ones for ``timestamp_ntz``).
+    """
+    if s is None or s == "":
+        return None
+    t = delta_type.strip().lower()
+    try:
+        if t == "string":
+            return s
+        if t == "boolean":
+            low = s.strip().lower()
+            if low not in ("true", "false"):
+                raise ValueError(s)
+            return low == "true"
+        if t in _INTEGRAL:
+            return int(s)
+        if t == "double":
+            return float(s)
+        if t == "float":
+            return to_float32(float(s))
+        if decimal_scale(t) is not None:
+            return Decimal(s)
+        if t == "date":
+            return dt.date.fromisoformat(s.strip())
+        if t == "timestamp":
+            ts = dt.datetime.fromisoformat(s.strip())
+            if ts.tzinfo is None:
+                ts = ts.replace(tzinfo=dt.timezone.utc)
+            return ts.astimezone(dt.timezone.utc)
+        if t == "timestamp_ntz":
+            ts = dt.datetime.fromisoformat(s.strip())
+            return ts.replace(tzinfo=None) if ts.tzinfo is None else ts.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        if t == "binary":
+            return s.encode("utf-8")
+    except (ValueError, InvalidOperation) as e:
+        raise InvalidInputError(f"{s!r} is not a valid {delta_type} partition value") from e
+    raise InvalidInputError(f"cannot parse a partition value of type {delta_type}")
+
+
+def _field_types(schema: Mapping[str, Any] | str) -> dict[str, str]:
+    """Lower-cased top-level column name -> Delta type (a string for primitives)."""
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    return {
+        f["name"].lower(): f["type"] if isinstance(f["type"], str) else json.dumps(f["type"])
+        for f in schema.get("fields", ())
+    }
+
+
+def parse_partition_values(
+    partition_values: Mapping[str, str | None],
+    schema: Mapping[str, Any],
+    partition_columns: Iterable[str],
+) -> dict[str, Any]:
+    """Typed partition values of one file, keyed by partition column name.
+
+    Columns are matched case-insensitively, both in the schema and in
+    ``partition_values``; a column absent from ``partition_values`` is null.
+    """
+    types = _field_types(schema)
+    lowered = {k.lower(): v for k, v in partition_values.items()}
+    out: dict[str, Any] = {}
+    for col in partition_columns:
+        delta_type = types.get(col.lower())
+        if delta_type is None:
+            raise InvalidInputError(f"partition column {col!r} is not in the table schema")
+        raw = partition_values[col] if col in partition_values else lowered.get(col.lower())
+        out[col] = parse_partition_value(raw, delta_type)
+    return out
+
+
+__all__ = [
+    "HIVE_DEFAULT_PARTITION",
+    "decimal_scale",
+    "decode_path",
+    "encode_path",
+    "escape_partition_value",
+    "parse_partition_value",
+    "parse_partition_values",
+    "partition_dir",
+    "serialize_partition_value",
+    "to_absolute",
+    "to_float32",
+    "unescape_partition_value",
+]

@@ -1,0 +1,244 @@
+"""Log replay: reconcile checkpoint and commit actions into table state.
+
+PROTOCOL.md "Action Reconciliation": the last protocol and metadata win, the
+last ``txn`` per appId and ``domainMetadata`` per domain win, and data files
+are keyed by (path, deletion-vector id), the newest action winning. Paths are
+compared canonically (URI-decoded, ``file:`` scheme and table root stripped),
+as delta-spark does, so an absolute and a relative spelling of one file match.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from airflow_delta_provider.delta.actions import (
+    Action,
+    AddFile,
+    DeletionVector,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+)
+from airflow_delta_provider.delta.errors import CorruptCheckpointError
+
+FileKey = tuple[str, "str | None"]
+
+
+class PathCanonicalizer:
+    """Maps every spelling of a data file path to one key."""
+
+    def __init__(self, table_root: str) -> None:
+        self._prefix = table_root.rstrip("/") + "/"
+
+    def __call__(self, path: str) -> str:
+        if path.startswith("file:") or "://" in path[:16]:
+            path = unquote(urlparse(path).path)
+        else:
+            path = unquote(path)
+        if path.startswith(self._prefix):
+            return path[len(self._prefix) :]
+        return path
+
+
+class LogReplay:
+    """Mutable table state that actions are applied to, oldest first."""
+
+    def __init__(self, table_root: str) -> None:
+        self.canonical = PathCanonicalizer(table_root)
+        self.protocol: Protocol | None = None
+        self.metadata: Metadata | None = None
+        self.files: dict[FileKey, AddFile] = {}
+        self.tombstones: dict[FileKey, RemoveFile] = {}
+        self.txns: dict[str, Txn] = {}
+        self.domains: dict[str, DomainMetadata] = {}
+
+    def apply(self, actions: Iterable[Action]) -> None:
+        canonical, files, tombstones = self.canonical, self.files, self.tombstones
+        for a in actions:
+            if isinstance(a, AddFile):
+                key = (canonical(a.path), a.dv_id)
+                files[key] = a
+                tombstones.pop(key, None)
+            elif isinstance(a, RemoveFile):
+                key = (canonical(a.path), a.dv_id)
+                files.pop(key, None)
+                tombstones[key] = a
+            elif isinstance(a, Metadata):
+                self.metadata = a
+            elif isinstance(a, Protocol):
+                self.protocol = a
+            elif isinstance(a, Txn):
+                self.txns[a.app_id] = a
+            elif isinstance(a, DomainMetadata):
+                if a.removed:
+                    self.domains.pop(a.domain, None)
+                else:
+                    self.domains[a.domain] = a
+
+    def apply_checkpoint(self, paths: Iterable[str], read: Any) -> None:
+        """Apply the actions of a classic (possibly multi-part) checkpoint.
+
+        ``read(path)`` returns a readable file object for ``pq.read_table``.
+        """
+        for path in paths:
+            try:
+                with read(path) as f:
+                    table = pq.read_table(f, columns=_present_columns(pq.read_schema(f)))
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise CorruptCheckpointError(f"cannot read checkpoint {path}: {exc}") from exc
+            self.apply(checkpoint_actions(table))
+
+
+_ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "add")
+
+
+def _present_columns(schema: pa.Schema) -> list[str]:
+    return [c for c in _ACTION_COLUMNS if c in schema.names]
+
+
+def checkpoint_actions(table: pa.Table) -> list[Action]:
+    """Actions of one checkpoint table, in an order that replays correctly."""
+    out: list[Action] = []
+    for name in ("protocol", "metaData", "txn", "domainMetadata"):
+        if name in table.column_names:
+            column = table.column(name)
+            for row in column.filter(pc.is_valid(column)).to_pylist():
+                out.append(_SMALL_PARSERS[name](_maps_to_dicts(row)))
+    if "remove" in table.column_names:
+        out.extend(_removes(table.column("remove")))
+    if "add" in table.column_names:
+        out.extend(_adds(table.column("add")))
+    return out
+
+
+_SMALL_PARSERS = {
+    "protocol": Protocol.from_json,
+    "metaData": Metadata.from_json,
+    "txn": Txn.from_json,
+    "domainMetadata": DomainMetadata.from_json,
+}
+
+
+def _maps_to_dicts(value: Any) -> Any:
+    """pyarrow gives map values as lists of (key, value) tuples."""
+    if isinstance(value, dict):
+        return {k: _maps_to_dicts(v) for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+        return {k: v for k, v in value}
+    return value
+
+
+def _field_lists(column: pa.ChunkedArray) -> tuple[int, dict[str, list[Any]]]:
+    """Valid rows of a struct column as one Python list per child field."""
+    column = column.filter(pc.is_valid(column))
+    n = len(column)
+    struct_type: pa.StructType = column.type
+    lists: dict[str, list[Any]] = {}
+    for i in range(struct_type.num_fields):
+        name = struct_type.field(i).name
+        lists[name] = pc.struct_field(column, [i]).to_pylist()
+    return n, lists
+
+
+def _col(lists: dict[str, list[Any]], name: str, n: int) -> list[Any]:
+    return lists.get(name) or [None] * n
+
+
+def _pairs_to_dict(value: Any) -> dict | None:
+    if value is None:
+        return None
+    return dict(value) if not isinstance(value, dict) else value
+
+
+def _dv(value: dict | None) -> DeletionVector | None:
+    return DeletionVector.from_json(value) if value else None
+
+
+def _adds(column: pa.ChunkedArray) -> list[AddFile]:
+    n, f = _field_lists(column)
+    stats = _col(f, "stats", n)
+    parsed = _col(f, "stats_parsed", n)
+    out = []
+    for path, pv, size, mtime, dc, st, sp, tags, dv, brid, drcv in zip(
+        f["path"],
+        _col(f, "partitionValues", n),
+        _col(f, "size", n),
+        _col(f, "modificationTime", n),
+        _col(f, "dataChange", n),
+        stats,
+        parsed,
+        _col(f, "tags", n),
+        _col(f, "deletionVector", n),
+        _col(f, "baseRowId", n),
+        _col(f, "defaultRowCommitVersion", n),
+    ):
+        out.append(
+            AddFile(
+                path=path,
+                partition_values=_pairs_to_dict(pv) or {},
+                size=size or 0,
+                modification_time=mtime or 0,
+                data_change=bool(dc) if dc is not None else False,
+                stats=st,
+                tags=_pairs_to_dict(tags) or None,
+                deletion_vector=_dv(dv),
+                base_row_id=brid,
+                default_row_commit_version=drcv,
+                stats_parsed=_jsonable(sp) if st is None and sp is not None else None,
+            )
+        )
+    return out
+
+
+def _removes(column: pa.ChunkedArray) -> list[RemoveFile]:
+    n, f = _field_lists(column)
+    out = []
+    for path, ts, dc, ext, pv, size, tags, dv in zip(
+        f["path"],
+        _col(f, "deletionTimestamp", n),
+        _col(f, "dataChange", n),
+        _col(f, "extendedFileMetadata", n),
+        _col(f, "partitionValues", n),
+        _col(f, "size", n),
+        _col(f, "tags", n),
+        _col(f, "deletionVector", n),
+    ):
+        out.append(
+            RemoveFile(
+                path=path,
+                deletion_timestamp=ts,
+                data_change=bool(dc) if dc is not None else False,
+                extended_file_metadata=ext,
+                partition_values=_pairs_to_dict(pv),
+                size=size,
+                tags=_pairs_to_dict(tags) or None,
+                deletion_vector=_dv(dv),
+            )
+        )
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    """``stats_parsed`` values in the same shape as JSON ``stats``."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            return value.isoformat(timespec="milliseconds")
+        return value.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return None
+    return value

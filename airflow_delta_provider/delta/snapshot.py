@@ -1,0 +1,166 @@
+"""An immutable view of a table at one version.
+
+A :class:`Snapshot` is built by replaying a log segment (the newest
+checkpoint plus the commits after it). It exposes what readers and writers
+need: protocol, metadata, schema, the live files, unexpired tombstones and the
+``txn`` versions. Loading it runs the reader protocol gate, so nothing is
+read from a table whose features we do not implement.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow_delta_provider.delta import config, features
+from airflow_delta_provider.delta.actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, parse_commit
+from airflow_delta_provider.delta.errors import CorruptLogError
+from airflow_delta_provider.delta.log_segment import LogSegment
+from airflow_delta_provider.delta.log_store import LogStore
+from airflow_delta_provider.delta.replay import LogReplay
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.skipping import Predicate
+
+class Snapshot:
+    """The state of a table at :attr:`version`."""
+
+    def __init__(
+        self,
+        store: LogStore,
+        segment: LogSegment,
+        replay: LogReplay,
+        timestamp: int,
+    ) -> None:
+        self._store = store
+        self.segment = segment
+        self.version = segment.version
+        self.timestamp = timestamp
+        if replay.protocol is None:
+            raise CorruptLogError(
+                f"cannot reconstruct version {segment.version}: the log has no protocol action"
+            )
+        if replay.metadata is None:
+            raise CorruptLogError(
+                f"cannot reconstruct version {segment.version}: the log has no metaData action"
+            )
+        self.protocol: Protocol = replay.protocol
+        self.metadata: Metadata = replay.metadata
+        features.check_readable(self.protocol, self.metadata)
+        self._files = replay.files
+        self._tombstones = replay.tombstones
+        self._txns = replay.txns
+        self.domain_metadata: dict[str, DomainMetadata] = dict(replay.domains)
+
+    @classmethod
+    def load(cls, store: LogStore, segment: LogSegment, timestamp: int | None = None) -> Snapshot:
+        replay = LogReplay(store.table_root)
+        if segment.checkpoint_files:
+            replay.apply_checkpoint(
+                [store.path(f.name) for f in segment.checkpoint_files],
+                lambda p: store.fs.open_input_file(p),
+            )
+        for commit in segment.commits:
+            try:
+                replay.apply(parse_commit(store.read(commit.name)))
+            except FileNotFoundError as exc:
+                raise CorruptLogError(f"commit {commit.name} disappeared while reading the log") from exc
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorruptLogError(f"commit {commit.name} cannot be parsed: {exc!r}") from exc
+        if timestamp is None:
+            last = segment.last_commit or (segment.checkpoint_files[0] if segment.checkpoint_files else None)
+            timestamp = last.mtime_ms if last is not None else 0
+        return cls(store, segment, replay, timestamp)
+
+    # --- table identity -------------------------------------------------------
+
+    @property
+    def table_root(self) -> str:
+        return self._store.table_root
+
+    @property
+    def log_store(self) -> LogStore:
+        return self._store
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The table schema as Delta schema JSON."""
+        return json.loads(self.metadata.schema_string)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return dict(self.metadata.configuration)
+
+    # --- files ---------------------------------------------------------------
+
+    @cached_property
+    def files(self) -> list[AddFile]:
+        """The live data files."""
+        return list(self._files.values())
+
+    @property
+    def num_files(self) -> int:
+        return len(self._files)
+
+    @cached_property
+    def tombstones(self) -> list[RemoveFile]:
+        """Removes still within ``delta.deletedFileRetentionDuration``."""
+        cutoff = int(time.time() * 1000) - config.deleted_file_retention_ms(self.metadata)
+        return [r for r in self._tombstones.values() if (r.deletion_timestamp or 0) > cutoff]
+
+    @property
+    def all_tombstones(self) -> list[RemoveFile]:
+        """Every remove not cancelled by a re-add, expired or not."""
+        return list(self._tombstones.values())
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(f.size for f in self._files.values())
+
+    @cached_property
+    def num_records(self) -> int | None:
+        """Rows in the table, when every live file has ``numRecords`` stats."""
+        total = 0
+        for f in self._files.values():
+            n = f.num_records
+            if n is None:
+                return None
+            total += n
+        return total
+
+    def files_matching(self, predicate: Predicate | str | None) -> list[AddFile]:
+        """Live files that may hold rows matching ``predicate`` (by partition
+        values and min/max/nullCount stats); every file when it is None."""
+        if predicate is None:
+            return self.files
+        from airflow_delta_provider.delta.skipping import Predicate, prune_files
+
+        if isinstance(predicate, str):
+            predicate = Predicate.parse(predicate)
+        return prune_files(self.files, predicate, self.schema, self.partition_columns)
+
+    def file_path(self, add: AddFile | RemoveFile) -> str:
+        """The filesystem path of a data file of this table."""
+        from airflow_delta_provider.delta.partitions import to_absolute
+
+        return to_absolute(self.table_root, add.path)
+
+    # --- transactions ----------------------------------------------------------
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The last version committed by application ``app_id``, if any."""
+        txn = self._txns.get(app_id)
+        return txn.version if txn is not None else None
+
+    @property
+    def txns(self) -> dict[str, int]:
+        return {k: v.version for k, v in self._txns.items()}
+
+    def __repr__(self) -> str:
+        return f"Snapshot(table={self.table_root!r}, version={self.version}, files={self.num_files})"

@@ -1,0 +1,183 @@
+"""``DeltaTable``: the entry point to one table's log.
+
+Like delta-rs's ``DeltaTable`` and Delta Kernel's ``Table``, it is a thin
+façade: it opens snapshots (latest, by version, by timestamp), reads history,
+finds a caller's commit by its operation token, and starts transactions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any, Iterator
+
+from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
+from airflow_delta_provider.delta.errors import (
+    CorruptCheckpointError,
+    InvalidInputError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
+from airflow_delta_provider.delta.log_segment import build_segment, list_for_version
+from airflow_delta_provider.delta.log_store import LogFile, LogStore, resolve_table
+from airflow_delta_provider.delta.snapshot import Snapshot
+
+
+class DeltaTable:
+    """A Delta table at ``uri`` (a local path or a ``file://`` URI)."""
+
+    def __init__(self, uri: str | os.PathLike[str]) -> None:
+        self.uri = os.fspath(uri)
+        fs, root = resolve_table(self.uri)
+        self.log_store = LogStore(fs, root)
+
+    @property
+    def root(self) -> str:
+        return self.log_store.table_root
+
+    def __repr__(self) -> str:
+        return f"DeltaTable({self.uri!r})"
+
+    # --- versions ------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return any(f.kind in ("commit", "checkpoint") for f in self.log_store.list_from(0))
+
+    def latest_version(self) -> int:
+        """The newest version, from one listing that starts at the checkpoint hint."""
+        files = list_for_version(self.log_store, None)
+        versions = [f.version for f in files if f.kind in ("commit", "checkpoint")]
+        if not versions:
+            raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
+        return max(versions)
+
+    def snapshot(self, version: int | None = None, timestamp: dt.datetime | str | int | None = None) -> Snapshot:
+        """The table at ``version``, at ``timestamp``, or latest when both are None.
+
+        A timestamp selects the newest commit made at or before it, commit
+        times being file modification times made strictly increasing
+        (delta-spark ``DeltaHistoryManager``).
+        """
+        if version is not None and timestamp is not None:
+            raise InvalidInputError("give a version or a timestamp, not both")
+        if timestamp is not None:
+            version, ts = self.version_at(timestamp)
+            return self._load(version, ts)
+        return self._load(version, None)
+
+    def _load(self, version: int | None, timestamp: int | None) -> Snapshot:
+        store = self.log_store
+        files = list_for_version(store, version)
+        skip: set[int] = set()
+        while True:
+            segment = build_segment(files, version, skip_checkpoints=frozenset(skip), table_root=self.uri)
+            try:
+                return Snapshot.load(store, segment, timestamp)
+            except CorruptCheckpointError:
+                # A torn checkpoint: fall back to an older one, or to the commits.
+                assert segment.checkpoint_version is not None
+                skip.add(segment.checkpoint_version)
+                files = store.list_from(0)
+
+    def commit_timestamps(self) -> list[tuple[int, int]]:
+        """(version, timestamp ms) of every commit file, timestamps made monotonic."""
+        out: list[tuple[int, int]] = []
+        prev = None
+        for f in self.log_store.list_from(0):
+            if f.kind != "commit":
+                continue
+            ts = f.mtime_ms if prev is None or f.mtime_ms > prev else prev + 1
+            out.append((f.version, ts))
+            prev = ts
+        return out
+
+    def version_at(self, timestamp: dt.datetime | str | int) -> tuple[int, int]:
+        """(version, its commit timestamp) of the newest commit at or before ``timestamp``."""
+        ts = _to_millis(timestamp)
+        commits = self.commit_timestamps()
+        if not commits:
+            raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
+        best = None
+        for version, cts in commits:
+            if cts <= ts:
+                best = (version, cts)
+            else:
+                break
+        if best is None:
+            first = _iso(commits[0][1])
+            raise VersionNotFoundError(
+                f"timestamp {_iso(ts)} is before the earliest available version "
+                f"{commits[0][0]} ({first})"
+            )
+        return best
+
+    # --- history ---------------------------------------------------------------
+
+    def _commit_infos(self, newest_first: bool = True) -> Iterator[tuple[LogFile, CommitInfo | None]]:
+        commits = [f for f in self.log_store.list_from(0) if f.kind == "commit"]
+        if not commits:
+            raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
+        for f in reversed(commits) if newest_first else commits:
+            info = None
+            try:
+                data = self.log_store.read(f.name)
+            except FileNotFoundError:
+                continue
+            for action in parse_commit(data):
+                if isinstance(action, CommitInfo):
+                    info = action
+                    break
+            yield f, info
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """commitInfo of the newest ``limit`` commits, newest first, with ``version``."""
+        out: list[dict[str, Any]] = []
+        for f, info in self._commit_infos():
+            if limit is not None and len(out) >= limit:
+                break
+            entry = {"version": f.version}
+            entry.update(info.raw if info else {"timestamp": f.mtime_ms})
+            out.append(entry)
+        return out
+
+    def find_commit(self, token: str, since_version: int = 0) -> tuple[int, CommitInfo] | None:
+        """The commit whose commitInfo carries operation ``token``, newest first."""
+        for f, info in self._commit_infos():
+            if f.version < since_version:
+                break
+            if info is not None and info.token == token:
+                return f.version, info
+        return None
+
+    # --- writing ---------------------------------------------------------------
+
+    def transaction(
+        self,
+        operation: str,
+        parameters: dict[str, Any] | None = None,
+        snapshot: Snapshot | None = None,
+        *,
+        isolation_level: str = "Serializable",
+    ):
+        """Start a transaction reading ``snapshot`` (None creates the table)."""
+        from airflow_delta_provider.delta.transaction import Transaction
+
+        return Transaction(self, operation, parameters or {}, snapshot, isolation_level=isolation_level)
+
+
+def _to_millis(value: dt.datetime | str | int) -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            value = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidInputError(f"cannot parse timestamp {value!r}: expected ISO 8601") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")

@@ -1,0 +1,297 @@
+"""Optimistic transactions: stage actions, then commit them as one version.
+
+A :class:`Transaction` remembers what it read (predicates, files, ``txn``
+application ids) and what it writes. ``commit()`` claims ``readVersion + 1``
+with an atomic put-if-absent; when another writer got there first it checks
+every winning commit in order (:mod:`.conflicts`) and, if none conflicts,
+tries again at the next free version. After a successful commit it writes a
+checkpoint every ``delta.checkpointInterval`` versions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+from airflow_delta_provider import __version__
+from airflow_delta_provider.delta import config, features
+from airflow_delta_provider.delta.actions import (
+    TOKEN_TAG,
+    Action,
+    AddFile,
+    CommitInfo,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    parse_commit,
+    serialize_commit,
+)
+from airflow_delta_provider.delta.conflicts import ReadSet, WinningCommit, check_conflicts
+from airflow_delta_provider.delta.errors import (
+    AppendOnlyViolationError,
+    CommitFailedError,
+    CorruptLogError,
+    DeltaError,
+    InvalidInputError,
+)
+from airflow_delta_provider.delta.replay import PathCanonicalizer
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.skipping import Predicate
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.table import DeltaTable
+
+log = logging.getLogger(__name__)
+
+ENGINE_INFO = f"airflow-delta-provider/{__version__}"
+DEFAULT_PROTOCOL = Protocol(min_reader_version=1, min_writer_version=2)
+MAX_COMMIT_ATTEMPTS = 1000
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """The version a transaction committed, and the commitInfo it wrote."""
+
+    version: int
+    commit_info: dict[str, Any]
+    attempts: int = 1
+
+
+class Transaction:
+    """One atomic change to a table. Build it with :meth:`DeltaTable.transaction`."""
+
+    def __init__(
+        self,
+        table: DeltaTable,
+        operation: str,
+        parameters: dict[str, Any],
+        snapshot: Snapshot | None,
+        *,
+        isolation_level: str = "Serializable",
+    ) -> None:
+        if isolation_level not in ("Serializable", "WriteSerializable", "SnapshotIsolation"):
+            raise InvalidInputError(f"unknown isolation level {isolation_level!r}")
+        self.table = table
+        self.operation = operation
+        self.parameters = dict(parameters)
+        self.read_snapshot = snapshot
+        self.isolation_level = isolation_level
+        self.txn_id = str(uuid.uuid4())
+        if snapshot is not None:
+            features.check_writable(snapshot.protocol, snapshot.metadata)
+        self._actions: list[AddFile | RemoveFile] = []
+        self._metadata: Metadata | None = None
+        self._protocol: Protocol | None = None
+        self._txns: dict[str, Txn] = {}
+        self._read_predicates: list[Predicate] = []
+        self._read_paths: set[str] = set()
+        self._read_whole_table = False
+        self._read_app_ids: set[str] = set()
+        self._canonical = PathCanonicalizer(table.root)
+
+    # --- what the transaction read -----------------------------------------
+
+    @property
+    def read_version(self) -> int | None:
+        return self.read_snapshot.version if self.read_snapshot is not None else None
+
+    def read_predicate(self, predicate: Predicate | None) -> None:
+        """Record a read of the rows matching ``predicate`` (None: the whole table)."""
+        if predicate is None:
+            self._read_whole_table = True
+        else:
+            self._read_predicates.append(predicate)
+
+    def read_whole_table(self) -> None:
+        self._read_whole_table = True
+
+    def read_files(self, files: Iterable[AddFile]) -> None:
+        """Record that these files were read, so their concurrent removal conflicts."""
+        self._read_paths.update(self._canonical(f.path) for f in files)
+
+    # --- what it writes ------------------------------------------------------
+
+    def add(self, action: AddFile | RemoveFile) -> None:
+        if not isinstance(action, (AddFile, RemoveFile)):
+            raise InvalidInputError(f"only add and remove actions can be staged, not {type(action).__name__}")
+        self._actions.append(action)
+
+    def add_all(self, actions: Iterable[AddFile | RemoveFile]) -> None:
+        for a in actions:
+            self.add(a)
+
+    def update_metadata(self, metadata: Metadata) -> None:
+        self._metadata = metadata
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        features.check_writable(protocol, self._metadata)
+        self._protocol = protocol
+
+    def set_txn(self, app_id: str, version: int) -> None:
+        """Record ``txn`` (appId, version) for idempotent writes."""
+        if not app_id:
+            raise InvalidInputError("txn app id must not be empty")
+        self._read_app_ids.add(app_id)
+        self._txns[app_id] = Txn(app_id, int(version), int(time.time() * 1000))
+
+    @property
+    def metadata(self) -> Metadata | None:
+        """The metadata the commit will leave in force."""
+        if self._metadata is not None:
+            return self._metadata
+        return self.read_snapshot.metadata if self.read_snapshot is not None else None
+
+    @property
+    def is_blind_append(self) -> bool:
+        return (
+            not self._read_whole_table
+            and not self._read_predicates
+            and not self._read_paths
+            and (self._metadata is None or self.read_snapshot is None)
+            and all(isinstance(a, AddFile) for a in self._actions)
+        )
+
+    # --- commit --------------------------------------------------------------
+
+    def commit(
+        self,
+        metrics: dict[str, Any] | None = None,
+        token: str | None = None,
+        *,
+        user_metadata: str | None = None,
+        max_attempts: int = MAX_COMMIT_ATTEMPTS,
+    ) -> CommitResult:
+        """Write the staged actions as the next version of the table."""
+        self._validate()
+        creating = self.read_snapshot is None
+        protocol = self._protocol or (DEFAULT_PROTOCOL if creating else None)
+        if protocol is not None:
+            features.check_writable(protocol, self.metadata)
+        version = 0 if creating else self.read_snapshot.version + 1  # type: ignore[union-attr]
+        store = self.table.log_store
+        for attempt in range(1, max_attempts + 1):
+            info = self._commit_info(metrics, token, user_metadata)
+            actions: list[Action] = [CommitInfo(info)]
+            if protocol is not None:
+                actions.append(protocol)
+            if self._metadata is not None:
+                actions.append(self._metadata)
+            actions.extend(self._txns.values())
+            actions.extend(self._actions)
+            if store.put_if_absent(version, serialize_commit(actions)):
+                self._post_commit(version)
+                return CommitResult(version, info, attempt)
+            version = self._resolve_conflicts(version)
+            if isinstance(version, CommitResult):
+                return version
+        raise CommitFailedError(f"gave up after {max_attempts} commit attempts on {self.table.uri}")
+
+    def _validate(self) -> None:
+        md = self.metadata
+        if md is None:
+            raise InvalidInputError("creating a table needs its metadata (schema and partition columns)")
+        if config.append_only(md) and any(isinstance(a, RemoveFile) and a.data_change for a in self._actions):
+            raise AppendOnlyViolationError(
+                f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} "
+                "would remove data"
+            )
+        seen: set[tuple[str, str, str | None]] = set()
+        for a in self._actions:
+            key = (a.KEY, self._canonical(a.path), a.dv_id)
+            if key in seen:
+                raise InvalidInputError(f"{a.KEY} of {a.path} appears twice in one commit")
+            seen.add(key)
+        partition_columns = set(md.partition_columns)
+        for a in self._actions:
+            if isinstance(a, AddFile) and set(a.partition_values) != partition_columns:
+                raise InvalidInputError(
+                    f"add {a.path} has partition values for {sorted(a.partition_values)}, "
+                    f"the table is partitioned by {sorted(partition_columns)}"
+                )
+
+    def _commit_info(self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None) -> dict:
+        info: dict[str, Any] = {
+            "timestamp": int(time.time() * 1000),
+            "operation": self.operation,
+            "operationParameters": {k: _param(v) for k, v in self.parameters.items()},
+        }
+        if self.read_version is not None:
+            info["readVersion"] = self.read_version
+        info["isolationLevel"] = self.isolation_level
+        info["isBlindAppend"] = self.is_blind_append
+        if metrics is not None:
+            info["operationMetrics"] = {k: str(v) for k, v in metrics.items()}
+        if user_metadata is not None:
+            info["userMetadata"] = user_metadata
+        if token is not None:
+            info["tags"] = {TOKEN_TAG: token}
+        info["engineInfo"] = ENGINE_INFO
+        info["txnId"] = self.txn_id
+        return info
+
+    def _read_set(self) -> ReadSet:
+        snap = self.read_snapshot
+        md = self.metadata
+        return ReadSet(
+            read_version=self.read_version,
+            isolation_level=self.isolation_level,
+            is_blind_append=self.is_blind_append,
+            read_whole_table=self._read_whole_table or snap is None,
+            read_predicates=list(self._read_predicates),
+            read_paths=set(self._read_paths),
+            removed_paths={self._canonical(a.path) for a in self._actions if isinstance(a, RemoveFile)},
+            read_app_ids=set(self._read_app_ids),
+            changes_metadata=self._metadata is not None,
+            changes_protocol=self._protocol is not None,
+            domains=set(),
+            schema=json.loads(md.schema_string) if md else {"type": "struct", "fields": []},
+            partition_columns=list(md.partition_columns) if md else [],
+            canonical=self._canonical,
+        )
+
+    def _resolve_conflicts(self, attempted: int) -> int | CommitResult:
+        """Check every commit from ``attempted`` on; the next version to try."""
+        store = self.table.log_store
+        current = self._read_set()
+        winners = [f for f in store.list_from(attempted) if f.kind == "commit"]
+        expected = attempted
+        for f in winners:
+            if f.version != expected:
+                raise CorruptLogError(f"versions are not contiguous after {expected - 1} in {self.table.uri}")
+            winner = WinningCommit.from_actions(f.version, parse_commit(store.read(f.name)))
+            if winner.commit_info is not None and winner.commit_info.txn_id == self.txn_id:
+                return CommitResult(f.version, winner.commit_info.raw)
+            check_conflicts(current, winner)
+            expected += 1
+        if expected == attempted:
+            raise CommitFailedError(f"version {attempted} of {self.table.uri} is taken but cannot be listed")
+        return expected
+
+    def _post_commit(self, version: int) -> None:
+        """Checkpoint every ``delta.checkpointInterval`` versions; never fails the commit."""
+        md = self.metadata
+        assert md is not None
+        if version == 0 or version % config.checkpoint_interval(md) != 0:
+            return
+        try:
+            from airflow_delta_provider.delta.checkpoint import write_checkpoint
+            from airflow_delta_provider.delta.log_cleanup import cleanup_expired_logs
+
+            snapshot = self.table.snapshot(version)
+            write_checkpoint(self.table, snapshot)
+            if config.expired_log_cleanup_enabled(md):
+                cleanup_expired_logs(self.table, snapshot)
+        except (DeltaError, OSError) as exc:
+            log.warning("version %d committed, but its checkpoint failed: %s", version, exc)
+
+
+def _param(value: Any) -> Any:
+    """operationParameters in delta-spark's style: lists and dicts JSON-encoded."""
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, separators=(",", ":"))
+    return value

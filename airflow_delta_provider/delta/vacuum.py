@@ -1,0 +1,321 @@
+"""VACUUM planning: which files and folders under a table root may be deleted.
+
+Planning is pure: it takes the snapshot's file actions, a listing of the
+table folder and the clock, and returns a plan. Nothing here deletes, so the
+rules can be tested without Spark or real waiting. The rules are delta-spark's
+``VacuumCommand`` (notes section 8):
+
+- a file is deleted when its mtime is older than ``now - retention``, it is not
+  referenced by a live ``add`` and not by a tombstone deleted at or after
+  ``now - retention``;
+- names starting with ``_`` or ``.`` are hidden and never touched (nor is
+  anything below them), except ``_change_data``, ``_delta_index`` and
+  partition folders ``<partition column>=...``
+  (``DeltaTableUtils.isHiddenDirectory``); ``_delta_log`` is always hidden;
+- a folder is deleted when nothing would be left in it and no live file or
+  kept tombstone lives below it;
+- nothing outside the table root is ever planned.
+
+Retention defaults to ``delta.deletedFileRetentionDuration``. A shorter one is
+refused while the retention check is on, as delta-spark's
+``spark.databricks.delta.retentionDurationCheck.enabled`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+from urllib.parse import unquote, urlparse
+
+import pyarrow.fs as pafs
+
+from airflow_delta_provider.delta.actions import AddFile, RemoveFile
+from airflow_delta_provider.delta.errors import (
+    InvalidInputError,
+    RetentionTooShortError,
+    UnsupportedFeatureError,
+)
+
+LOG_DIR = "_delta_log"
+_VISIBLE_UNDERSCORE_PREFIXES = ("_delta_index", "_change_data")
+_MS_PER_HOUR = 3_600_000
+
+
+@dataclass(frozen=True)
+class ListedEntry:
+    """One entry of the table folder listing.
+
+    ``path`` is relative to the table root, ``/``-separated and decoded (the
+    name on storage, not the URI-encoded form of the log).
+    """
+
+    path: str
+    size: int
+    mtime_ms: int
+    is_dir: bool = False
+
+
+@dataclass(frozen=True)
+class VacuumPlan:
+    """What a VACUUM would delete. Paths are relative to the table root."""
+
+    delete_before_ms: int
+    retention_ms: int
+    files: list[ListedEntry] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)  # deepest first
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+# --- retention ----------------------------------------------------------------
+
+
+def check_retention(retention_hours: float | None, configured_ms: int, enforce: bool = True) -> int:
+    """The retention in ms that VACUUM will use.
+
+    ``None`` means the table's configured retention. A negative value is always
+    refused; a value below the configured one is refused unless ``enforce`` is
+    False (delta-spark's ``checkRetentionPeriodSafety``).
+    """
+    if retention_hours is None:
+        return configured_ms
+    if retention_hours < 0:
+        raise RetentionTooShortError(f"retention must not be negative, got {retention_hours} hours")
+    retention_ms = int(retention_hours * _MS_PER_HOUR)
+    if enforce and retention_ms < configured_ms:
+        configured_hours = configured_ms / _MS_PER_HOUR
+        raise RetentionTooShortError(
+            f"retention of {retention_hours:g} hours is shorter than the table's "
+            f"delta.deletedFileRetentionDuration ({configured_hours:g} hours). Files that "
+            "concurrent or lagging readers and writers still need could be deleted. If no "
+            "operation is running on this table, turn the retention check off "
+            "(--no-retention-check); otherwise use at least "
+            f"{configured_hours:g} hours"
+        )
+    return retention_ms
+
+
+# --- hidden names and paths ---------------------------------------------------
+
+
+def is_hidden_name(name: str, partition_columns: Sequence[str] = ()) -> bool:
+    """delta-spark's ``DeltaTableUtils.isHiddenDirectory`` for one path component."""
+    if name == LOG_DIR:
+        return True
+    if not name.startswith(("_", ".")):
+        return False
+    if name.startswith(_VISIBLE_UNDERSCORE_PREFIXES):
+        return False
+    return not any(name.startswith(f"{col}=") for col in partition_columns)
+
+
+def is_hidden_path(rel_path: str, partition_columns: Sequence[str] = ()) -> bool:
+    """True when any component of a relative path is hidden."""
+    return any(is_hidden_name(part, partition_columns) for part in rel_path.split("/"))
+
+
+def _strip_root(table_root: str) -> str:
+    return table_root.rstrip("/") or "/"
+
+
+def relative_path(log_path: str, table_root: str) -> str | None:
+    """The decoded path relative to the root of a path as the log spells it.
+
+    Relative log paths are URI-encoded; absolute ones are URIs (``file:/...``,
+    ``s3://bucket/...``) or plain absolute paths. Returns None for a path
+    outside the table root, which VACUUM never touches.
+    """
+    parsed = urlparse(log_path)
+    if parsed.scheme and len(parsed.scheme) > 1:  # a one-letter scheme is a Windows drive
+        location = unquote(parsed.path)
+        if parsed.scheme != "file" and parsed.netloc:
+            location = f"{parsed.netloc}/{location.lstrip('/')}"
+    elif log_path.startswith("/"):
+        location = unquote(log_path)
+    else:
+        rel = posixpath.normpath(unquote(log_path))
+        return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
+    root = _strip_root(table_root)
+    location = posixpath.normpath(location)
+    if root == "/":
+        return location.lstrip("/") or None
+    root_cmp = root if root.startswith("/") or not location.startswith("/") else "/" + root
+    if location.startswith(root_cmp + "/"):
+        return location[len(root_cmp) + 1 :]
+    return None
+
+
+def _check_no_deletion_vector(action: AddFile | RemoveFile) -> None:
+    # Reader-1/writer-2 tables carry no deletion vectors, and the writer gate
+    # refuses tables that may. Refuse here too rather than delete a DV file.
+    if action.deletion_vector is not None:
+        raise UnsupportedFeatureError(
+            f"VACUUM of a table with deletion vectors is not supported (file {action.path})"
+        )
+
+
+# --- planning -----------------------------------------------------------------
+
+
+def plan_vacuum(
+    *,
+    table_root: str,
+    listing: Iterable[ListedEntry],
+    adds: Iterable[AddFile],
+    tombstones: Iterable[RemoveFile],
+    partition_columns: Sequence[str],
+    now_ms: int,
+    retention_ms: int,
+) -> VacuumPlan:
+    """The files and empty folders VACUUM may delete.
+
+    ``listing`` is every entry under the root (hidden ones may be included:
+    they block their folder from being deleted and are never planned
+    themselves). ``adds`` are the live files, ``tombstones`` the snapshot's
+    removes.
+    """
+    if retention_ms < 0:
+        raise RetentionTooShortError(f"retention must not be negative, got {retention_ms} ms")
+    delete_before = now_ms - retention_ms
+
+    valid: set[str] = set()
+    for add in adds:
+        _check_no_deletion_vector(add)
+        rel = relative_path(add.path, table_root)
+        if rel is not None:
+            valid.add(rel)
+    for tomb in tombstones:
+        _check_no_deletion_vector(tomb)
+        if (tomb.deletion_timestamp or 0) >= delete_before:
+            rel = relative_path(tomb.path, table_root)
+            if rel is not None:
+                valid.add(rel)
+    # A folder holding a kept file must stay.
+    protected_dirs = {parent for rel in valid for parent in _parents(rel)}
+
+    entries = [_normalized(e) for e in listing]
+    entries = [e for e in entries if e is not None]
+
+    files: list[ListedEntry] = []
+    deleted: set[str] = set()
+    for e in entries:
+        if e.is_dir or is_hidden_path(e.path, partition_columns):
+            continue
+        if e.path in valid or e.mtime_ms >= delete_before:
+            continue
+        files.append(e)
+        deleted.add(e.path)
+
+    # A folder goes when every entry inside it goes. Visit deepest first so a
+    # folder emptied of empty folders goes too.
+    children: dict[str, list[ListedEntry]] = {}
+    for e in entries:
+        parent = posixpath.dirname(e.path)
+        children.setdefault(parent, []).append(e)
+    dirs: list[str] = []
+    candidates = [
+        e
+        for e in entries
+        if e.is_dir and e.path not in protected_dirs and not is_hidden_path(e.path, partition_columns)
+    ]
+    for d in sorted(candidates, key=lambda e: e.path.count("/"), reverse=True):
+        inside = children.get(d.path, [])
+        if not all(c.path in deleted for c in inside):
+            continue
+        if not inside and d.mtime_ms >= delete_before:
+            continue  # a fresh empty folder may be a writer's, about to be filled
+        dirs.append(d.path)
+        deleted.add(d.path)
+
+    files.sort(key=lambda e: e.path)
+    return VacuumPlan(delete_before_ms=delete_before, retention_ms=retention_ms, files=files, dirs=dirs)
+
+
+def _parents(rel: str) -> Iterable[str]:
+    parent = posixpath.dirname(rel)
+    while parent:
+        yield parent
+        parent = posixpath.dirname(parent)
+
+
+def _normalized(e: ListedEntry) -> ListedEntry | None:
+    """The entry with a clean relative path; None for anything outside the root."""
+    path = posixpath.normpath(e.path.replace(os.sep, "/")) if e.path else ""
+    if not path or path == "." or path.startswith("/") or path == ".." or path.startswith("../"):
+        return None
+    if path.split("/", 1)[0] == LOG_DIR:
+        return None
+    return e if path == e.path else ListedEntry(path, e.size, e.mtime_ms, e.is_dir)
+
+
+# --- listing ------------------------------------------------------------------
+
+
+def list_table(fs: pafs.FileSystem, table_root: str, partition_columns: Sequence[str] = ()) -> list[ListedEntry]:
+    """Every entry under the table root, without descending into hidden folders.
+
+    Hidden entries themselves are listed (they keep their folder alive) but
+    their content is not: ``_delta_log`` alone can hold many thousand files.
+    """
+    root = _strip_root(table_root)
+    if isinstance(fs, pafs.LocalFileSystem):
+        return _list_local(root, partition_columns)
+    out: list[ListedEntry] = []
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        selector = pafs.FileSelector(f"{root}/{rel_dir}" if rel_dir else root, allow_not_found=True)
+        for info in fs.get_file_info(selector):
+            rel = f"{rel_dir}/{info.base_name}" if rel_dir else info.base_name
+            is_dir = info.type == pafs.FileType.Directory
+            mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
+            out.append(ListedEntry(rel, 0 if is_dir else (info.size or 0), mtime, is_dir))
+            if is_dir and not is_hidden_name(info.base_name, partition_columns):
+                pending.append(rel)
+    return out
+
+
+def _list_local(root: str, partition_columns: Sequence[str]) -> list[ListedEntry]:
+    out: list[ListedEntry] = []
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        try:
+            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
+        except FileNotFoundError:
+            continue
+        with it:
+            for entry in it:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                st = entry.stat(follow_symlinks=False)
+                is_dir = entry.is_dir(follow_symlinks=False)
+                out.append(ListedEntry(rel, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir))
+                if is_dir and not is_hidden_name(entry.name, partition_columns):
+                    pending.append(rel)
+    return out
+
+
+def absolute_path(table_root: str, rel_path: str) -> str:
+    """The storage path of a planned entry, checked to lie under the root."""
+    root = _strip_root(table_root)
+    rel = posixpath.normpath(rel_path)
+    if rel.startswith("/") or rel == ".." or rel.startswith("../") or rel.split("/", 1)[0] == LOG_DIR:
+        raise InvalidInputError(f"refusing to delete {rel_path!r}: not a data path under the table root")
+    return f"{root}/{rel}" if root != "/" else f"/{rel}"
+
+
+__all__ = [
+    "ListedEntry",
+    "VacuumPlan",
+    "absolute_path",
+    "check_retention",
+    "is_hidden_name",
+    "is_hidden_path",
+    "list_table",
+    "plan_vacuum",
+    "relative_path",
+]

@@ -1,0 +1,73 @@
+"""Provider metadata that Airflow's ``ProvidersManager`` reads through the
+``apache_airflow_provider`` entry point.
+
+This module imports nothing from Airflow or the package: discovery loads it in
+every Airflow process, so it must stay a plain function over literals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_INTEGRATION = "Delta Lake"
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Describe the provider: its modules, its connection type and its version."""
+    from airflow_delta_provider import __version__
+
+    return {
+        # Must equal the canonicalised distribution name, or discovery refuses it.
+        "package-name": "airflow-delta-provider",
+        "name": "Delta Lake",
+        "description": (
+            "Change Delta Lake tables with Spark (UPDATE, DELETE, APPEND, CHECKPOINT, VACUUM) "
+            "and wait for new table versions, without Databricks or a Delta jar."
+        ),
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": _INTEGRATION,
+                "external-doc-url": "https://docs.delta.io/",
+                "tags": ["software"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_delta_provider.operators.delta"],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_delta_provider.sensors.delta_table"],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_delta_provider.hooks.delta_spark"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_delta_provider.triggers.delta_table"],
+            }
+        ],
+        # Connections of type "spark" stay the apache-spark provider's; this
+        # type only names the hook, and the hook reads it like a "spark" one.
+        "connection-types": [
+            {
+                "connection-type": "delta_spark",
+                "hook-class-name": "airflow_delta_provider.hooks.delta_spark.DeltaSparkHook",
+                "hook-name": "Delta Lake on Spark",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "login", "password"],
+                    "relabeling": {"host": "Master"},
+                    "placeholders": {"host": "local[*], spark://host:7077, yarn or k8s://https://host"},
+                },
+            }
+        ],
+    }

@@ -1,0 +1,1 @@
+"""Hooks: run Delta operations on Spark through spark-submit."""

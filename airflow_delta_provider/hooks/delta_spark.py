@@ -1,0 +1,346 @@
+"""Run one Delta operation as one spark-submit, and read its result from the log.
+
+:class:`DeltaSparkHook` is a :class:`SparkSubmitHook`: the connection, conf,
+sizing, deploy mode, env_vars, Kerberos and kill handling are all Spark's. It
+adds three things:
+
+* the application is the package's Spark CLI (``airflow_delta_provider/spark/__main__.py``),
+  with the Delta core shipped beside it in ``--py-files``;
+* the result comes from ``_delta_log``: the commit that carries the caller's
+  operation token. Driver stdout never comes back in cluster deploy mode, the
+  log always does;
+* a retried task whose earlier try already committed gets that commit back,
+  and nothing is submitted again.
+
+Neither pyspark nor pyarrow is imported here; the Delta core is imported
+inside the methods that read the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_delta_provider.hooks.package_zip import build_package_zip, package_root
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
+    from airflow_delta_provider.delta.actions import CommitInfo
+
+#: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
+OPERATIONS = ("update", "delete", "append", "checkpoint", "vacuum")
+
+# The Spark CLI reports bad input as one stderr line, "ClassName: message";
+# a crash ends its traceback the same way, possibly with a dotted module path.
+_ERROR_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception)): \S")
+
+
+class DeltaOperationResult(TypedDict):
+    """What one operation returns (and what operators push to XCom)."""
+
+    table: str
+    #: The committed version; None when the operation changed nothing.
+    version: int | None
+    operation: str
+    metrics: dict[str, Any]
+
+
+def operation_token(dag_id: str, task_id: str, run_id: str, map_index: int | None = -1) -> str:
+    """The token that names one task instance's change across its tries.
+
+    The try number is left out on purpose: every try of a task instance
+    carries the same token, so a retry can find what an earlier try committed.
+    """
+    return f"{dag_id}/{task_id}/{run_id}/{-1 if map_index is None else map_index}"
+
+
+def application_path() -> str:
+    """The Spark CLI's module file, which spark-submit runs."""
+    return str(package_root() / "spark" / "__main__.py")
+
+
+class _SparkOutput:
+    """What the hook keeps of Spark's output: the result line and the error line."""
+
+    def __init__(self) -> None:
+        self.result: dict[str, Any] | None = None
+        self.error_line: str | None = None
+        self.error_name: str | None = None
+
+    def observe(self, line: str) -> None:
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                return
+            if isinstance(parsed, dict) and {"operation", "version"} <= parsed.keys():
+                self.result = parsed
+            return
+        match = _ERROR_LINE_RE.match(line)
+        if match:
+            self.error_line, self.error_name = line, match.group("name")
+
+
+def _metrics(raw: Any) -> dict[str, Any]:
+    """operationMetrics as written (strings, delta-spark style), numbers made numbers."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value):
+            out[key] = int(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _is_permanent(error_name: str | None) -> bool:
+    """Whether a retry could not help: bad input or a feature we refuse."""
+    from airflow_delta_provider.delta import errors
+
+    cls = getattr(errors, error_name or "", None)
+    return isinstance(cls, type) and issubclass(
+        cls, (errors.InvalidInputError, errors.UnsupportedFeatureError)
+    )
+
+
+class DeltaSparkHook(SparkSubmitHook):
+    """Submit Delta operations to Spark with spark-submit.
+
+    Every :class:`SparkSubmitHook` argument is accepted and passed through
+    (``conf``, ``executor_memory``, ``driver_memory``, ``env_vars``,
+    ``deploy_mode``, ``spark_binary``, ...), except ``application_args``,
+    which :meth:`run` builds. Extra ``py_files`` are shipped after the
+    package's own zip.
+
+    The connection is a Spark connection (type ``spark``, default
+    ``spark_default``); type ``delta_spark`` is read the same way.
+
+    :param conn_id: The Spark connection.
+    :param package_cache_dir: Where the ``--py-files`` zip is cached
+        (default ``~/.cache/airflow-delta-provider``).
+    """
+
+    conn_name_attr = "conn_id"
+    default_conn_name = "spark_default"
+    conn_type = "delta_spark"
+    hook_name = "Delta Lake on Spark"
+
+    def __init__(
+        self,
+        conn_id: str = default_conn_name,
+        *,
+        name: str | None = None,
+        package_cache_dir: str | os.PathLike[str] | None = None,
+        **spark_submit_kwargs: Any,
+    ) -> None:
+        if "application_args" in spark_submit_kwargs:
+            raise TypeError("DeltaSparkHook builds application_args itself; pass them to run()")
+        self._explicit_name = name
+        self._package_cache_dir = package_cache_dir
+        self._output = _SparkOutput()
+        super().__init__(conn_id=conn_id, name=name or "airflow-delta", **spark_submit_kwargs)
+
+    @classmethod
+    def get_connection(cls, conn_id: str) -> Connection:
+        """The connection, with type ``delta_spark`` read as ``spark``."""
+        conn = super().get_connection(conn_id)
+        if conn.conn_type == cls.conn_type:
+            conn.conn_type = "spark"
+        return conn
+
+    # --- The public entry point --------------------------------------------
+
+    def run(
+        self,
+        operation: str,
+        table: str,
+        arguments: Sequence[str] = (),
+        token: str | None = None,
+    ) -> DeltaOperationResult:
+        """Run ``operation`` on ``table`` and return the commit it made.
+
+        :param operation: One of :data:`OPERATIONS`.
+        :param table: The table's path or ``file://`` URI, as the Spark
+            driver sees it.
+        :param arguments: The Spark CLI's options for this operation.
+        :param token: Names this change across retries; when a commit with
+            it exists already, that commit is returned and nothing runs.
+        """
+        if operation not in OPERATIONS:
+            raise ValueError(f"unknown Delta operation {operation!r}; expected one of {OPERATIONS}")
+
+        before = -1
+        if token:
+            earlier = self._last_commit_with_token(table, token)
+            if earlier is not None and earlier[1].operation != "VACUUM START":
+                version, info = earlier
+                self.log.info(
+                    "Version %s of %s already carries token %r (an earlier try committed it); "
+                    "not submitting again.",
+                    version,
+                    table,
+                    token,
+                )
+                return self._commit_result(table, version, info)
+            before = self._latest_version(table)
+
+        self._prepare_submit(operation, table, arguments, token)
+        self._submit_and_wait(operation, table)
+
+        if token:
+            committed = self._last_commit_with_token(table, token, since_version=before + 1)
+            if committed is not None:
+                return self._commit_result(table, *committed)
+            return self._uncommitted_result(operation, table)
+        return self._printed_result(operation, table)
+
+    # --- Building the spark-submit ---------------------------------------------
+
+    def _prepare_submit(self, operation: str, table: str, arguments: Sequence[str], token: str | None) -> None:
+        self._application_args = [operation, table, *arguments]
+        if token:
+            self._application_args += ["--token", token]
+        shipped = str(build_package_zip(self._package_cache_dir))
+        self._py_files = ",".join(p for p in (shipped, self._py_files) if p)
+        if self._explicit_name is None:
+            self._name = f"delta-{operation}: {table}"
+        self._conf = {**self._python_conf(), **self._conf}
+        self._output = _SparkOutput()
+
+    def _python_conf(self) -> dict[str, str]:
+        """Point the local Python processes at this interpreter unless told otherwise.
+
+        In local mode (driver and executors) and client mode (the driver) Spark
+        would otherwise start whatever ``python3`` is first on PATH, which
+        need not have pyarrow and sqlglot. Remote executors keep the cluster's
+        own Python.
+        """
+        configured = {**os.environ, **(self._env_vars or {})}
+        if {"spark.pyspark.python", "spark.pyspark.driver.python"} & self._conf.keys() or (
+            {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"} & configured.keys()
+        ):
+            return {}
+        if self._connection["master"].startswith("local"):
+            return {"spark.pyspark.python": sys.executable}
+        if (self._connection["deploy_mode"] or "client") == "client":
+            return {"spark.pyspark.driver.python": sys.executable}
+        return {}
+
+    def _get_spark_binary_path(self) -> list[str]:
+        # pip's pyspark puts spark-submit beside the interpreter; find it there
+        # when the venv's bin folder is not on PATH.
+        binary = self._connection["spark_binary"]
+        if os.sep not in binary and shutil.which(binary) is None:
+            sibling = Path(sys.executable).parent / binary
+            if sibling.is_file():
+                return [str(sibling)]
+        return [binary]
+
+    # --- Running it ------------------------------------------------------------
+
+    def _submit_and_wait(self, operation: str, table: str) -> None:
+        """spark-submit, wait for the application, fail with its one-line error."""
+        try:
+            self.submit(application_path())
+            if self._should_track_driver_status:
+                # Standalone cluster mode: spark-submit returns at once.
+                try:
+                    self._start_driver_status_tracking()
+                finally:
+                    self._run_post_submit_commands()
+                if self._driver_status != "FINISHED":
+                    raise AirflowException(f"Spark driver {self._driver_id} ended as {self._driver_status}")
+        except AirflowException as err:
+            line = self._output.error_line
+            if line is None:
+                raise
+            message = f"Delta {operation} on {table} failed: {line}"
+            if _is_permanent(self._output.error_name):
+                raise AirflowFailException(message) from err
+            raise AirflowException(message) from err
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        # Spark's output still streams into the task log, line by line, through
+        # the parent; this only watches the lines go by.
+        super()._process_spark_submit_log(self._watch(itr))
+
+    def _watch(self, itr: Iterator[Any]) -> Iterator[Any]:
+        for raw in itr:
+            self._output.observe(str(raw).strip())
+            yield raw
+
+    # --- Reading the result from the log ---------------------------------------
+
+    @staticmethod
+    def _latest_version(table: str) -> int:
+        from airflow_delta_provider.delta.table import DeltaTable
+
+        delta_table = DeltaTable(table)
+        return delta_table.latest_version() if delta_table.exists() else -1
+
+    @staticmethod
+    def _last_commit_with_token(
+        table: str, token: str, since_version: int = 0
+    ) -> tuple[int, CommitInfo] | None:
+        """The newest commit carrying ``token`` (VACUUM writes two), or None."""
+        from airflow_delta_provider.delta.table import DeltaTable
+
+        delta_table = DeltaTable(table)
+        if not delta_table.exists():
+            return None
+        found = None
+        while (hit := delta_table.find_commit(token, since_version=since_version)) is not None:
+            found = hit
+            since_version = hit[0] + 1
+        return found
+
+    @staticmethod
+    def _commit_result(table: str, version: int, info: CommitInfo) -> DeltaOperationResult:
+        return DeltaOperationResult(
+            table=table,
+            version=version,
+            operation=info.operation or "",
+            metrics=_metrics(info.raw.get("operationMetrics")),
+        )
+
+    def _uncommitted_result(self, operation: str, table: str) -> DeltaOperationResult:
+        """The result when no commit carries the token: nothing changed.
+
+        The driver's last stdout line fills in what it can (client and local
+        mode). A checkpoint commits nothing by nature; its version is the
+        checkpointed one, read from ``_last_checkpoint`` when stdout is lost.
+        """
+        result = self._printed_result(operation, table)
+        if operation != "checkpoint":
+            result["version"] = None
+        elif result["version"] is None:
+            result["version"] = self._last_checkpoint_version(table)
+        return result
+
+    def _printed_result(self, operation: str, table: str) -> DeltaOperationResult:
+        """The result as the driver printed it (local and client mode only)."""
+        printed = self._output.result or {}
+        return DeltaOperationResult(
+            table=table,
+            version=printed.get("version"),
+            operation=str(printed.get("operation") or operation.upper()),
+            metrics=_metrics(printed.get("metrics")),
+        )
+
+    @staticmethod
+    def _last_checkpoint_version(table: str) -> int | None:
+        from airflow_delta_provider.delta.table import DeltaTable
+
+        last = DeltaTable(table).log_store.read_last_checkpoint()
+        return None if last is None else last.get("version")

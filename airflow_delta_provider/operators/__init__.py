@@ -1,0 +1,1 @@
+"""Operators that change Delta tables through Spark (see :mod:`.delta`)."""

@@ -1,0 +1,338 @@
+"""Operators that change a Delta table through one spark-submit each.
+
+They are thin: each turns its arguments into the Spark CLI's options, and
+:class:`~airflow_delta_provider.hooks.delta_spark.DeltaSparkHook` does the
+rest. Every operator returns ``{table, version, operation, metrics}`` as its
+XCom value (``version`` is None when nothing changed) and pushes the version
+alone under the key ``version``.
+
+Importing this module imports neither pyspark nor pyarrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow.sdk import BaseOperator
+
+from airflow_delta_provider.hooks.delta_spark import DeltaOperationResult, DeltaSparkHook, operation_token
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+#: XCom key under which each operator pushes the committed version.
+VERSION_XCOM_KEY = "version"
+
+
+class DeltaSparkOperator(BaseOperator):
+    """Base of the Delta operators: one operation, one spark-submit, one commit.
+
+    :param table_path: The table's path or ``file://`` URI, as the Spark
+        driver sees it. (templated)
+    :param conn_id: The Spark connection (default ``spark_default``).
+    :param conf: Spark configuration properties. (templated)
+    :param env_vars: Environment variables for spark-submit. (templated)
+    :param executor_cores: Cores per executor.
+    :param executor_memory: Memory per executor, e.g. ``2g``.
+    :param driver_memory: Memory of the driver, e.g. ``1g``.
+    :param num_executors: Number of executors (YARN, Kubernetes).
+    :param total_executor_cores: Total cores of the application (standalone).
+    :param deploy_mode: ``client`` or ``cluster``; overrides the connection.
+    :param spark_binary: The spark-submit command; overrides the connection.
+    :param name: The Spark application name (default ``delta-<operation>: <table>``). (templated)
+    :param hook_params: Any other :class:`SparkSubmitHook` argument
+        (``py_files``, ``jars``, ``keytab``, ``verbose``, ...).
+    """
+
+    #: The Spark CLI command this operator runs.
+    operation: ClassVar[str]
+
+    template_fields: Sequence[str] = ("table_path", "conf", "env_vars", "name")
+    template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "env_vars": "json"}
+    ui_color = "#9fe3f5"
+
+    def __init__(
+        self,
+        *,
+        table_path: str,
+        conn_id: str = DeltaSparkHook.default_conn_name,
+        conf: dict[str, Any] | None = None,
+        env_vars: dict[str, Any] | None = None,
+        executor_cores: int | None = None,
+        executor_memory: str | None = None,
+        driver_memory: str | None = None,
+        num_executors: int | None = None,
+        total_executor_cores: int | None = None,
+        deploy_mode: str | None = None,
+        spark_binary: str | None = None,
+        name: str | None = None,
+        hook_params: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_path = table_path
+        self.conn_id = conn_id
+        self.conf = conf
+        self.env_vars = env_vars
+        self.executor_cores = executor_cores
+        self.executor_memory = executor_memory
+        self.driver_memory = driver_memory
+        self.num_executors = num_executors
+        self.total_executor_cores = total_executor_cores
+        self.deploy_mode = deploy_mode
+        self.spark_binary = spark_binary
+        self.name = name
+        self.hook_params = dict(hook_params or {})
+
+    def cli_arguments(self) -> list[str]:
+        """The Spark CLI's options for this operation (after the table path)."""
+        raise NotImplementedError
+
+    @cached_property
+    def hook(self) -> DeltaSparkHook:
+        """The hook, built once per try from the rendered arguments."""
+        return DeltaSparkHook(
+            conn_id=self.conn_id,
+            conf=dict(self.conf or {}),
+            env_vars=self.env_vars,
+            executor_cores=self.executor_cores,
+            executor_memory=self.executor_memory,
+            driver_memory=self.driver_memory,
+            num_executors=self.num_executors,
+            total_executor_cores=self.total_executor_cores,
+            deploy_mode=self.deploy_mode,
+            spark_binary=self.spark_binary,
+            name=self.name,
+            **self.hook_params,
+        )
+
+    def execute(self, context: Context) -> DeltaOperationResult:
+        ti = context["ti"]
+        token = operation_token(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        result = self.hook.run(self.operation, self.table_path, self.cli_arguments(), token=token)
+        if result["version"] is None:
+            self.log.info("%s changed nothing in %s", result["operation"], result["table"])
+        else:
+            self.log.info(
+                "%s committed version %s of %s: %s",
+                result["operation"],
+                result["version"],
+                result["table"],
+                result["metrics"],
+            )
+        ti.xcom_push(key=VERSION_XCOM_KEY, value=result["version"])
+        self._result = result
+        return result
+
+    def on_kill(self) -> None:
+        if "hook" in self.__dict__:
+            self.hook.on_kill()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The table as the output dataset (namespace ``file`` for local paths)."""
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        return OperatorLineage(inputs=self._lineage_inputs(), outputs=[_lineage_dataset(self.table_path)])
+
+    def _lineage_inputs(self) -> list[Any]:
+        return []
+
+
+def _lineage_dataset(path: str) -> Any:
+    """An OpenLineage dataset named after OpenLineage's naming rules for files."""
+    from urllib.parse import urlsplit
+
+    from airflow.providers.common.compat.openlineage.facet import Dataset
+
+    parts = urlsplit(path)
+    if parts.scheme in ("", "file"):
+        return Dataset(namespace="file", name=parts.path if parts.scheme else path)
+    return Dataset(namespace=f"{parts.scheme}://{parts.netloc}", name=parts.path.lstrip("/"))
+
+
+class DeltaUpdateOperator(DeltaSparkOperator):
+    """Update the rows that match a condition: ``UPDATE t SET c = expr WHERE cond``.
+
+    :param updates: Column name -> SQL expression of its new value, e.g.
+        ``{"status": "'late'", "amount": "amount * 2"}``. (templated)
+    :param condition: SQL condition; all rows when None. (templated)
+    """
+
+    operation = "update"
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "updates", "condition")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkOperator.template_fields_renderers,
+        "condition": "sql",
+        "updates": "json",
+    }
+
+    def __init__(self, *, updates: Mapping[str, str], condition: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not updates:
+            raise ValueError("DeltaUpdateOperator needs at least one column in updates")
+        self.updates = dict(updates)
+        self.condition = condition
+
+    def cli_arguments(self) -> list[str]:
+        args = _option("--condition", self.condition)
+        for column, expression in self.updates.items():
+            args += ["--set", f"{column}={expression}"]
+        return args
+
+
+class DeltaDeleteOperator(DeltaSparkOperator):
+    """Delete the rows that match a condition: ``DELETE FROM t WHERE cond``.
+
+    :param condition: SQL condition; all rows when None. (templated)
+    """
+
+    operation = "delete"
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "condition")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkOperator.template_fields_renderers,
+        "condition": "sql",
+    }
+
+    def __init__(self, *, condition: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.condition = condition
+
+    def cli_arguments(self) -> list[str]:
+        return _option("--condition", self.condition)
+
+
+class DeltaAppendOperator(DeltaSparkOperator):
+    """Append (or overwrite with) the rows of a source, creating the table if needed.
+
+    The table schema is enforced unless ``merge_schema`` lets new columns in.
+
+    :param source: Path of the data to write. (templated)
+    :param source_format: ``parquet``, ``csv``, ``json`` or ``delta``.
+    :param merge_schema: Add the source's new columns to the table schema.
+    :param partition_by: Partition columns, for a table this creates. (templated)
+    :param mode: ``append`` or ``overwrite``.
+    :param overwrite_schema: With ``mode="overwrite"``, replace the schema too.
+    :param txn_app_id: With ``txn_version``, the protocol's idempotent-write
+        marker: a write whose (app id, version) the table has seen is skipped. (templated)
+    :param txn_version: See ``txn_app_id``.
+    :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
+    """
+
+    operation = "append"
+    template_fields: Sequence[str] = (
+        *DeltaSparkOperator.template_fields,
+        "source",
+        "partition_by",
+        "txn_app_id",
+        "options",
+    )
+    _FORMATS = ("parquet", "csv", "json", "delta")
+    _MODES = ("append", "overwrite")
+
+    def __init__(
+        self,
+        *,
+        source: str,
+        source_format: str = "parquet",
+        merge_schema: bool = False,
+        partition_by: Sequence[str] | None = None,
+        mode: str = "append",
+        overwrite_schema: bool = False,
+        txn_app_id: str | None = None,
+        txn_version: int | None = None,
+        options: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if source_format not in self._FORMATS:
+            raise ValueError(f"source_format must be one of {self._FORMATS}, not {source_format!r}")
+        if mode not in self._MODES:
+            raise ValueError(f"mode must be one of {self._MODES}, not {mode!r}")
+        if (txn_app_id is None) != (txn_version is None):
+            raise ValueError("txn_app_id and txn_version go together")
+        self.source = source
+        self.source_format = source_format
+        self.merge_schema = merge_schema
+        self.partition_by = list(partition_by or [])
+        self.mode = mode
+        self.overwrite_schema = overwrite_schema
+        self.txn_app_id = txn_app_id
+        self.txn_version = txn_version
+        self.options = dict(options or {})
+
+    def cli_arguments(self) -> list[str]:
+        args = ["--source", self.source, "--format", self.source_format, "--mode", self.mode]
+        args += _flag("--merge-schema", self.merge_schema)
+        args += _flag("--overwrite-schema", self.overwrite_schema)
+        for column in self.partition_by:
+            args += ["--partition-by", column]
+        if self.txn_app_id is not None:
+            args += ["--txn-app-id", self.txn_app_id, "--txn-version", str(self.txn_version)]
+        for key, value in self.options.items():
+            args += ["--option", f"{key}={value}"]
+        return args
+
+    def _lineage_inputs(self) -> list[Any]:
+        return [_lineage_dataset(self.source)]
+
+
+class DeltaCheckpointOperator(DeltaSparkOperator):
+    """Write a checkpoint of the table's latest version.
+
+    A checkpoint commits nothing: ``version`` is the checkpointed version.
+
+    :param cleanup_logs: Also delete commits and checkpoints older than the
+        table's log retention (``delta.logRetentionDuration``).
+    """
+
+    operation = "checkpoint"
+
+    def __init__(self, *, cleanup_logs: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cleanup_logs = cleanup_logs
+
+    def cli_arguments(self) -> list[str]:
+        return _flag("--cleanup-logs", self.cleanup_logs)
+
+
+class DeltaVacuumOperator(DeltaSparkOperator):
+    """Delete data files the table no longer references, older than the retention.
+
+    :param retention_hours: Keep files removed less than this many hours ago
+        (default: the table's ``delta.deletedFileRetentionDuration``, 7 days). (templated)
+    :param dry_run: Only count the files that would go; commits nothing.
+    :param retention_check: Refuse a retention below the table's minimum
+        (delta-spark's ``retentionDurationCheck``).
+    """
+
+    operation = "vacuum"
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "retention_hours")
+
+    def __init__(
+        self,
+        *,
+        retention_hours: float | str | None = None,
+        dry_run: bool = False,
+        retention_check: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.retention_hours = retention_hours
+        self.dry_run = dry_run
+        self.retention_check = retention_check
+
+    def cli_arguments(self) -> list[str]:
+        args = _option("--retention-hours", None if self.retention_hours is None else str(self.retention_hours))
+        args += _flag("--dry-run", self.dry_run)
+        args += _flag("--no-retention-check", not self.retention_check)
+        return args
+
+
+def _option(name: str, value: str | None) -> list[str]:
+    return [] if value is None else [name, value]
+
+
+def _flag(name: str, on: bool) -> list[str]:
+    return [name] if on else []

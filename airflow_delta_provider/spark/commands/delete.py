@@ -1,0 +1,55 @@
+"""DELETE: drop whole files where possible, rewrite the rest, as delta-spark does.
+
+delta-spark's ``DeleteCommand``:
+
+- no condition: every live file is removed, nothing is written;
+- a condition on partition columns only, decided by partition values: the
+  matching files are removed whole, without reading them;
+- a data condition: a scan of the pruned candidates finds the touched files
+  (counting the matching rows per file in the same job), and each is
+  rewritten keeping the rows where ``NOT coalesce(cond, false)``.
+
+``numDeletedRows`` comes from the files' ``numRecords`` stats where a file
+goes whole, and from the touched-file scan otherwise.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from airflow_delta_provider.spark.commands.dml import DmlCommand
+
+
+class DeleteCommand(DmlCommand):
+    operation = "DELETE"
+
+    def rewrite(self) -> None:
+        whole = self.whole_files()
+        if whole is not None:
+            self.result.removed = list(whole)
+            self.result.rows_changed = self.row_count(whole) if whole else 0
+            return
+        touched, counts = self.touched_files()
+        if not touched:
+            return
+        deleted = sum(counts.values())
+        total = self.row_count(touched)
+        if deleted < total:
+            self.write(self.scan(touched).filter(~self.matched))
+        self.result.removed = list(touched)
+        self.result.rows_changed = deleted
+        self.result.rows_copied = total - deleted
+
+    def metrics(self) -> dict[str, int]:
+        return {"numDeletedRows": self.result.rows_changed, **super().metrics()}
+
+
+def run_delete(spark: SparkSession, table: str, condition: str | None, token: str | None = None):
+    """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult.
+
+    ``version`` is None when no row matched (nothing is committed).
+    """
+    return DeleteCommand(spark, table, condition, token).run()
+
+
+__all__ = ["DeleteCommand", "run_delete"]

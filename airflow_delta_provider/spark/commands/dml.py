@@ -1,0 +1,266 @@
+"""What UPDATE and DELETE share: one copy-on-write transaction.
+
+Both follow delta-spark's ``UpdateCommand`` / ``DeleteCommand`` (notes
+section 7). The steps are separate methods so that each can be observed (and
+a concurrent writer slipped in between them in tests):
+
+1. :meth:`DmlCommand.prepare` opens the snapshot and a transaction (the
+   writer-feature gate), checks the input against the schema and
+   ``delta.appendOnly``, prunes the live files by partition values and stats,
+   and records what was read for conflict checks.
+2. :meth:`DmlCommand.rewrite` (per command) finds the touched files and
+   writes their replacements.
+3. :meth:`DmlCommand.commit` commits ``remove`` + ``add`` in one version.
+
+:meth:`DmlCommand.run` chains them and deletes the files it wrote if any
+later step fails, so a failed command leaves no data file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from airflow_delta_provider.delta import config
+from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.errors import (
+    AppendOnlyViolationError,
+    CommitFailedError,
+    InvalidInputError,
+    InvariantViolationError,
+)
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark import conditions
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def elapsed_ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+@dataclass
+class Rewrite:
+    """What a command decided to change."""
+
+    removed: list[AddFile] = field(default_factory=list)
+    added: list[AddFile] = field(default_factory=list)
+    rows_changed: int = 0  # updated or deleted
+    rows_copied: int = 0
+    scan_ms: int = 0
+    rewrite_ms: int = 0
+
+
+class DmlCommand:
+    """One UPDATE or DELETE over one table, as one core transaction."""
+
+    operation: str = ""
+
+    def __init__(self, spark: SparkSession, table: str, condition: str | None, token: str | None) -> None:
+        self.spark = spark
+        self.table_uri = table
+        self.condition_sql = condition
+        self.token = token
+        self.table = DeltaTable(table)
+        self.snapshot: Any = None
+        self.txn: Any = None
+        self.condition: Column | None = None
+        self.predicate: Any = None  # delta.skipping.Predicate, None = not understood / no condition
+        self.candidates: list[AddFile] = []
+        self.result = Rewrite()
+        self._started = time.monotonic()
+
+    # --- step 1 --------------------------------------------------------------
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {"predicate": json.dumps([self.condition_sql] if self.condition_sql is not None else [])}
+
+    def prepare(self) -> None:
+        """Snapshot, gate, input checks, pruning and read tracking. Writes nothing."""
+        self._started = time.monotonic()
+        self.snapshot = self.table.snapshot()
+        self.txn = self.table.transaction(self.operation, parameters=self.parameters, snapshot=self.snapshot)
+        schema = self.snapshot.schema
+        self.condition = conditions.parse_condition(self.spark, schema, self.condition_sql)
+        self.validate(schema)
+        if config.append_only(self.snapshot.metadata):
+            raise AppendOnlyViolationError(
+                f"{self.operation} is not allowed: table {self.table_uri} is append-only (delta.appendOnly=true)"
+            )
+        self.predicate = self._skipping_predicate()
+        self.candidates = self._prune()
+        # Conflict tracking (delta-spark filterFiles): the predicate read and
+        # the files read. A predicate the skipper does not understand counts
+        # as a read of the whole table, the safe side.
+        if self.predicate is None:
+            self.txn.read_whole_table() if hasattr(self.txn, "read_whole_table") else self.txn.read_predicate(None)
+        else:
+            self.txn.read_predicate(self.predicate)
+        self.txn.read_files(self.candidates)
+
+    def validate(self, schema: dict[str, Any]) -> None:
+        """Command-specific input checks (SET expressions for UPDATE)."""
+
+    def _skipping_predicate(self) -> Any:
+        if self.condition_sql is None:
+            return None
+        from airflow_delta_provider.delta.skipping import Predicate
+
+        try:
+            return Predicate.parse(self.condition_sql)
+        except InvalidInputError:
+            # Spark accepted it (parse_condition ran first); the skipper's
+            # dialect did not. Read every file instead of pruning.
+            log.info("condition %r is not understood by file skipping; no pruning", self.condition_sql)
+            return None
+
+    def _prune(self) -> list[AddFile]:
+        from airflow_delta_provider.delta.skipping import prune_files
+
+        snap = self.snapshot
+        if self.predicate is None:
+            return list(snap.files)
+        return prune_files(snap.files, self.predicate, snap.schema, snap.partition_columns)
+
+    def whole_files(self) -> list[AddFile] | None:
+        """Candidates every row of which matches, decided by partition values
+        alone; None when the condition needs the rows (a data predicate)."""
+        from airflow_delta_provider.delta.skipping import partition_filter
+
+        snap = self.snapshot
+        if self.condition_sql is None:
+            return list(self.candidates)
+        if self.predicate is None:
+            return None
+        return partition_filter(self.candidates, self.predicate, snap.schema, snap.partition_columns)
+
+    # --- step 2 helpers ---------------------------------------------------------
+
+    @property
+    def matched(self) -> Column:
+        """The condition with NULL counted as "not matched" (SQL WHERE semantics)."""
+        if self.condition is None:
+            return F.lit(True)
+        return F.coalesce(self.condition, F.lit(False))
+
+    def scan(self, files: list[AddFile], *, with_file_path: bool = False) -> DataFrame:
+        from airflow_delta_provider.spark.scan import scan
+
+        return scan(self.spark, self.snapshot, files, with_file_path=with_file_path)
+
+    def touched_files(self) -> tuple[list[AddFile], dict[str, int]]:
+        """The candidates holding at least one matching row, and how many
+        rows match in each (one Spark job: filter, then count per file)."""
+        start = time.monotonic()
+        if not self.candidates:
+            return [], {}
+        frame = self.scan(self.candidates, with_file_path=True).filter(self.matched)
+        counts = {row["_file"]: int(row["count"]) for row in frame.groupBy("_file").count().collect()}
+        by_path = {f.path: f for f in self.candidates}
+        unknown = set(counts) - set(by_path)
+        if unknown:
+            raise RuntimeError(f"scan reported files that are not candidates: {sorted(unknown)[:3]}")
+        self.result.scan_ms += elapsed_ms(start)
+        return [by_path[p] for p in by_path if p in counts], counts
+
+    def row_count(self, files: list[AddFile]) -> int:
+        """Rows in ``files``: from stats where present, counting the rest."""
+        known = [f for f in files if f.num_records is not None]
+        unknown = [f for f in files if f.num_records is None]
+        total = sum(f.num_records for f in known)  # type: ignore[misc]
+        if unknown:
+            total += self.scan(unknown).count()
+        return total
+
+    def write(self, frame: DataFrame) -> list[AddFile]:
+        """Write ``frame`` as table files, failing on a broken invariant."""
+        from airflow_delta_provider.spark.write import write_files
+
+        snap = self.snapshot
+        frame = conditions.enforce_invariants(frame, conditions.invariants(snap.schema))
+        start = time.monotonic()
+        try:
+            adds = write_files(frame, snap.table_root, snap.schema, snap.partition_columns)
+        except Exception as exc:  # a Spark job failure: find out whether it is ours
+            rule = conditions.violation_from(exc)
+            if rule is None:
+                raise
+            raise InvariantViolationError(f"{self.operation} would write a row that breaks the {rule}") from exc
+        finally:
+            self.result.rewrite_ms += elapsed_ms(start)
+        self.result.added.extend(adds)
+        return adds
+
+    # --- step 2 and 3 -------------------------------------------------------------
+
+    def rewrite(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def metrics(self) -> dict[str, int]:
+        r = self.result
+        return {
+            "numAddedFiles": len(r.added),
+            "numRemovedFiles": len(r.removed),
+            "numCopiedRows": r.rows_copied,
+            "numAddedChangeFiles": 0,
+            "numAddedBytes": sum(f.size for f in r.added),
+            "numRemovedBytes": sum(f.size for f in r.removed),
+            "numDeletionVectorsAdded": 0,
+            "numDeletionVectorsRemoved": 0,
+            "numDeletionVectorsUpdated": 0,
+            "executionTimeMs": elapsed_ms(self._started),
+            "scanTimeMs": r.scan_ms,
+            "rewriteTimeMs": r.rewrite_ms,
+        }
+
+    def commit(self):
+        """Commit the rewrite; with nothing removed, commit nothing (version None)."""
+        from airflow_delta_provider.spark.result import CommandResult
+
+        metrics = self.metrics()
+        if not self.result.removed:
+            return CommandResult(self.table_uri, self.operation, None, metrics)
+        ts = now_ms()
+        self.txn.add_all([*self.result.added, *(f.remove(ts) for f in self.result.removed)])
+        metrics = self.metrics()  # executionTimeMs up to the commit
+        commit = self.txn.commit(metrics=metrics, token=self.token)
+        return CommandResult(self.table_uri, self.operation, commit.version, metrics)
+
+    def abort(self) -> None:
+        """Delete the files this command wrote (they were never committed)."""
+        if self.result.added:
+            from airflow_delta_provider.spark.write import delete_written_files
+
+            delete_written_files(self.snapshot.table_root, self.result.added)
+            self.result.added = []
+
+    def run(self):
+        """prepare, rewrite, commit; on failure delete what was written.
+
+        Files are deleted only when the commit surely did not land: any error
+        before the commit, or a commit refused as a conflict. Another error
+        from inside the commit leaves them (an orphan is harmless, VACUUM
+        removes it; deleting a committed file would corrupt the table).
+        """
+        self.prepare()
+        try:
+            self.rewrite()
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            return self.commit()
+        except CommitFailedError:
+            self.abort()
+            raise

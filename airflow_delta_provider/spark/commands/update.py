@@ -1,0 +1,94 @@
+"""UPDATE: rewrite the files that hold matching rows, as delta-spark does.
+
+delta-spark's ``UpdateCommand`` (notes section 7) in three cases:
+
+- no candidate file after pruning, or no matching row: no write, no commit;
+- a condition on partition columns only, decided by partition values: every
+  row of every candidate matches, so the candidates are rewritten without a
+  scan for touched files (``numCopiedRows`` = 0);
+- a data condition: a scan of the pruned candidates finds the touched files
+  (and counts the matching rows per file in the same job), and only those are
+  rewritten with ``when(cond, new).otherwise(old)``.
+
+SET expressions are cast to their column's type. Updating a partition column
+moves the row: the writer partitions the rewritten rows by their new values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from airflow_delta_provider.spark import conditions
+from airflow_delta_provider.spark.commands.dml import DmlCommand
+
+
+class UpdateCommand(DmlCommand):
+    operation = "UPDATE"
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        table: str,
+        condition: str | None,
+        set_exprs: Mapping[str, str],
+        token: str | None,
+    ) -> None:
+        super().__init__(spark, table, condition, token)
+        self.set_exprs = dict(set_exprs)
+        self.assignments: dict[str, Column] = {}
+
+    def validate(self, schema: dict[str, Any]) -> None:
+        self.assignments = conditions.parse_assignments(self.spark, schema, self.set_exprs)
+
+    def rewrite(self) -> None:
+        whole = self.whole_files()
+        if whole is not None:
+            # Partition-only: every row of these files matches.
+            self.candidates = whole
+            touched = whole
+            updated = self.row_count(whole) if whole else 0
+            copied = 0
+        else:
+            touched, counts = self.touched_files()
+            updated = sum(counts.values())
+            copied = self.row_count(touched) - updated if touched else 0
+        if not touched:
+            return
+        self._rewrite_files(touched)
+        self.result.removed = list(touched)
+        self.result.rows_changed = updated
+        self.result.rows_copied = copied
+
+    def _rewrite_files(self, touched: list) -> None:
+        matched = self.matched
+        lower = {name.lower(): col for name, col in self.assignments.items()}
+        columns = []
+        for field in self.snapshot.schema["fields"]:
+            name = field["name"]
+            old = F.col(f"`{name}`")
+            new = lower.get(name.lower())
+            columns.append((F.when(matched, new).otherwise(old) if new is not None else old).alias(name))
+        self.write(self.scan(touched).select(*columns))
+
+    def metrics(self) -> dict[str, int]:
+        return {"numUpdatedRows": self.result.rows_changed, **super().metrics()}
+
+
+def run_update(
+    spark: SparkSession,
+    table: str,
+    condition: str | None,
+    set_exprs: Mapping[str, str],
+    token: str | None = None,
+):
+    """UPDATE ``table`` SET ``set_exprs`` [WHERE ``condition``]; a CommandResult.
+
+    ``version`` is None when no row matched (nothing is committed).
+    """
+    return UpdateCommand(spark, table, condition, set_exprs, token).run()
+
+
+__all__ = ["UpdateCommand", "run_update"]

@@ -1,0 +1,392 @@
+"""Triggers that wait for new versions of a Delta table.
+
+Two triggers, one probe:
+
+- :class:`DeltaTableVersionTrigger` backs the deferrable
+  :class:`~airflow_delta_provider.sensors.delta_table.DeltaTableVersionSensor`:
+  it fires once, when a version newer than a baseline exists.
+- :class:`DeltaTableEventTrigger` backs an ``AssetWatcher``: it fires once per
+  new table version, in order, and keeps its watermark in the asset state store.
+
+Both read ``_delta_log`` through :class:`VersionProbe`, which never lists the
+log. Delta versions are contiguous (PROTOCOL.md "Delta Log Entries": commit
+``n`` is only written once ``n-1`` exists, and log cleanup removes only a
+prefix), so "is there anything after version ``v``?" is one existence check of
+``v+1``'s commit, and "what is the latest version?" is a galloping search over
+commit names, started at the version ``_last_checkpoint`` points to. Its cost
+grows with the commits since the last checkpoint, never with the length of the
+log.
+
+The core (and with it pyarrow) is imported when a probe is built, never when
+this module is imported: DAG files that use these triggers must parse fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.log_store import LogStore
+
+#: Key of the watermark that :class:`DeltaTableEventTrigger` keeps per asset.
+WATERMARK_KEY = "last_seen_version"
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One table version, with what its ``commitInfo`` says about it."""
+
+    version: int
+    timestamp: int | None  # milliseconds since the epoch
+    operation: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation}
+
+
+class VersionProbe:
+    """Cheap questions about one table's versions, answered without a listing.
+
+    Every method states its cost in log-store calls. The only listing left is
+    a fallback for a log with neither ``_last_checkpoint`` nor version 0
+    (a missing table, or a cleaned-up log whose hint was lost), where it is
+    the only way to learn anything.
+    """
+
+    def __init__(self, table_path: str) -> None:
+        from airflow_delta_provider.delta.log_store import LogStore, resolve_table
+
+        fs, root = resolve_table(table_path)
+        self.table_path = table_path
+        self.store: LogStore = LogStore(fs, root)
+
+    def has(self, version: int) -> bool:
+        """Whether commit ``version`` exists. One call (none for a negative version)."""
+        from airflow_delta_provider.delta.log_store import commit_name
+
+        return version >= 0 and self.store.exists(commit_name(version))
+
+    def checkpoint_hint(self) -> int:
+        """The version ``_last_checkpoint`` names, or -1. One call."""
+        info = self.store.read_last_checkpoint()
+        return info["version"] if info else -1
+
+    def latest(self) -> int | None:
+        """The latest version, or None when there is no table.
+
+        One hint read plus about ``2*log2(k)`` existence checks, ``k`` being
+        the commits since the last checkpoint.
+        """
+        hint = self.checkpoint_hint()
+        if hint >= 0:
+            top = self._gallop(hint)
+            # A hint left over from an earlier table at this path may name a
+            # version that no longer exists; check it before trusting it.
+            if top > hint or self.has(hint):
+                return top
+        if self.has(0):
+            return self._gallop(0)
+        commits = [f.version for f in self.store.list_from(0) if f.kind == "commit"]
+        return max(commits) if commits else None
+
+    def newer_than(self, version: int) -> int | None:
+        """The latest version when one newer than ``version`` exists, else None.
+
+        One existence check when there is nothing new. When there is, the
+        search starts at the later of ``version + 1`` and the checkpoint hint,
+        so it stays short however far behind ``version`` is.
+        """
+        first = version + 1
+        if not self.has(first):
+            return None
+        hint = self.checkpoint_hint()
+        if hint > first:
+            top = self._gallop(hint)
+            if top > hint or self.has(hint):
+                return top
+        return self._gallop(first)
+
+    def table_exists(self, known_version: int = -1) -> bool:
+        """Whether the table exists; one call when ``known_version`` is still there."""
+        return self.has(known_version) or self.latest() is not None
+
+    def first_present(self, low: int, high: int) -> int:
+        """The earliest existing commit in ``[low, high]``; ``high`` must exist.
+
+        Log cleanup removes a prefix of the commits, so presence is monotone
+        and a binary search finds the boundary in ``log2(high - low)`` calls.
+        """
+        while low < high:
+            mid = (low + high) // 2
+            if self.has(mid):
+                high = mid
+            else:
+                low = mid + 1
+        return high
+
+    def info(self, version: int) -> VersionInfo:
+        """Timestamp and operation from the ``commitInfo`` of ``version``. One read.
+
+        The timestamp is ``inCommitTimestamp`` when the table records one,
+        else the writer's ``commitInfo.timestamp``.
+        """
+        from airflow_delta_provider.delta.log_store import commit_name
+
+        try:
+            data = self.store.read(commit_name(version))
+        except FileNotFoundError:
+            return VersionInfo(version, None, None)
+        commit_info = _commit_info(data)
+        timestamp = commit_info.get("inCommitTimestamp", commit_info.get("timestamp"))
+        operation = commit_info.get("operation")
+        return VersionInfo(
+            version,
+            timestamp if isinstance(timestamp, int) else None,
+            operation if isinstance(operation, str) else None,
+        )
+
+    def _gallop(self, low: int) -> int:
+        """The latest version, given that ``low`` exists (or is 0 and exists).
+
+        Doubles the step until a commit is missing, then bisects the gap.
+        """
+        step = 1
+        while self.has(low + step):
+            low += step
+            step *= 2
+        high = low + step  # missing
+        while high - low > 1:
+            mid = (low + high) // 2
+            if self.has(mid):
+                low = mid
+            else:
+                high = mid
+        return low
+
+
+def _commit_info(data: bytes) -> dict[str, Any]:
+    """The ``commitInfo`` of a commit file, or ``{}``; other lines are not parsed."""
+    for line in data.splitlines():
+        if b'"commitInfo"' not in line:
+            continue
+        try:
+            body = json.loads(line).get("commitInfo")
+        except ValueError:
+            continue
+        if isinstance(body, dict):
+            return body
+    return {}
+
+
+def missing_table_message(table_path: str) -> str:
+    return (
+        f"no Delta table at {table_path!r} (no commit in its _delta_log); "
+        "pass wait_for_creation=True to wait for it to be created"
+    )
+
+
+def poll_once(
+    probe: VersionProbe, after_version: int, *, table_seen: bool, wait_for_creation: bool
+) -> tuple[VersionInfo | None, bool]:
+    """One poke: the latest version if one is newer than ``after_version``.
+
+    Returns ``(info or None, table_seen)``. Existence is checked until the
+    table has been seen once, so a steady poke costs one call. Raises
+    TableNotFoundError for a missing table unless ``wait_for_creation``.
+    """
+    from airflow_delta_provider.delta.errors import TableNotFoundError
+
+    found = probe.newer_than(after_version)
+    if found is not None:
+        return probe.info(found), True
+    if not table_seen:
+        if probe.table_exists(after_version):
+            table_seen = True
+        elif not wait_for_creation:
+            raise TableNotFoundError(missing_table_message(probe.table_path))
+    return None, table_seen
+
+
+class DeltaTableVersionTrigger(BaseTrigger):
+    """Fire once when a version newer than ``after_version`` exists.
+
+    The event payload is ``{"status": "success", "version", "baseline_version",
+    "table", "timestamp", "operation"}``, ``version`` being the latest version
+    at that moment; or ``{"status": "error", "error_type", "message", "table"}``
+    when the table is missing (and ``wait_for_creation`` is off) or unreadable.
+
+    :param table_path: The table root: a local path or a ``file://`` URI.
+    :param after_version: The baseline; -1 means any version at all.
+    :param poll_interval: Seconds between two probes.
+    :param wait_for_creation: Keep waiting while the table does not exist.
+    """
+
+    def __init__(
+        self,
+        table_path: str,
+        after_version: int,
+        poll_interval: float = 60.0,
+        wait_for_creation: bool = False,
+    ) -> None:
+        super().__init__()
+        self.table_path = table_path
+        self.after_version = after_version
+        self.poll_interval = poll_interval
+        self.wait_for_creation = wait_for_creation
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "table_path": self.table_path,
+                "after_version": self.after_version,
+                "poll_interval": self.poll_interval,
+                "wait_for_creation": self.wait_for_creation,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_delta_provider.delta.errors import DeltaError
+
+        try:
+            probe = await asyncio.to_thread(VersionProbe, self.table_path)
+            table_seen = False
+            while True:
+                info, table_seen = await asyncio.to_thread(
+                    poll_once,
+                    probe,
+                    self.after_version,
+                    table_seen=table_seen,
+                    wait_for_creation=self.wait_for_creation,
+                )
+                if info is not None:
+                    self.log.info("Delta table %s has version %s", self.table_path, info.version)
+                    yield TriggerEvent(
+                        {
+                            "status": "success",
+                            **info.to_dict(),
+                            "baseline_version": self.after_version,
+                            "table": self.table_path,
+                        }
+                    )
+                    return
+                await asyncio.sleep(self.poll_interval)
+        except (DeltaError, OSError) as exc:
+            yield TriggerEvent(
+                {
+                    "status": "error",
+                    "error_type": type(exc).__name__,
+                    "message": str(exc),
+                    "table": self.table_path,
+                }
+            )
+
+
+class DeltaTableEventTrigger(BaseEventTrigger):
+    """Fire once per new version of a Delta table, for event-driven scheduling.
+
+    Put it on an ``Asset`` through an ``AssetWatcher``; each event becomes an
+    asset event whose ``extra["payload"]`` is ``{"version", "table",
+    "timestamp", "operation"}``. When several versions land between two
+    probes, one event is fired for each, in version order.
+
+    The watermark (the last version fired) lives in the asset state store
+    under ``last_seen_version``, so a restarted triggerer resumes where it
+    stopped instead of firing again. With no watermark yet, the baseline is
+    ``after_version`` when given, else the table's latest version at start:
+    only versions committed after that fire. A missing table is waited for;
+    its version 0 is then a new version.
+
+    The watermark is advanced before the event is handed to the triggerer,
+    as Airflow's asset state store guide does: a crash in between loses that
+    event rather than repeating it. If the watermark has fallen behind log
+    cleanup (the watcher was off for longer than the log retention), the
+    trigger logs the gap and resumes at the oldest commit still in the log.
+
+    :param table_path: The table root: a local path or a ``file://`` URI.
+    :param poll_interval: Seconds between two probes when nothing is new.
+    :param after_version: Baseline used only when no watermark is stored yet.
+    """
+
+    def __init__(
+        self, table_path: str, poll_interval: float = 60.0, after_version: int | None = None
+    ) -> None:
+        super().__init__()
+        self.table_path = table_path
+        self.poll_interval = poll_interval
+        self.after_version = after_version
+        self._memory_watermark: int | None = None
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "table_path": self.table_path,
+                "poll_interval": self.poll_interval,
+                "after_version": self.after_version,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        probe = await asyncio.to_thread(VersionProbe, self.table_path)
+        last = await self._start_watermark(probe)
+        while True:
+            version = last + 1
+            try:
+                found = await asyncio.to_thread(probe.has, version)
+                info = await asyncio.to_thread(probe.info, version) if found else None
+            except OSError as exc:  # storage hiccup: a watcher keeps watching
+                self.log.warning("Cannot read the log of %s: %s", self.table_path, exc)
+                info = None
+            if info is None:
+                await asyncio.sleep(self.poll_interval)
+                continue
+            await self._save_watermark(version)
+            last = version
+            yield TriggerEvent({**info.to_dict(), "table": self.table_path})
+
+    async def _start_watermark(self, probe: VersionProbe) -> int:
+        stored = await self._load_watermark()
+        if stored is None:
+            if self.after_version is not None:
+                start = self.after_version
+            else:
+                latest = await asyncio.to_thread(probe.latest)
+                start = -1 if latest is None else latest
+            await self._save_watermark(start)
+            self.log.info("Watching %s for versions after %s", self.table_path, start)
+            return start
+        last = int(stored)
+        if not await asyncio.to_thread(probe.has, last + 1):
+            hint = await asyncio.to_thread(probe.checkpoint_hint)
+            if hint > last + 1:
+                first = await asyncio.to_thread(probe.first_present, last + 1, hint)
+                self.log.warning(
+                    "Versions %s to %s of %s were removed by log cleanup before they were seen; "
+                    "resuming at version %s",
+                    last + 1,
+                    first - 1,
+                    self.table_path,
+                    first,
+                )
+                last = first - 1
+        return last
+
+    async def _load_watermark(self) -> int | None:
+        if self.asset_state_store is None:
+            return self._memory_watermark
+        value = await self.asset_state_store.aget(WATERMARK_KEY)
+        return None if value is None else int(value)
+
+    async def _save_watermark(self, version: int) -> None:
+        # Without a state store (a trigger run outside a triggerer), the
+        # watermark lives as long as this instance.
+        self._memory_watermark = version
+        if self.asset_state_store is not None:
+            await self.asset_state_store.aset(WATERMARK_KEY, version)

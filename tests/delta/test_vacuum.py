@@ -1,0 +1,325 @@
+"""VACUUM planning (delta/vacuum.py): the pure rules, then a property over
+random table histories built with the core and pyarrow-written files."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_delta_provider.delta.actions import AddFile, DeletionVector, RemoveFile
+from airflow_delta_provider.delta.errors import RetentionTooShortError, UnsupportedFeatureError
+from airflow_delta_provider.delta.vacuum import (
+    ListedEntry,
+    absolute_path,
+    check_retention,
+    is_hidden_name,
+    list_table,
+    plan_vacuum,
+    relative_path,
+)
+
+HOUR = 3_600_000
+WEEK = 7 * 24 * HOUR
+NOW = int(time.time() * 1000)  # real time: the core expires tombstones by the clock
+OLD = NOW - WEEK - HOUR
+YOUNG = NOW - HOUR
+
+
+def add(path: str) -> AddFile:
+    return AddFile(path=path, partition_values={}, size=1, modification_time=OLD)
+
+
+def tomb(path: str, ts: int) -> RemoveFile:
+    return RemoveFile(path=path, deletion_timestamp=ts)
+
+
+def f(path: str, mtime: int = OLD, size: int = 10) -> ListedEntry:
+    return ListedEntry(path, size, mtime, False)
+
+
+def d(path: str, mtime: int = OLD) -> ListedEntry:
+    return ListedEntry(path, 0, mtime, True)
+
+
+def plan(listing, adds=(), tombstones=(), partition_columns=(), retention=WEEK, root="/t"):
+    return plan_vacuum(
+        table_root=root,
+        listing=listing,
+        adds=adds,
+        tombstones=tombstones,
+        partition_columns=partition_columns,
+        now_ms=NOW,
+        retention_ms=retention,
+    )
+
+
+# --- retention ----------------------------------------------------------------
+
+
+def test_retention_defaults_to_table_setting():
+    assert check_retention(None, WEEK) == WEEK
+
+
+def test_retention_longer_than_table_is_accepted():
+    assert check_retention(200, WEEK) == 200 * HOUR
+
+
+def test_retention_shorter_than_table_is_refused_unless_check_off():
+    with pytest.raises(RetentionTooShortError, match="168 hours"):
+        check_retention(1, WEEK)
+    assert check_retention(0, WEEK, enforce=False) == 0
+
+
+def test_negative_retention_is_always_refused():
+    with pytest.raises(RetentionTooShortError):
+        check_retention(-1, WEEK, enforce=False)
+    with pytest.raises(RetentionTooShortError):
+        plan([], retention=-1)
+
+
+# --- names and paths ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, hidden",
+    [
+        ("_delta_log", True),
+        ("_tmp", True),
+        (".hidden", True),
+        ("_change_data", False),
+        ("_delta_index", False),
+        ("_p=1", False),  # partition folder of column "_p"
+        ("_q=1", True),  # not a partition column
+        ("part-0.parquet", False),
+        ("p=1", False),
+    ],
+)
+def test_hidden_names(name, hidden):
+    assert is_hidden_name(name, ["_p", "p"]) is hidden
+
+
+@pytest.mark.parametrize(
+    "log_path, rel",
+    [
+        ("part-0.parquet", "part-0.parquet"),
+        ("p=a%20b/part-0.parquet", "p=a b/part-0.parquet"),
+        ("p=a%253Ab/x.parquet", "p=a%3Ab/x.parquet"),
+        ("file:/t/x.parquet", "x.parquet"),
+        ("file:///t/sub/x.parquet", "sub/x.parquet"),
+        ("/t/x.parquet", "x.parquet"),
+        ("file:/other/x.parquet", None),
+        ("/tt/x.parquet", None),
+        ("../x.parquet", None),
+    ],
+)
+def test_relative_path(log_path, rel):
+    assert relative_path(log_path, "/t") == rel
+
+
+def test_relative_path_on_object_store_root():
+    assert relative_path("s3://bucket/t/x.parquet", "bucket/t") == "x.parquet"
+    assert relative_path("s3://bucket/u/x.parquet", "bucket/t") is None
+
+
+def test_absolute_path_refuses_escapes_and_the_log():
+    assert absolute_path("/t", "a/b.parquet") == "/t/a/b.parquet"
+    for bad in ("../x", "/etc/passwd", "_delta_log/00000000000000000000.json", "a/../../x"):
+        with pytest.raises(Exception):
+            absolute_path("/t", bad)
+
+
+# --- planning -----------------------------------------------------------------
+
+
+def test_old_orphans_go_live_files_and_young_files_stay():
+    listing = [f("live.parquet"), f("orphan.parquet"), f("young.parquet", YOUNG)]
+    p = plan(listing, adds=[add("live.parquet")])
+    assert [e.path for e in p.files] == ["orphan.parquet"]
+    assert p.size_in_bytes == 10
+    assert p.delete_before_ms == NOW - WEEK
+
+
+def test_tombstones_within_retention_are_kept():
+    listing = [f("recent.parquet"), f("expired.parquet")]
+    p = plan(listing, tombstones=[tomb("recent.parquet", YOUNG), tomb("expired.parquet", OLD)])
+    assert [e.path for e in p.files] == ["expired.parquet"]
+
+
+def test_hidden_entries_and_the_log_are_never_planned():
+    listing = [
+        d("_delta_log"),
+        f("_delta_log/00000000000000000000.json"),
+        f("_delta_log/00000000000000000000.checkpoint.parquet"),
+        f(".part-0.parquet.crc"),
+        d("_tmp"),
+        f("_tmp/x.parquet"),
+        d("_change_data"),
+        f("_change_data/cdc-0.parquet"),
+        d("p=1"),
+        d("p=1/.staging"),
+        f("p=1/.staging/x"),
+        f("p=1/orphan.parquet"),
+    ]
+    p = plan(listing, partition_columns=["p"])
+    assert sorted(e.path for e in p.files) == ["_change_data/cdc-0.parquet", "p=1/orphan.parquet"]
+    # _change_data empties; p=1 keeps its hidden .staging folder
+    assert p.dirs == ["_change_data"]
+
+
+def test_paths_outside_the_root_are_dropped():
+    listing = [f("../escape.parquet"), f("/abs.parquet"), f("a/../../up.parquet"), f("ok.parquet")]
+    assert [e.path for e in plan(listing).files] == ["ok.parquet"]
+
+
+def test_live_add_with_absolute_path_inside_root_is_kept():
+    listing = [f("abs.parquet"), f("p=x y/enc.parquet")]
+    p = plan(listing, adds=[add("file:/t/abs.parquet"), add("p=x%20y/enc.parquet")])
+    assert p.files == []
+
+
+def test_empty_folders_go_deepest_first_but_not_folders_of_kept_files():
+    listing = [
+        d("a"),
+        d("a/b"),
+        f("a/b/old.parquet"),
+        d("keep"),
+        f("keep/live.parquet"),
+        d("fresh", YOUNG),
+        d("young"),
+        f("young/y.parquet", YOUNG),
+        d("emptyold"),
+    ]
+    p = plan(listing, adds=[add("keep/live.parquet")])
+    assert [e.path for e in p.files] == ["a/b/old.parquet"]
+    assert p.dirs == ["a/b", "a", "emptyold"]
+
+
+def test_deletion_vectors_are_refused():
+    dv = DeletionVector("u", "ab" * 10, 10, 1)
+    with pytest.raises(UnsupportedFeatureError):
+        plan([], adds=[AddFile("x.parquet", {}, 1, 1, deletion_vector=dv)])
+
+
+def test_list_table_does_not_descend_into_hidden_folders(tmp_path):
+    (tmp_path / "_delta_log").mkdir()
+    (tmp_path / "_delta_log" / "00000000000000000000.json").write_text("{}")
+    (tmp_path / "p=1").mkdir()
+    (tmp_path / "p=1" / "a.parquet").write_bytes(b"123")
+    (tmp_path / "p=1" / ".tmp").mkdir()
+    (tmp_path / "p=1" / ".tmp" / "inner").write_bytes(b"")
+    local = sorted((e.path, e.size, e.is_dir) for e in list_table(pafs.LocalFileSystem(), str(tmp_path), ["p"]))
+    assert local == [("_delta_log", 0, True), ("p=1", 0, True), ("p=1/.tmp", 0, True), ("p=1/a.parquet", 3, False)]
+    # the pyarrow.fs branch (object stores) lists the same, here over a SubTreeFileSystem
+    sub = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    generic = sorted((e.path, e.size, e.is_dir) for e in list_table(sub, "", ["p"]))
+    assert generic == local
+
+
+# --- property: random histories built with the core ---------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+def _core():
+    table_mod = pytest.importorskip("airflow_delta_provider.delta.table")
+    return table_mod
+
+
+_STEP = st.sampled_from(["append", "append_part", "update", "delete", "checkpoint", "orphan"])
+
+
+@hypothesis.settings(max_examples=15, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(
+    steps=st.lists(st.tuples(_STEP, st.integers(0, 10_000)), min_size=1, max_size=12),
+    ages_h=st.lists(st.integers(0, 400), min_size=40, max_size=40),
+    retention_h=st.sampled_from([0, 1, 24, 168, 300]),
+)
+def test_vacuum_never_deletes_live_or_retained_files(tmp_path_factory, steps, ages_h, retention_h):
+    """Over random histories, the plan never holds a live file, a file younger
+    than the retention, a tombstone within the retention, or a hidden path."""
+    table_mod = _core()
+    from airflow_delta_provider.delta.actions import Metadata
+
+    root = str(tmp_path_factory.mktemp("vac"))
+    table = table_mod.DeltaTable(root)
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+    import json
+    import uuid
+
+    def write_file(part: str) -> AddFile:
+        rel = f"p={part}/part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        full = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), full)
+        st_ = os.stat(full)
+        return AddFile(rel, {"p": part}, st_.st_size, st_.st_mtime_ns // 1_000_000,
+                       stats=json.dumps({"numRecords": 2}))
+
+    txn = table.transaction("WRITE", parameters={"mode": "ErrorIfExists"}, snapshot=None)
+    txn.update_metadata(Metadata.new(json.dumps(schema), ["p"], created_time=NOW))
+    txn.add_all([write_file("a")])
+    txn.commit(metrics={}, token=None)
+
+    for step, seed in steps:
+        snap = table.snapshot()
+        part = "ab"[seed % 2]
+        if step in ("append", "append_part"):
+            t = table.transaction("WRITE", parameters={"mode": "Append"}, snapshot=snap)
+            t.add_all([write_file(part if step == "append_part" else "a")])
+            t.commit(metrics={}, token=None)
+        elif step in ("update", "delete") and snap.files:
+            victim = snap.files[seed % len(snap.files)]
+            t = table.transaction(step.upper(), parameters={"predicate": "[]"}, snapshot=snap)
+            t.read_files([victim])
+            removes = [victim.remove(NOW - (seed % 400) * HOUR)]
+            t.add_all(removes + ([write_file(part)] if step == "update" else []))
+            t.commit(metrics={}, token=None)
+        elif step == "checkpoint":
+            from airflow_delta_provider.delta.checkpoint import write_checkpoint
+
+            write_checkpoint(table, table.snapshot())
+        else:  # an orphan a failed writer left behind
+            os.makedirs(os.path.join(root, f"p={part}"), exist_ok=True)
+            with open(os.path.join(root, f"p={part}", f"orphan-{seed}.parquet"), "wb") as fh:
+                fh.write(b"x")
+
+    # Age every data file at random (os.utime), so the clock is ours.
+    listing = list_table(pafs.LocalFileSystem(), root, ["p"])
+    for i, e in enumerate(e for e in listing if not e.is_dir and not e.path.startswith("_delta_log")):
+        ts = (NOW - ages_h[i % len(ages_h)] * HOUR) / 1000
+        os.utime(os.path.join(root, e.path), (ts, ts))
+    listing = list_table(pafs.LocalFileSystem(), root, ["p"])
+
+    snap = table.snapshot()
+    retention = retention_h * HOUR
+    p = plan_vacuum(
+        table_root=root,
+        listing=listing,
+        adds=snap.files,
+        tombstones=snap.tombstones,
+        partition_columns=snap.partition_columns,
+        now_ms=NOW,
+        retention_ms=retention,
+    )
+    planned = {e.path for e in p.files}
+    live = {relative_path(a.path, root) for a in snap.files}
+    kept_tombs = {relative_path(t.path, root) for t in snap.tombstones if (t.deletion_timestamp or 0) >= NOW - retention}
+    mtimes = {e.path: e.mtime_ms for e in listing}
+    assert not planned & live
+    assert not planned & kept_tombs
+    assert all(mtimes[path] < NOW - retention for path in planned)
+    assert not any(path.startswith("_delta_log") for path in planned | set(p.dirs))
+    for dpath in p.dirs:
+        assert not any(x.startswith(dpath + "/") for x in live | kept_tombs)
