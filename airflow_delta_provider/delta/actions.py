@@ -171,7 +171,7 @@ class Metadata:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class AddFile:
     """The ``add`` action. ``path`` is kept exactly as the log spells it
     (relative and URI-encoded, or absolute)."""
@@ -262,7 +262,7 @@ class AddFile:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RemoveFile:
     """The ``remove`` action (a tombstone)."""
 

@@ -50,7 +50,13 @@ class PathCanonicalizer:
 
 
 class LogReplay:
-    """Mutable table state that actions are applied to, oldest first."""
+    """Mutable table state that actions are applied to, oldest first.
+
+    The file actions of a checkpoint stay columnar (arrow arrays) and are
+    only turned into :class:`AddFile` objects when asked for: loading a
+    snapshot of a table with 100,000 files then costs one parquet read. Commit
+    actions that follow the checkpoint override its entries by key.
+    """
 
     def __init__(self, table_root: str) -> None:
         self.canonical = PathCanonicalizer(table_root)
@@ -60,6 +66,8 @@ class LogReplay:
         self.tombstones: dict[FileKey, RemoveFile] = {}
         self.txns: dict[str, Txn] = {}
         self.domains: dict[str, DomainMetadata] = {}
+        self._checkpoint_adds: list[pa.Array] = []
+        self._checkpoint_removes: list[pa.Array] = []
 
     def apply(self, actions: Iterable[Action]) -> None:
         canonical, files, tombstones = self.canonical, self.files, self.tombstones
@@ -85,7 +93,7 @@ class LogReplay:
                     self.domains[a.domain] = a
 
     def apply_checkpoint(self, paths: Iterable[str], read: Any) -> None:
-        """Apply the actions of a classic (possibly multi-part) checkpoint.
+        """Apply a classic (possibly multi-part) checkpoint; call it before any commit.
 
         ``read(path)`` returns a readable file object for ``pq.read_table``.
         """
@@ -95,7 +103,90 @@ class LogReplay:
                     table = pq.read_table(f, columns=_present_columns(pq.read_schema(f)))
             except (OSError, pa.ArrowInvalid) as exc:
                 raise CorruptCheckpointError(f"cannot read checkpoint {path}: {exc}") from exc
-            self.apply(checkpoint_actions(table))
+            for name in ("protocol", "metaData", "txn", "domainMetadata"):
+                if name in table.column_names:
+                    self.apply(_small_actions(name, table.column(name)))
+            if "add" in table.column_names:
+                self._checkpoint_adds.append(_valid_rows(table.column("add")))
+            if "remove" in table.column_names:
+                self._checkpoint_removes.append(_valid_rows(table.column("remove")))
+
+    def finish(self) -> FileState:
+        """The reconciled files: checkpoint rows not overridden by a commit, plus commit state."""
+        touched = set(self.files) | set(self.tombstones)
+        adds = _drop_touched(self._checkpoint_adds, touched, self.canonical)
+        removes = _drop_touched(self._checkpoint_removes, touched, self.canonical)
+        return FileState(adds, removes, self.files, self.tombstones)
+
+
+class FileState:
+    """Live files and tombstones: columnar checkpoint rows plus commit actions."""
+
+    def __init__(
+        self,
+        checkpoint_adds: pa.Array | None,
+        checkpoint_removes: pa.Array | None,
+        adds: dict[FileKey, AddFile],
+        removes: dict[FileKey, RemoveFile],
+    ) -> None:
+        self._ckpt_adds = checkpoint_adds
+        self._ckpt_removes = checkpoint_removes
+        self._adds = adds
+        self._removes = removes
+
+    @property
+    def num_files(self) -> int:
+        return (len(self._ckpt_adds) if self._ckpt_adds is not None else 0) + len(self._adds)
+
+    @property
+    def size_in_bytes(self) -> int:
+        ckpt = 0
+        if self._ckpt_adds is not None and len(self._ckpt_adds):
+            ckpt = pc.sum(pc.struct_field(self._ckpt_adds, "size")).as_py() or 0
+        return ckpt + sum(a.size for a in self._adds.values())
+
+    def add_files(self) -> list[AddFile]:
+        ckpt = _adds(self._ckpt_adds) if self._ckpt_adds is not None else []
+        return ckpt + list(self._adds.values())
+
+    def remove_files(self) -> list[RemoveFile]:
+        ckpt = _removes(self._ckpt_removes) if self._ckpt_removes is not None else []
+        return ckpt + list(self._removes.values())
+
+
+def _valid_rows(column: pa.ChunkedArray) -> pa.Array:
+    return column.filter(pc.is_valid(column)).combine_chunks()
+
+
+def _drop_touched(
+    parts: list[pa.Array], touched: set[FileKey], canonical: PathCanonicalizer
+) -> pa.Array | None:
+    """Checkpoint rows whose key no later commit touched."""
+    if not parts:
+        return None
+    rows = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+    if not touched or not len(rows):
+        return rows
+    if rows.type.get_field_index("deletionVector") >= 0:
+        dv = pc.struct_field(rows, "deletionVector")
+        has_dv = dv.null_count < len(dv)
+    else:
+        has_dv = False
+    paths = pc.struct_field(rows, "path").to_pylist()
+    if has_dv:
+        ids = [d.unique_id if d else None for d in map(DeletionVector.from_json, _dv_dicts(rows))]
+    else:
+        ids = [None] * len(paths)
+    keep = [(canonical(p), i) not in touched for p, i in zip(paths, ids)]
+    return rows.filter(pa.array(keep, pa.bool_()))
+
+
+def _dv_dicts(rows: pa.Array) -> list[dict | None]:
+    return pc.struct_field(rows, "deletionVector").to_pylist()
+
+
+def _small_actions(name: str, column: pa.ChunkedArray) -> list[Action]:
+    return [_SMALL_PARSERS[name](_maps_to_dicts(row)) for row in column.filter(pc.is_valid(column)).to_pylist()]
 
 
 _ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "add")
@@ -103,21 +194,6 @@ _ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "a
 
 def _present_columns(schema: pa.Schema) -> list[str]:
     return [c for c in _ACTION_COLUMNS if c in schema.names]
-
-
-def checkpoint_actions(table: pa.Table) -> list[Action]:
-    """Actions of one checkpoint table, in an order that replays correctly."""
-    out: list[Action] = []
-    for name in ("protocol", "metaData", "txn", "domainMetadata"):
-        if name in table.column_names:
-            column = table.column(name)
-            for row in column.filter(pc.is_valid(column)).to_pylist():
-                out.append(_SMALL_PARSERS[name](_maps_to_dicts(row)))
-    if "remove" in table.column_names:
-        out.extend(_removes(table.column("remove")))
-    if "add" in table.column_names:
-        out.extend(_adds(table.column("add")))
-    return out
 
 
 _SMALL_PARSERS = {
@@ -137,9 +213,8 @@ def _maps_to_dicts(value: Any) -> Any:
     return value
 
 
-def _field_lists(column: pa.ChunkedArray) -> tuple[int, dict[str, list[Any]]]:
-    """Valid rows of a struct column as one Python list per child field."""
-    column = column.filter(pc.is_valid(column))
+def _field_lists(column: pa.Array) -> tuple[int, dict[str, list[Any]]]:
+    """Rows of a struct array as one Python list per child field."""
     n = len(column)
     struct_type: pa.StructType = column.type
     lists: dict[str, list[Any]] = {}
@@ -163,7 +238,7 @@ def _dv(value: dict | None) -> DeletionVector | None:
     return DeletionVector.from_json(value) if value else None
 
 
-def _adds(column: pa.ChunkedArray) -> list[AddFile]:
+def _adds(column: pa.Array) -> list[AddFile]:
     n, f = _field_lists(column)
     stats = _col(f, "stats", n)
     parsed = _col(f, "stats_parsed", n)
@@ -199,7 +274,7 @@ def _adds(column: pa.ChunkedArray) -> list[AddFile]:
     return out
 
 
-def _removes(column: pa.ChunkedArray) -> list[RemoveFile]:
+def _removes(column: pa.Array) -> list[RemoveFile]:
     n, f = _field_lists(column)
     out = []
     for path, ts, dc, ext, pv, size, tags, dv in zip(

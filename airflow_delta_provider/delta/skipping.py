@@ -476,7 +476,7 @@ def _leaf(op: str, f: _Facts, v: Any) -> Truths:
             "=": (eq_may, not eq_sure),
             "<=>": (eq_may, not eq_sure),
             "!=": (not eq_sure, eq_may),
-            "<": (lt_lo, ge_hi),
+            "<": (lt_lo and False, ge_hi),
             "<=": (le_lo, gt_hi),
             ">": (gt_hi, le_lo),
             ">=": (ge_hi, lt_lo),
@@ -565,9 +565,11 @@ def _bound(raw: Any, col_type: str, upper: bool) -> Any:
             value = float(raw)
             if math.isnan(value):
                 return None
-            # Writers print floats in shortest form; allow for the rounding.
-            slack = abs(value) * 2.0**-21 + 1e-44 if col_type == "float" else 0.0
-            return math.nextafter(math.nextafter(value - slack, -math.inf), -math.inf)
+            if col_type == "float" and value != 0:
+                # A float32 printed in short decimal form and read back as a
+                # double is off by up to half a float32 ulp: widen by more.
+                value -= abs(value) * 2.0**-21 + (2.0**-149 if abs(value) < 2.0**-126 else 0.0)
+            return value
         if decimal_scale(col_type) is not None:
             return raw if isinstance(raw, Decimal) else Decimal(str(raw))
         if col_type == "string":

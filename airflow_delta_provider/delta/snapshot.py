@@ -49,8 +49,7 @@ class Snapshot:
         self.protocol: Protocol = replay.protocol
         self.metadata: Metadata = replay.metadata
         features.check_readable(self.protocol, self.metadata)
-        self._files = replay.files
-        self._tombstones = replay.tombstones
+        self._file_state = replay.finish()
         self._txns = replay.txns
         self.domain_metadata: dict[str, DomainMetadata] = dict(replay.domains)
 
@@ -102,32 +101,32 @@ class Snapshot:
     @cached_property
     def files(self) -> list[AddFile]:
         """The live data files."""
-        return list(self._files.values())
+        return self._file_state.add_files()
 
     @property
     def num_files(self) -> int:
-        return len(self._files)
+        return self._file_state.num_files
+
+    @cached_property
+    def all_tombstones(self) -> list[RemoveFile]:
+        """Every remove not cancelled by a re-add, expired or not."""
+        return self._file_state.remove_files()
 
     @cached_property
     def tombstones(self) -> list[RemoveFile]:
         """Removes still within ``delta.deletedFileRetentionDuration``."""
         cutoff = int(time.time() * 1000) - config.deleted_file_retention_ms(self.metadata)
-        return [r for r in self._tombstones.values() if (r.deletion_timestamp or 0) > cutoff]
+        return [r for r in self.all_tombstones if (r.deletion_timestamp or 0) > cutoff]
 
-    @property
-    def all_tombstones(self) -> list[RemoveFile]:
-        """Every remove not cancelled by a re-add, expired or not."""
-        return list(self._tombstones.values())
-
-    @property
+    @cached_property
     def size_in_bytes(self) -> int:
-        return sum(f.size for f in self._files.values())
+        return self._file_state.size_in_bytes
 
     @cached_property
     def num_records(self) -> int | None:
         """Rows in the table, when every live file has ``numRecords`` stats."""
         total = 0
-        for f in self._files.values():
+        for f in self.files:
             n = f.num_records
             if n is None:
                 return None
