@@ -3,7 +3,7 @@
 Airflow reads ``AIRFLOW_HOME`` and its configuration once, when ``airflow``
 is first imported. So this module sets the environment at import time, and
 must be imported before anything imports airflow: ``tests/conftest.py``
-loads it with ``pytest_plugins = ["airflow_env"]``, and the Airflow-side
+loads it with ``pytest_plugins = ["tests.airflow_env"]``, and the Airflow-side
 test folders' conftests import it too.
 
 It provides the session fixture ``airflow_db`` (a migrated SQLite database)
@@ -103,8 +103,9 @@ def xcom(dag_run: Any, task_id: str, key: str = "return_value") -> Any:
 
 def task_states(dag_run: Any) -> dict[str, str]:
     """task_id -> final state of every task instance of ``dag_run``."""
+    from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        session.add(dag_run)
-        return {ti.task_id: str(ti.state) for ti in dag_run.get_task_instances(session=session)}
+        rows = session.query(TaskInstance).filter_by(dag_id=dag_run.dag_id, run_id=dag_run.run_id)
+        return {ti.task_id: str(ti.state) for ti in rows}

@@ -151,11 +151,8 @@ def _number(text: str) -> _Lit:
 
 
 def _literal(node: exp.Expression) -> _Lit | None:
-    """The literal ``node`` denotes (None for SQL NULL's absence: see below).
-
-    Returns ``_Lit("null", None)`` for NULL and None when ``node`` is not a
-    literal this module understands.
-    """
+    """The literal ``node`` denotes: ``_Lit("null", None)`` for NULL, and None
+    when ``node`` is not a literal this module understands."""
     try:
         if isinstance(node, exp.Paren):
             return _literal(node.this)
@@ -476,7 +473,7 @@ def _leaf(op: str, f: _Facts, v: Any) -> Truths:
             "=": (eq_may, not eq_sure),
             "<=>": (eq_may, not eq_sure),
             "!=": (not eq_sure, eq_may),
-            "<": (lt_lo and False, ge_hi),
+            "<": (lt_lo, ge_hi),
             "<=": (le_lo, gt_hi),
             ">": (gt_hi, le_lo),
             ">=": (ge_hi, lt_lo),

@@ -18,6 +18,7 @@ inside the methods that read the log.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -244,8 +245,33 @@ class DeltaSparkHook(SparkSubmitHook):
         if os.sep not in binary and shutil.which(binary) is None:
             sibling = Path(sys.executable).parent / binary
             if sibling.is_file():
-                return [str(sibling)]
+                binary = str(sibling)
         return [binary]
+
+    def _build_spark_common_args(self) -> list[str]:
+        args = super()._build_spark_common_args()
+        spark_home = self._pip_spark_home()
+        if spark_home is not None:
+            self._env = {**(self._env or {}), "SPARK_HOME": spark_home}
+        return args
+
+    def _pip_spark_home(self) -> str | None:
+        """SPARK_HOME for pip's spark-submit, when it is the one used and none is set.
+
+        pip's launcher finds SPARK_HOME by running ``find_spark_home.py`` with
+        whatever ``python3`` is on PATH, which may not have pyspark. This
+        interpreter does: its pyspark folder is the home (found without
+        importing pyspark). A spark-submit of a Spark install is left alone.
+        """
+        if "SPARK_HOME" in os.environ or "SPARK_HOME" in (self._env_vars or {}):
+            return None
+        resolved = shutil.which(self._get_spark_binary_path()[0])
+        if resolved is None or not (Path(resolved).parent / "find_spark_home.py").is_file():
+            return None
+        spec = importlib.util.find_spec("pyspark")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        return str(Path(next(iter(spec.submodule_search_locations))))
 
     # --- Running it ------------------------------------------------------------
 

@@ -116,6 +116,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
                 raise TableNotFoundError(missing_table_message(self.table_path))
             # The table's creation is then the change waited for.
             self.log.info("%s does not exist yet; waiting for it", self.table_path)
+            self._store_baseline(context, -1)
             return -1, False
         self._table_seen = True
         self.log.info("Baseline of %s is its latest version, %s", self.table_path, latest)

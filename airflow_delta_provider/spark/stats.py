@@ -10,8 +10,9 @@ data.
 
 Rules followed (delta-spark ``StatisticsCollection``):
 
-- min/max only for numeric, date, timestamp and string columns; other
-  types (boolean, binary, complex) get no bounds;
+- min/max only for integral, decimal, date, timestamp and string columns;
+  other types (boolean, binary, complex) get no bounds, and neither do
+  floats, whose footer bounds ignore NaN;
 - strings keep 32 characters; a cut max gets a tie-break character so that it
   still bounds every value (``\\x7f`` when the next character allows it,
   U+10FFFF otherwise);
@@ -44,7 +45,9 @@ _UTF8_MAX = "\U0010ffff"
 
 _INTEGRAL = {"byte", "short", "integer", "long"}
 _FRACTIONAL = {"float", "double"}
-_BOUNDED = _INTEGRAL | _FRACTIONAL | {"date", "timestamp", "timestamp_ntz", "string"}
+# Floats get no bounds: footers leave NaN out of min/max, but Spark sorts NaN
+# above every number, so a footer max could wrongly skip a NaN row.
+_BOUNDED = _INTEGRAL | {"date", "timestamp", "timestamp_ntz", "string"}
 
 
 # --- Which columns ----------------------------------------------------------

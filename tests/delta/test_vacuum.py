@@ -308,16 +308,21 @@ def test_vacuum_never_deletes_live_or_retained_files(tmp_path_factory, steps, ag
         table_root=root,
         listing=listing,
         adds=snap.files,
-        tombstones=snap.tombstones,
+        tombstones=snap.all_tombstones,
         partition_columns=snap.partition_columns,
         now_ms=NOW,
         retention_ms=retention,
     )
     planned = {e.path for e in p.files}
     live = {relative_path(a.path, root) for a in snap.files}
-    kept_tombs = {relative_path(t.path, root) for t in snap.tombstones if (t.deletion_timestamp or 0) >= NOW - retention}
+    kept_tombs = {relative_path(t.path, root) for t in snap.all_tombstones if (t.deletion_timestamp or 0) >= NOW - retention}
     mtimes = {e.path: e.mtime_ms for e in listing}
     assert not planned & live
+    # ...and it is complete: every old, unreferenced data file is planned.
+    expected = {
+        e.path for e in listing if not e.is_dir and e.mtime_ms < NOW - retention and e.path not in live | kept_tombs
+    }
+    assert planned == expected
     assert not planned & kept_tombs
     assert all(mtimes[path] < NOW - retention for path in planned)
     assert not any(path.startswith("_delta_log") for path in planned | set(p.dirs))

@@ -8,7 +8,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from airflow_env import SPARK_TEST_CONF
+from tests.airflow_env import SPARK_TEST_CONF
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_delta_provider.delta.actions import TOKEN_TAG

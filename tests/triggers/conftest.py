@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import tests.airflow_env  # noqa: F401  (sets AIRFLOW_HOME before airflow loads)
+
 from .delta_logs import count_log_calls, remove_versions_from, write_log
 
 BIG = 10_000

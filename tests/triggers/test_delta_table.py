@@ -33,6 +33,7 @@ class FakeAssetStateStore:
     def __init__(self):
         self.values: dict = {}
         self.writes: list = []
+        self.written = asyncio.Event()
 
     async def aget(self, key, default=None):
         return self.values.get(key, default)
@@ -41,6 +42,7 @@ class FakeAssetStateStore:
         assert value is not None  # the real store refuses None
         self.values[key] = value
         self.writes.append((key, value))
+        self.written.set()
 
 
 # --- VersionProbe ----------------------------------------------------------------
@@ -197,9 +199,10 @@ async def test_event_trigger_fires_once_per_version_in_order(tmp_path):
     store = FakeAssetStateStore()
     events = _event_trigger(root, store).run()
     first = asyncio.ensure_future(events.__anext__())
+    await store.written.wait()  # the baseline is stored before the first poll
+    assert store.values == {WATERMARK_KEY: 9}
     await asyncio.sleep(0.1)
     assert not first.done()  # existing versions are not new
-    assert store.values == {WATERMARK_KEY: 9}
 
     for version in (10, 11, 12):  # three commits between two polls
         write_commit(root, version)
@@ -243,7 +246,7 @@ async def test_event_trigger_baseline_and_table_creation(tmp_path):
     store = FakeAssetStateStore()
     events = _event_trigger(root, store).run()
     pending = asyncio.ensure_future(events.__anext__())
-    await asyncio.sleep(0.05)
+    await store.written.wait()
     assert store.values == {WATERMARK_KEY: -1}
     write_commit(root, 0)
     assert (await pending).payload["version"] == 0
@@ -272,7 +275,10 @@ async def test_event_trigger_without_a_state_store_keeps_the_watermark_in_memory
     trigger = _event_trigger(root, None)
     events = trigger.run()
     pending = asyncio.ensure_future(events.__anext__())
-    await asyncio.sleep(0.05)
+    while trigger._memory_watermark is None:  # the baseline, read at start
+        await asyncio.sleep(0.01)
+    assert trigger._memory_watermark == 1
     write_commit(root, 2)
     assert (await pending).payload["version"] == 2
+    assert trigger._memory_watermark == 2
     await events.aclose()

@@ -104,7 +104,7 @@ class DmlCommand:
         # the files read. A predicate the skipper does not understand counts
         # as a read of the whole table, the safe side.
         if self.predicate is None:
-            self.txn.read_whole_table() if hasattr(self.txn, "read_whole_table") else self.txn.read_predicate(None)
+            self.txn.read_whole_table()
         else:
             self.txn.read_predicate(self.predicate)
         self.txn.read_files(self.candidates)

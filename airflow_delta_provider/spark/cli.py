@@ -1,0 +1,167 @@
+"""Command line of the Spark applications (what spark-submit runs).
+
+``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum> TABLE [options]``
+
+The last stdout line is the result as one JSON object
+(``{"table","operation","version","metrics"}``, plus ``"files"`` for a dry-run
+vacuum). Bad input, unsupported tables and conflicts exit with code 2 and one
+line on stderr, ``ClassName: message``; the table is left unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable, Sequence
+
+from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors follow the one-line error convention."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        _fail(InvalidInputError(f"{self.prog}: {message}"))
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m airflow_delta_provider.spark", description=__doc__.splitlines()[0])
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("table", help="table path or file:// URI")
+    common.add_argument("--token", help="operation token recorded in the commit")
+    common.add_argument(
+        "--spark-conf", action="append", type=_key_value, default=[], metavar="K=V", help="Spark setting"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    update = sub.add_parser("update", parents=[common], help="conditional UPDATE")
+    update.add_argument("--condition", help="SQL predicate; all rows when absent")
+    update.add_argument(
+        "--set", dest="set_exprs", action="append", type=_key_value, default=[], metavar="COL=SQL", required=True
+    )
+
+    delete = sub.add_parser("delete", parents=[common], help="conditional DELETE")
+    delete.add_argument("--condition", required=True, help="SQL predicate")
+
+    append = sub.add_parser("append", parents=[common], help="append (or overwrite) rows from files")
+    append.add_argument("--source", required=True, help="path of the data to append")
+    append.add_argument("--format", required=True, choices=["parquet", "csv", "json", "delta"])
+    append.add_argument("--merge-schema", action="store_true")
+    append.add_argument("--partition-by", action="append", default=[], metavar="COL")
+    append.add_argument("--mode", choices=["append", "overwrite"], default="append")
+    append.add_argument("--overwrite-schema", action="store_true")
+    append.add_argument("--txn-app-id")
+    append.add_argument("--txn-version", type=int)
+    append.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V")
+
+    checkpoint = sub.add_parser("checkpoint", parents=[common], help="checkpoint the latest version")
+    checkpoint.add_argument("--cleanup-logs", action="store_true")
+
+    vacuum = sub.add_parser("vacuum", parents=[common], help="delete unreferenced files")
+    vacuum.add_argument("--retention-hours", type=float)
+    vacuum.add_argument("--dry-run", action="store_true")
+    vacuum.add_argument("--no-retention-check", dest="enforce_retention", action="store_false")
+    return parser
+
+
+def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
+    token = args.token
+    if args.command == "update":
+        from airflow_delta_provider.spark.commands.update import run_update
+
+        return run_update(spark, args.table, args.condition, dict(args.set_exprs), token)
+    if args.command == "delete":
+        from airflow_delta_provider.spark.commands.delete import run_delete
+
+        return run_delete(spark, args.table, args.condition, token)
+    if args.command == "append":
+        from airflow_delta_provider.spark.commands.append import run_append
+
+        return run_append(
+            spark,
+            args.table,
+            args.source,
+            format=args.format,
+            merge_schema=args.merge_schema,
+            partition_by=args.partition_by,
+            mode=args.mode,
+            overwrite_schema=args.overwrite_schema,
+            txn_app_id=args.txn_app_id,
+            txn_version=args.txn_version,
+            options=dict(args.option),
+            token=token,
+        )
+    if args.command == "checkpoint":
+        from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
+
+        return run_checkpoint(spark, args.table, args.cleanup_logs, token)
+    if args.command == "vacuum":
+        from airflow_delta_provider.spark.commands.vacuum import run_vacuum
+
+        return run_vacuum(spark, args.table, args.retention_hours, args.dry_run, args.enforce_retention, token)
+    raise InvalidInputError(f"unknown command {args.command!r}")
+
+
+#: Commands that never touch data files, so no JVM is started for them.
+_NO_SPARK = frozenset({"checkpoint"})
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    session_factory: Callable[[dict[str, str]], Any] | None = None,
+) -> int:
+    """Run one command; the process exit code."""
+    args = build_parser().parse_args(argv)
+    spark = None
+    try:
+        if args.command not in _NO_SPARK:
+            spark = (session_factory or _default_session)(dict(args.spark_conf))
+        result = _run_translating_spark_errors(args, spark)
+    except DeltaError as exc:
+        _fail(exc)
+    print(result.to_json(), flush=True)
+    return EXIT_OK
+
+
+def _run_translating_spark_errors(args: argparse.Namespace, spark: Any) -> Any:
+    """Run the command; Spark's analysis and parse errors become InvalidInputError."""
+    try:
+        from pyspark.errors import AnalysisException
+    except ImportError:  # checkpoint runs without pyspark
+        return _dispatch(args, spark)
+    try:
+        return _dispatch(args, spark)
+    except AnalysisException as exc:
+        raise InvalidInputError(_one_line(str(exc))) from None
+
+
+def _default_session(conf: dict[str, str]) -> Any:
+    from airflow_delta_provider.spark.session import get_or_create_session
+
+    return get_or_create_session(conf=conf)
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines) if lines else ""
+
+
+def _fail(exc: BaseException) -> None:
+    """One line on stderr, exit code 2."""
+    sys.stdout.flush()
+    print(f"{type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr, flush=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+__all__ = ["EXIT_BAD_INPUT", "build_parser", "main"]

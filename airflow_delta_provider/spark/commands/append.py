@@ -1,0 +1,215 @@
+"""APPEND: add a source's rows to a table, creating or overwriting it as asked.
+
+One Spark job writes the files, one core transaction commits them
+(operation ``WRITE``, as delta-spark's ``df.write.format("delta")``):
+
+- absent table: created at protocol 1/2 with the data's schema (made
+  nullable, as delta-spark stores DataFrame schemas) and ``partition_by``;
+- ``mode="append"``: a blind append (it reads nothing, so it never conflicts
+  with other appends); the data must fit the table schema, or with
+  ``merge_schema`` the schema evolves;
+- ``mode="overwrite"``: every live file is removed in the same commit (a
+  whole-table read for conflict checks); with ``overwrite_schema`` the schema
+  and partitioning are replaced too, keeping the table id;
+- ``txn_app_id``/``txn_version``: an append whose version is already
+  recorded for that application is a no-op (version None).
+
+All checks on schemas and options happen before any data is written; data
+checks (NOT NULL, ``delta.invariants``) run inside the write job. Any failure
+after files were written deletes them, so the table is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+
+from airflow_delta_provider.delta import config
+from airflow_delta_provider.delta.actions import Metadata
+from airflow_delta_provider.delta.errors import (
+    AppendOnlyViolationError,
+    InvalidInputError,
+    SchemaMismatchError,
+)
+from airflow_delta_provider.delta.schema import (
+    as_nullable,
+    check_column_names,
+    enforce_schema,
+    merge_schemas,
+    schema_string,
+)
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.spark.scan import scan
+from airflow_delta_provider.spark.write import delete_written_files, write_files
+
+OPERATION = "WRITE"
+FORMATS = ("parquet", "csv", "json", "delta")
+MODES = ("append", "overwrite")
+
+
+def run_append(
+    spark: SparkSession,
+    table: str,
+    source: str,
+    format: str = "parquet",
+    merge_schema: bool = False,
+    partition_by: Sequence[str] | None = None,
+    mode: str = "append",
+    overwrite_schema: bool = False,
+    txn_app_id: str | None = None,
+    txn_version: int | None = None,
+    options: Mapping[str, str] | None = None,
+    token: str | None = None,
+) -> CommandResult:
+    """Append (or overwrite with) the rows at ``source`` to ``table``."""
+    partition_by = list(partition_by or [])
+    _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
+    target = DeltaTable(table)
+    snapshot = target.snapshot() if target.exists() else None
+
+    if snapshot is not None and txn_app_id is not None:
+        recorded = snapshot.txn_version(txn_app_id)
+        if recorded is not None and recorded >= int(txn_version):  # type: ignore[arg-type]
+            return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
+
+    data = read_source(spark, source, format, options or {})
+    data_schema = data.schema.jsonValue()
+    check_column_names(data_schema)
+    metadata, schema, partition_columns = _plan_metadata(
+        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema
+    )
+
+    parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
+    txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    adds = write_files(
+        data, target.root, schema, partition_columns, configuration=dict(metadata.configuration)
+    )
+    try:
+        now = int(time.time() * 1000)
+        removes = []
+        if snapshot is not None and mode == "overwrite":
+            txn.read_whole_table()
+            removes = [f.remove(now) for f in snapshot.files]
+        if metadata is not (snapshot.metadata if snapshot is not None else None):
+            txn.update_metadata(metadata)
+        txn.add_all([*adds, *removes])
+        if txn_app_id is not None:
+            txn.set_txn(txn_app_id, int(txn_version))  # type: ignore[arg-type]
+        metrics: dict[str, Any] = {
+            "numFiles": len(adds),
+            "numOutputRows": sum(a.num_records or 0 for a in adds),
+            "numOutputBytes": sum(a.size for a in adds),
+        }
+        if mode == "overwrite" and snapshot is not None:
+            metrics["numRemovedFiles"] = len(removes)
+            metrics["numRemovedBytes"] = sum(r.size or 0 for r in removes)
+        result = txn.commit(metrics=metrics, token=token)
+    except BaseException:
+        delete_written_files(target.root, adds)
+        raise
+    return CommandResult(table, OPERATION, result.version, metrics)
+
+
+def read_source(spark: SparkSession, source: str, format: str, options: Mapping[str, str]) -> DataFrame:
+    """The source rows; a Delta source is read through our own scan."""
+    if format == "delta":
+        return scan(spark, DeltaTable(source).snapshot())
+    try:
+        return spark.read.format(format).options(**dict(options)).load(source)
+    except AnalysisException as exc:
+        raise InvalidInputError(f"cannot read {format} source {source}: {_first_line(exc)}") from None
+
+
+def _check_arguments(
+    format: str, mode: str, overwrite_schema: bool, txn_app_id: str | None, txn_version: int | None
+) -> None:
+    if format not in FORMATS:
+        raise InvalidInputError(f"unknown source format {format!r}; use one of {', '.join(FORMATS)}")
+    if mode not in MODES:
+        raise InvalidInputError(f"unknown mode {mode!r}; use append or overwrite")
+    if overwrite_schema and mode != "overwrite":
+        raise InvalidInputError("overwrite_schema needs mode overwrite")
+    if (txn_app_id is None) != (txn_version is None):
+        raise InvalidInputError("give both the txn app id and the txn version, or neither")
+    if txn_version is not None and int(txn_version) < 0:
+        raise InvalidInputError(f"txn version must not be negative, got {txn_version}")
+
+
+def _plan_metadata(
+    snapshot: Any,
+    data_schema: dict[str, Any],
+    partition_by: list[str],
+    mode: str,
+    merge_schema: bool,
+    overwrite_schema: bool,
+) -> tuple[Metadata, dict[str, Any], list[str]]:
+    """The metadata the commit leaves in force, its schema and partition columns.
+
+    Returns the snapshot's own Metadata object when nothing changes.
+    """
+    now = int(time.time() * 1000)
+    if snapshot is None or overwrite_schema:
+        schema = as_nullable(data_schema)
+        partition_columns = _resolve_partition_columns(schema, partition_by)
+        if snapshot is None:
+            return Metadata.new(schema_string(schema), partition_columns, {}, created_time=now), schema, partition_columns
+        if config.append_only(snapshot.metadata):
+            raise _append_only(snapshot)
+        md = replace(snapshot.metadata, schema_string=schema_string(schema), partition_columns=tuple(partition_columns))
+        return md, schema, partition_columns
+
+    md = snapshot.metadata
+    table_schema = snapshot.schema
+    partition_columns = list(snapshot.partition_columns)
+    if mode == "overwrite" and config.append_only(md):
+        raise _append_only(snapshot)
+    if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in partition_columns]:
+        raise InvalidInputError(
+            f"partition columns {partition_by} do not match the table's {partition_columns}; "
+            "use mode overwrite with overwrite_schema to change them"
+        )
+    if merge_schema:
+        merged = merge_schemas(table_schema, data_schema)
+        if merged != table_schema:
+            return replace(md, schema_string=schema_string(merged)), merged, partition_columns
+        return md, table_schema, partition_columns
+    enforce_schema(table_schema, data_schema)
+    return md, table_schema, partition_columns
+
+
+def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) -> list[str]:
+    """Partition columns spelled as in the schema; they must exist and be primitive."""
+    by_name = {f["name"].lower(): f for f in schema.get("fields", ())}
+    out = []
+    for c in partition_by:
+        field = by_name.get(c.lower())
+        if field is None:
+            raise SchemaMismatchError(f"partition column {c!r} is not in the data: {sorted(f['name'] for f in by_name.values())}")
+        if not isinstance(field["type"], str):
+            raise InvalidInputError(f"partition column {c!r} has a complex type {field['type']['type']}")
+        out.append(field["name"])
+    if len(set(c.lower() for c in out)) != len(out):
+        raise InvalidInputError(f"partition columns repeat: {partition_by}")
+    if out and len(out) == len(by_name):
+        raise InvalidInputError("cannot partition by every column: data files would hold no column")
+    return out
+
+
+def _append_only(snapshot: Any) -> AppendOnlyViolationError:
+    return AppendOnlyViolationError(
+        f"table {snapshot.table_root} is append-only (delta.appendOnly=true): overwrite would remove data"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+__all__ = ["FORMATS", "MODES", "OPERATION", "read_source", "run_append"]

@@ -1,0 +1,358 @@
+"""Write a DataFrame into a table folder as Delta data files.
+
+Spark writes the data once, into a hidden staging folder inside the table
+root (``_delta_staging_<uuid>/``; names starting with ``_`` are invisible to
+readers and vacuum). The driver then moves each file to its Delta name and
+Hive folder (a rename on the local filesystem) and reads its parquet footer
+for the stats, so there is no second pass over the data. Nothing becomes
+part of the table until the caller commits the returned ``add`` actions;
+:func:`delete_written_files` removes them when that commit does not happen.
+
+Before writing, the frame is conformed to the table schema (column order,
+names, types, missing columns as null), and NOT NULL columns and
+``delta.invariants`` are checked inside the same job: a violating row fails
+the write with :class:`InvariantViolationError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Mapping, Sequence
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+
+from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
+from airflow_delta_provider.delta.partitions import (
+    HIVE_DEFAULT_PARTITION,
+    encode_path,
+    parse_partition_value,
+    partition_dir,
+    serialize_partition_value,
+    to_absolute,
+    unescape_partition_value,
+)
+from airflow_delta_provider.spark.scan import column, spark_schema
+from airflow_delta_provider.spark.stats import file_stats, stats_json, stats_leaves
+
+STAGING_PREFIX = "_delta_staging_"
+_SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
+_VIOLATION_MARK = "[delta-constraint] "
+
+
+def table_root_of(target: Any) -> str:
+    """The table folder of a snapshot, a DeltaTable or a path."""
+    for attr in ("table_root", "root"):
+        value = getattr(target, attr, None)
+        if isinstance(value, str):
+            return value
+    return os.fspath(target)
+
+
+def write_files(
+    df: DataFrame,
+    snapshot_or_table_root: Any,
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str],
+    *,
+    target_file_count: int | None = None,
+    configuration: Mapping[str, str] | None = None,
+) -> list[AddFile]:
+    """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
+
+    ``configuration`` (table properties) picks the stats columns; it
+    defaults to the snapshot's when a snapshot is given. Files holding no
+    rows are not kept.
+    """
+    root = table_root_of(snapshot_or_table_root)
+    if configuration is None:
+        configuration = getattr(snapshot_or_table_root, "configuration", None) or {}
+    partition_columns = list(partition_columns)
+    conformed = enforce_constraints(conform(df, schema), schema)
+    if target_file_count:
+        conformed = conformed.repartition(target_file_count)
+    staging = os.path.join(root, f"{STAGING_PREFIX}{uuid.uuid4()}")
+    adds: list[AddFile] = []
+    try:
+        writer = conformed.write.mode("errorifexists").option("compression", "snappy")
+        if partition_columns:
+            writer = writer.partitionBy(*partition_columns)
+        try:
+            writer.parquet(staging)
+        except PySparkException as exc:
+            _raise_violation(exc)
+            raise
+        adds = _publish(staging, root, schema, partition_columns, configuration)
+        return adds
+    except BaseException:
+        delete_written_files(root, adds)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def delete_written_files(table_root: str, adds: Iterable[AddFile]) -> None:
+    """Remove data files written for a commit that did not happen."""
+    for add in adds:
+        try:
+            os.remove(to_absolute(table_root, add.path))
+        except FileNotFoundError:
+            pass
+
+
+def abort(table_root: str, adds: Iterable[AddFile]) -> None:
+    """Undo a :func:`write_files` whose commit failed (same as delete_written_files)."""
+    delete_written_files(table_root, adds)
+
+
+# --- Moving staged files into the table ----------------------------------------
+
+
+def _publish(
+    staging: str,
+    root: str,
+    schema: Mapping[str, Any],
+    partition_columns: list[str],
+    configuration: Mapping[str, str],
+) -> list[AddFile]:
+    types = _partition_types(schema, partition_columns)
+    leaves = stats_leaves(schema, partition_columns, configuration)
+    moved: list[tuple[str, str, dict[str, str | None]]] = []  # (abs path, rel path, values)
+    try:
+        for dirpath, _dirs, names in os.walk(staging):
+            rel_dir = os.path.relpath(dirpath, staging)
+            for name in sorted(names):
+                m = _SPARK_PART.match(name)
+                if not m:
+                    continue  # _SUCCESS, .crc checksums
+                values = _spark_dir_values(rel_dir, partition_columns, types)
+                folder = partition_dir(partition_columns, values, types) if partition_columns else ""
+                final = f"part-{int(m.group(1)):05d}-{uuid.uuid4()}.c000.snappy.parquet"
+                rel = f"{folder}/{final}" if folder else final
+                dest = os.path.join(root, rel)
+                if folder:
+                    os.makedirs(os.path.join(root, folder), exist_ok=True)
+                os.rename(os.path.join(dirpath, name), dest)
+                moved.append((dest, rel, values))
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(moved)))) as pool:
+            all_stats = list(pool.map(lambda m: file_stats(m[0], leaves), moved))
+    except BaseException:
+        for dest, _rel, _values in moved:
+            _remove_quietly(dest)
+        raise
+    adds: list[AddFile] = []
+    for (dest, rel, values), stats in zip(moved, all_stats):
+        if stats["numRecords"] == 0:
+            _remove_quietly(dest)
+            continue
+        st = os.stat(dest)
+        adds.append(
+            AddFile(
+                path=encode_path(rel),
+                partition_values=values,
+                size=st.st_size,
+                modification_time=st.st_mtime_ns // 1_000_000,
+                data_change=True,
+                stats=stats_json(stats),
+            )
+        )
+    return adds
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _partition_types(schema: Mapping[str, Any], partition_columns: list[str]) -> dict[str, str]:
+    by_name = {f["name"].lower(): f["type"] for f in schema.get("fields", ())}
+    types = {}
+    for c in partition_columns:
+        t = by_name.get(c.lower())
+        if t is None:
+            raise InvalidInputError(f"partition column {c!r} is not in the schema")
+        if not isinstance(t, str):
+            raise InvalidInputError(f"partition column {c!r} has a complex type; it cannot partition a table")
+        types[c] = t
+    return types
+
+
+def _spark_dir_values(rel_dir: str, partition_columns: list[str], types: dict[str, str]) -> dict[str, str | None]:
+    """Serialized partition values of a folder Spark wrote (``a=1/b=x``).
+
+    The folder text is parsed to the column's type and serialized again the
+    Delta way, so that e.g. timestamps are logged in ISO UTC form.
+    """
+    if not partition_columns:
+        return {}
+    parts = [] if rel_dir in (".", "") else rel_dir.split(os.sep)
+    if len(parts) != len(partition_columns):
+        raise InvalidInputError(f"unexpected partition folder {rel_dir!r} for columns {partition_columns}")
+    values: dict[str, str | None] = {}
+    for col, part in zip(partition_columns, parts):
+        _name, _, text = part.partition("=")
+        raw = None if text == HIVE_DEFAULT_PARTITION else unescape_partition_value(text)
+        values[col] = serialize_partition_value(parse_partition_value(raw, types[col]), types[col])
+    return values
+
+
+# --- Conforming the frame to the table schema -----------------------------------
+
+
+def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
+    """``df`` with exactly the table's columns, in order, names and types.
+
+    Columns match case-insensitively; a table column the frame lacks is
+    null; struct fields are conformed recursively (through arrays and map
+    values too). Type checks belong to the caller (schema enforcement);
+    here types are cast, which is a no-op when they already agree.
+    """
+    target = spark_schema(dict(schema))
+    source = {f.name.lower(): f for f in df.schema.fields}
+    columns: list[Column] = []
+    for field in target.fields:
+        src = source.get(field.name.lower())
+        if src is None:
+            expr = F.lit(None).cast(field.dataType)
+        else:
+            expr = _conform(column(src.name), src.dataType, field.dataType)
+        columns.append(expr.alias(field.name))
+    return df.select(*columns)
+
+
+def _conform(expr: Column, source: DataType, target: DataType) -> Column:
+    if _same(source, target):
+        return expr
+    if isinstance(target, StructType) and isinstance(source, StructType):
+        by_name = {f.name.lower(): f for f in source.fields}
+        children = []
+        for f in target.fields:
+            src = by_name.get(f.name.lower())
+            child = (
+                F.lit(None).cast(f.dataType)
+                if src is None
+                else _conform(expr.getField(src.name), src.dataType, f.dataType)
+            )
+            children.append(child.alias(f.name))
+        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*children))
+    if isinstance(target, ArrayType) and isinstance(source, ArrayType):
+        return F.transform(expr, lambda x: _conform(x, source.elementType, target.elementType))
+    if isinstance(target, MapType) and isinstance(source, MapType) and _same(source.keyType, target.keyType):
+        return F.transform_values(expr, lambda _k, v: _conform(v, source.valueType, target.valueType))
+    return expr.cast(target)
+
+
+def _same(a: DataType, b: DataType) -> bool:
+    """Equal types, names included, nullability aside."""
+    return _strip(a.jsonValue()) == _strip(b.jsonValue())
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _strip(v)
+            for k, v in value.items()
+            if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")
+        }
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+# --- NOT NULL and delta.invariants ----------------------------------------------
+
+
+def enforce_constraints(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
+    """``df`` (already conformed) with every column guarded by its constraints.
+
+    A row breaking a NOT NULL column (top-level, or nested in a present
+    struct) or a ``delta.invariants`` expression (false or null) makes the
+    job fail with a marked message, turned into
+    :class:`InvariantViolationError` by :func:`write_files`. Checking inside
+    the write costs no extra pass over the data.
+    """
+    checks: dict[str, list[tuple[Column, str]]] = {}
+    for field in schema.get("fields", ()):
+        found: list[tuple[Column, str]] = []
+        _collect_checks(field, (field["name"],), None, found)
+        if found:
+            checks[field["name"]] = found
+    if not checks:
+        return df
+    columns = []
+    for field in schema.get("fields", ()):
+        expr = column(field["name"])
+        for violated, message in checks.get(field["name"], ()):
+            expr = F.when(violated, F.raise_error(F.lit(_VIOLATION_MARK + message))).otherwise(expr)
+        columns.append(expr.alias(field["name"]))
+    return df.select(*columns)
+
+
+def _collect_checks(
+    field: Mapping[str, Any],
+    path: tuple[str, ...],
+    parent_present: Column | None,
+    out: list[tuple[Column, str]],
+) -> None:
+    ref = column(path[0])
+    for name in path[1:]:
+        ref = ref.getField(name)
+    name = ".".join(path)
+    if not field.get("nullable", True):
+        missing = ref.isNull() if parent_present is None else (parent_present & ref.isNull())
+        out.append((missing, f"NOT NULL constraint violated for column: {name}"))
+    invariant = _invariant_sql(field.get("metadata") or {})
+    if invariant:
+        try:
+            holds = F.expr(invariant)
+        except PySparkException as exc:
+            raise InvalidInputError(f"invariant of column {name} does not parse: {invariant}") from exc
+        out.append((~F.coalesce(holds, F.lit(False)), f"invariant violated for column: {name}: {invariant}"))
+    dtype = field.get("type")
+    if isinstance(dtype, dict) and dtype.get("type") == "struct":
+        present = ref.isNotNull() if parent_present is None else (parent_present & ref.isNotNull())
+        for child in dtype.get("fields", ()):
+            _collect_checks(child, path + (child["name"],), present, out)
+
+
+def _invariant_sql(metadata: Mapping[str, Any]) -> str | None:
+    raw = metadata.get("delta.invariants")
+    if not raw:
+        return None
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+        return parsed["expression"]["expression"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"unreadable delta.invariants {raw!r}") from exc
+
+
+def _raise_violation(exc: BaseException) -> None:
+    """Turn a job failed by a constraint guard into InvariantViolationError."""
+    text = str(exc)
+    at = text.find(_VIOLATION_MARK)
+    if at < 0:
+        return
+    message = text[at + len(_VIOLATION_MARK) :].splitlines()[0]
+    message = message.split(" SQLSTATE")[0].rstrip(" .\"'")
+    raise InvariantViolationError(message) from None
+
+
+__all__ = [
+    "STAGING_PREFIX",
+    "abort",
+    "conform",
+    "delete_written_files",
+    "enforce_constraints",
+    "table_root_of",
+    "write_files",
+]

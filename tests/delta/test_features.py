@@ -1,0 +1,71 @@
+"""Unit tests for ``delta/features.py``: the reader and writer protocol gates."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_delta_provider.delta.actions import Metadata, Protocol
+from airflow_delta_provider.delta.errors import UnsupportedFeatureError
+from airflow_delta_provider.delta.features import check_readable, check_writable, unsupported_writer_features
+
+SCHEMA = '{"type":"struct","fields":[]}'
+
+
+@pytest.mark.parametrize("protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))])
+def test_reader1_writer_up_to_2_and_writer7_with_v2_features_are_writable(protocol):
+    check_readable(protocol)
+    check_writable(protocol)
+    assert unsupported_writer_features(protocol) == []
+
+
+@pytest.mark.parametrize("version", [4, 99])
+def test_unknown_reader_version_is_refused_naming_it(version):
+    with pytest.raises(UnsupportedFeatureError, match=f"reader version {version}"):
+        check_readable(Protocol(version, 7))
+
+
+def test_unknown_reader_feature_is_refused_naming_it():
+    p = Protocol(3, 7, ("deletionVectors", "vacuumProtocolCheck"), ("deletionVectors", "vacuumProtocolCheck"))
+    with pytest.raises(UnsupportedFeatureError, match="deletionVectors") as err:
+        check_readable(p)
+    assert "vacuumProtocolCheck" not in str(err.value)
+
+
+def test_reader3_with_only_vacuum_protocol_check_is_readable():
+    check_readable(Protocol(3, 7, ("vacuumProtocolCheck",), ("vacuumProtocolCheck",)))
+
+
+def test_column_mapping_at_reader_2_is_refused():
+    m = Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0)
+    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
+        check_readable(Protocol(2, 5), m)
+    # Reader 2 without column mapping switched on is readable.
+    check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {}, created_time=0))
+
+
+@pytest.mark.parametrize(
+    ("writer", "feature"),
+    [(3, "checkConstraints"), (4, "changeDataFeed"), (4, "generatedColumns"), (5, "columnMapping"), (6, "identityColumns")],
+)
+def test_legacy_writer_versions_3_to_6_are_refused_naming_a_feature(writer, feature):
+    check_readable(Protocol(1, writer))
+    with pytest.raises(UnsupportedFeatureError, match=feature):
+        check_writable(Protocol(1, writer))
+
+
+@pytest.mark.parametrize("feature", ["changeDataFeed", "checkConstraints", "rowTracking", "domainMetadata", "someFutureFeature"])
+def test_writer7_features_other_than_append_only_and_invariants_are_refused(feature):
+    p = Protocol(1, 7, None, ("appendOnly", feature, "invariants"))
+    with pytest.raises(UnsupportedFeatureError, match=feature) as err:
+        check_writable(p)
+    assert "appendOnly," not in str(err.value).split(";")[0]
+
+
+def test_writer_version_above_7_is_refused():
+    with pytest.raises(UnsupportedFeatureError, match="writer version 8"):
+        check_writable(Protocol(1, 8))
+
+
+def test_write_gate_runs_the_read_gate_too():
+    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
+        check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)))

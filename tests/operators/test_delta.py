@@ -1,0 +1,195 @@
+"""The Delta operators, each run through dag.test() with real spark-submit on local Spark.
+
+spark-submit costs seconds, so one DAG runs every operator in turn, and a
+second one checks that a retried task does not commit twice.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
+
+from airflow_delta_provider.delta.actions import TOKEN_TAG
+from airflow_delta_provider.hooks.delta_spark import application_path
+from airflow_delta_provider.operators.delta import (
+    DeltaAppendOperator,
+    DeltaCheckpointOperator,
+    DeltaDeleteOperator,
+    DeltaUpdateOperator,
+    DeltaVacuumOperator,
+)
+
+needs_spark = pytest.mark.skipif(not Path(application_path()).is_file(), reason="the Spark CLI is not there yet")
+
+
+def test_cli_arguments_follow_the_spark_cli() -> None:
+    update = DeltaUpdateOperator(task_id="u", table_path="/t", updates={"a": "a + 1", "b": "'x'"}, condition="c > 1")
+    assert update.cli_arguments() == ["--condition", "c > 1", "--set", "a=a + 1", "--set", "b='x'"]
+    assert DeltaDeleteOperator(task_id="d", table_path="/t").cli_arguments() == []
+    append = DeltaAppendOperator(
+        task_id="a",
+        table_path="/t",
+        source="/s",
+        source_format="csv",
+        merge_schema=True,
+        partition_by=["day"],
+        txn_app_id="app",
+        txn_version=7,
+        options={"header": "true"},
+    )
+    assert append.cli_arguments() == [
+        "--source", "/s", "--format", "csv", "--mode", "append", "--merge-schema",
+        "--partition-by", "day", "--txn-app-id", "app", "--txn-version", "7", "--option", "header=true",
+    ]  # fmt: skip
+    assert DeltaCheckpointOperator(task_id="c", table_path="/t", cleanup_logs=True).cli_arguments() == [
+        "--cleanup-logs"
+    ]
+    vacuum = DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours=0, dry_run=True, retention_check=False)
+    assert vacuum.cli_arguments() == ["--retention-hours", "0", "--dry-run", "--no-retention-check"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"source_format": "avro"}, {"mode": "upsert"}, {"txn_app_id": "only-the-id"}],
+)
+def test_append_refuses_bad_static_arguments(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        DeltaAppendOperator(task_id="a", table_path="/t", source="/s", **kwargs)
+
+
+def test_update_needs_a_column_to_set() -> None:
+    with pytest.raises(ValueError, match="updates"):
+        DeltaUpdateOperator(task_id="u", table_path="/t", updates={})
+
+
+def _commits_with_token(table: Path, token: str) -> list[int]:
+    versions = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info and (info.get("tags") or {}).get(TOKEN_TAG) == token:
+                versions.append(int(commit.stem))
+    return versions
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_every_operator_through_dag_test(tmp_path: Path) -> None:
+    from airflow.sdk import DAG
+    from deltalake import DeltaTable as ReaderTable
+
+    first = tmp_path / "first.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "amount": pa.array([10, 20, 30], pa.int64())}), first)
+    wider = tmp_path / "wider.parquet"
+    pq.write_table(
+        pa.table({"id": pa.array([4], pa.int64()), "amount": pa.array([40], pa.int64()), "country": ["NL"]}), wider
+    )
+    clashing = tmp_path / "clashing.parquet"
+    pq.write_table(pa.table({"id": pa.array([5], pa.int64()), "amount": ["fifty"]}), clashing)
+    table = tmp_path / "table"
+
+    common = {"conf": SPARK_TEST_CONF}
+    with DAG(
+        "delta_operators",
+        schedule=None,
+        params={"country": "NL", "table": str(table)},
+        default_args={"retries": 0},
+    ) as dag:
+        create = DeltaAppendOperator(task_id="create", table_path="{{ params.table }}", source=str(first), **common)
+        evolve = DeltaAppendOperator(
+            task_id="evolve", table_path=str(table), source=str(wider), merge_schema=True, **common
+        )
+        update = DeltaUpdateOperator(
+            task_id="update",
+            table_path=str(table),
+            updates={"amount": "amount * {{ ti.xcom_pull(task_ids='evolve', key='version') + 1 }}"},
+            condition="country = '{{ params.country }}' OR id = 2",
+            **common,
+        )
+        delete = DeltaDeleteOperator(task_id="delete", table_path=str(table), condition="id = 1", **common)
+        no_match = DeltaDeleteOperator(task_id="no_match", table_path=str(table), condition="id > 1000", **common)
+        checkpoint = DeltaCheckpointOperator(task_id="checkpoint", table_path=str(table), **common)
+        vacuum = DeltaVacuumOperator(
+            task_id="vacuum", table_path=str(table), retention_hours=0, retention_check=False, dry_run=True, **common
+        )
+        refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
+        create >> evolve >> update >> delete >> no_match >> checkpoint >> vacuum >> refused
+
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {
+        **{t: "success" for t in ("create", "evolve", "update", "delete", "no_match", "checkpoint", "vacuum")},
+        "refused": "failed",
+    }
+    created = xcom(dag_run, "create")
+    assert created == {"table": str(table), "version": 0, "operation": "WRITE", "metrics": created["metrics"]}
+    assert created["metrics"]["numOutputRows"] == 3
+    assert xcom(dag_run, "evolve")["version"] == 1
+    updated = xcom(dag_run, "update")
+    assert (updated["version"], updated["operation"], updated["metrics"]["numUpdatedRows"]) == (2, "UPDATE", 2)
+    deleted = xcom(dag_run, "delete")
+    assert (deleted["version"], deleted["operation"], deleted["metrics"]["numDeletedRows"]) == (3, "DELETE", 1)
+    assert xcom(dag_run, "no_match")["version"] is None
+    assert xcom(dag_run, "checkpoint")["version"] == 3
+    assert xcom(dag_run, "vacuum")["version"] is None
+    for task_id, version in {"create": 0, "evolve": 1, "update": 2, "delete": 3, "no_match": None}.items():
+        assert xcom(dag_run, task_id, key="version") == version
+
+    reader = ReaderTable(str(table))
+    assert reader.version() == 3
+    rows = sorted(reader.to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert rows == [
+        {"id": 2, "amount": 40, "country": None},
+        {"id": 3, "amount": 30, "country": None},
+        {"id": 4, "amount": 80, "country": "NL"},
+    ]
+    assert (table / "_delta_log" / f"{3:020d}.checkpoint.parquet").is_file()
+    token = f"delta_operators/update/{dag_run.run_id}/-1"
+    assert _commits_with_token(table, token) == [2]
+
+
+class _FailsAfterCommitting(DeltaDeleteOperator):
+    """Commits, then fails its first try: a worker lost right after the commit."""
+
+    def execute(self, context: Any) -> Any:
+        result = super().execute(context)
+        if context["ti"].try_number == 1:
+            raise RuntimeError("worker lost after the commit")
+        return result
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_a_retry_after_a_committed_try_returns_that_commit(tmp_path: Path) -> None:
+    from airflow.sdk import DAG
+
+    from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
+
+    source = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), source)
+    table = tmp_path / "table"
+    DeltaSparkHook(conf=SPARK_TEST_CONF).run("append", str(table), ["--source", str(source), "--format", "parquet"])
+
+    with DAG("delta_retry", schedule=None) as dag:
+        _FailsAfterCommitting(
+            task_id="delete",
+            table_path=str(table),
+            condition="id = 2",
+            conf=SPARK_TEST_CONF,
+            retries=1,
+            retry_delay=timedelta(0),
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"delete": "success"}
+    assert xcom(dag_run, "delete")["version"] == 1
+    assert xcom(dag_run, "delete", key="version") == 1
+    assert _commits_with_token(table, f"delta_retry/delete/{dag_run.run_id}/-1") == [1]
+    assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{v:020d}.json" for v in (0, 1)]

@@ -1,0 +1,110 @@
+"""spark/conditions.py: SQL checked by Spark's analyser against the table
+schema before any write, and row invariants enforced during a write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.spark import conditions as c
+
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": "id", "type": "long", "nullable": False, "metadata": {}},
+        {
+            "name": "name",
+            "type": "string",
+            "nullable": True,
+            "metadata": {"delta.invariants": json.dumps({"expression": {"expression": "length(name) > 1"}})},
+        },
+        {"name": "price", "type": "decimal(10,2)", "nullable": True, "metadata": {}},
+        {
+            "name": "s",
+            "type": {"type": "struct", "fields": [{"name": "x", "type": "integer", "nullable": True, "metadata": {}}]},
+            "nullable": True,
+            "metadata": {},
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize("cond", ["id > 1", "ID = 2 AND name LIKE 'a%'", "s.x IS NULL", "price > 1.5"])
+def test_good_conditions_resolve(spark, cond):
+    assert c.parse_condition(spark, SCHEMA, cond) is not None
+
+
+def test_no_condition_is_every_row(spark):
+    assert c.parse_condition(spark, SCHEMA, None) is None
+
+
+@pytest.mark.parametrize(
+    "cond, fragment",
+    [
+        ("nope > 1", "nope"),  # unknown column, named
+        ("id >", "Syntax error"),
+        ("id + 1", "not boolean"),
+        ("NULL", "not boolean"),
+        ("count(id) > 1", "WHERE"),  # aggregates are not row conditions
+        ("   ", "empty"),
+    ],
+)
+def test_bad_conditions_name_the_problem(spark, cond, fragment):
+    with pytest.raises(InvalidInputError, match=fragment):
+        c.parse_condition(spark, SCHEMA, cond)
+
+
+def test_assignments_are_case_insensitive_and_cast(spark):
+    cols = c.parse_assignments(spark, SCHEMA, {"NAME": "upper(name)", "price": "1.234"})
+    assert list(cols) == ["name", "price"]
+    frame = c.empty_frame(spark, SCHEMA)
+    types = frame.select(*(col.alias(n) for n, col in cols.items())).schema
+    assert types["price"].dataType.simpleString() == "decimal(10,2)"
+    assert types["name"].dataType.simpleString() == "string"
+
+
+@pytest.mark.parametrize(
+    "sets, fragment",
+    [
+        ({"zz": "1"}, "unknown column 'zz'"),
+        ({"id": "nope"}, "nope"),
+        ({"id": "id +"}, "Syntax error"),
+        ({"id": "1", "ID": "2"}, "more than once"),
+        ({}, "at least one"),
+        ({"id": " "}, "empty"),
+    ],
+)
+def test_bad_assignments(spark, sets, fragment):
+    with pytest.raises(InvalidInputError, match=fragment):
+        c.parse_assignments(spark, SCHEMA, sets)
+
+
+def test_invariants_come_from_not_null_and_metadata():
+    described = [r.description for r in c.invariants(SCHEMA)]
+    assert described == ["NOT NULL column id", "invariant 'length(name) > 1' on column name"]
+
+
+def test_enforce_invariants_fails_the_job_and_names_the_rule(spark):
+    rules = c.invariants(SCHEMA)
+    schema = c.spark_schema(SCHEMA)
+    good = spark.createDataFrame([(1, "ab", None, None)], schema)
+    assert c.enforce_invariants(good, rules).count() == 1
+    bad = spark.createDataFrame([(1, "a", None, None)], schema)  # length 1 breaks the invariant
+    with pytest.raises(Exception) as info:
+        c.enforce_invariants(bad, rules).collect()
+    assert c.violation_from(info.value) == "invariant 'length(name) > 1' on column name"
+    null_name = spark.createDataFrame([(1, None, None, None)], schema)  # NULL is a violation too
+    with pytest.raises(Exception) as info:
+        c.enforce_invariants(null_name, rules).collect()
+    assert c.violation_from(info.value) is not None
+
+
+def test_violation_from_ignores_other_errors():
+    assert c.violation_from(RuntimeError("disk full")) is None
+
+
+def test_no_rules_leaves_frame_alone(spark):
+    frame = c.empty_frame(spark, SCHEMA)
+    assert c.enforce_invariants(frame, []) is frame
