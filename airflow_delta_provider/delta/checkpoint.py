@@ -136,8 +136,8 @@ def checkpoint_table(snapshot: Snapshot) -> pa.Table:
         "configuration": _map(md.configuration),
         "createdTime": md.created_time,
     })
-    for app_id, version in snapshot.txns.items():
-        push("txn", {"appId": app_id, "version": version, "lastUpdated": None})
+    for txn in snapshot.txn_actions:
+        push("txn", {"appId": txn.app_id, "version": txn.version, "lastUpdated": txn.last_updated})
     for dm in snapshot.domain_metadata.values():
         push("domainMetadata", {"domain": dm.domain, "configuration": dm.configuration, "removed": False})
     head = {name: pa.array(values, CHECKPOINT_SCHEMA.field(name).type) for name, values in rows.items()}

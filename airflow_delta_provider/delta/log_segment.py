@@ -99,8 +99,8 @@ def list_for_version(store: LogStore, version: int | None) -> list[LogFile]:
     hint = store.read_last_checkpoint()
     if hint is not None and (version is None or hint["version"] <= version):
         files = store.list_from(hint["version"])
-        # A hint is only trusted when its checkpoint is really there.
-        if any(f.version == hint["version"] and f.kind == "checkpoint" for f in files):
+        # A hint is only trusted when its checkpoint is really there, whole.
+        if hint["version"] in complete_checkpoints(files):
             return files
     return store.list_from(0)
 

@@ -15,10 +15,18 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import config, features
-from airflow_delta_provider.delta.actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, parse_commit
+from airflow_delta_provider.delta.actions import (
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    parse_commit,
+)
 from airflow_delta_provider.delta.errors import CorruptLogError
 from airflow_delta_provider.delta.log_segment import LogSegment
-from airflow_delta_provider.delta.log_store import LogStore
+from airflow_delta_provider.delta.log_store import LogStore, commit_name
 from airflow_delta_provider.delta.replay import LogReplay
 
 if TYPE_CHECKING:
@@ -69,8 +77,7 @@ class Snapshot:
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptLogError(f"commit {commit.name} cannot be parsed: {exc!r}") from exc
         if timestamp is None:
-            last = segment.last_commit or (segment.checkpoint_files[0] if segment.checkpoint_files else None)
-            timestamp = last.mtime_ms if last is not None else 0
+            timestamp = _commit_time(store, segment)
         return cls(store, segment, replay, timestamp)
 
     # --- table identity -------------------------------------------------------
@@ -159,7 +166,27 @@ class Snapshot:
 
     @property
     def txns(self) -> dict[str, int]:
+        """The last version of every application that recorded a ``txn``."""
         return {k: v.version for k, v in self._txns.items()}
+
+    @property
+    def txn_actions(self) -> list[Txn]:
+        return list(self._txns.values())
 
     def __repr__(self) -> str:
         return f"Snapshot(table={self.table_root!r}, version={self.version}, files={self.num_files})"
+
+
+def _commit_time(store: LogStore, segment: LogSegment) -> int:
+    """When the segment's version was committed: the mtime of its ``N.json``.
+
+    With no commit after the checkpoint, the commit file may still exist (a
+    checkpoint written later must not move the version's time); only when
+    it was cleaned up does the checkpoint's own mtime stand in.
+    """
+    if segment.last_commit is not None:
+        return segment.last_commit.mtime_ms
+    try:
+        return store.mtime_ms(commit_name(segment.version))
+    except FileNotFoundError:
+        return segment.checkpoint_files[0].mtime_ms if segment.checkpoint_files else 0

@@ -56,7 +56,10 @@ class DeltaTable:
 
         A timestamp selects the newest commit made at or before it, commit
         times being file modification times made strictly increasing
-        (delta-spark ``DeltaHistoryManager``).
+        (delta-spark ``DeltaHistoryManager``). A timestamp after the latest
+        commit selects the latest version, as in delta-rs: a DAG asking for
+        "the table as of the end of this interval" must not fail because
+        nothing was committed since.
         """
         if version is not None and timestamp is not None:
             raise InvalidInputError("give a version or a timestamp, not both")

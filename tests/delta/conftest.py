@@ -83,10 +83,44 @@ def canonical_rows(table: pa.Table, columns: Iterable[str] | None = None) -> Cou
     return rows
 
 
+def _sorted_equal(got: pa.Table, expected: pa.Table) -> bool:
+    """Arrow-native check for big flat tables: cast, sort by every column, compare."""
+    if not all(pa.types.is_primitive(f.type) or pa.types.is_decimal(f.type) or pa.types.is_string(f.type)
+               for f in expected.schema):
+        return False
+    try:
+        got = got.cast(expected.schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, ValueError):
+        return False
+    keys = [(name, "ascending") for name in expected.column_names]
+    return got.sort_by(keys).equals(expected.sort_by(keys))
+
+
+def same_rows(got: pa.Table, expected: pa.Table) -> bool:
+    """Whether ``got`` holds the rows of ``expected`` (any order, columns
+    matched by name, case-insensitively)."""
+    if got.num_rows != expected.num_rows:
+        return False
+    lowered = {n.lower(): n for n in got.column_names}
+    if any(n.lower() not in lowered for n in expected.column_names):
+        return False
+    got = got.select([lowered[n.lower()] for n in expected.column_names])
+    got = got.rename_columns(expected.column_names)
+    if _sorted_equal(got, expected):
+        return True
+    return canonical_rows(got) == canonical_rows(expected)
+
+
 @pytest.fixture(scope="session")
 def rows_of() -> Callable[..., Counter[str]]:
     """``rows_of(pa_table, columns=None)``: a comparable multiset of rows."""
     return canonical_rows
+
+
+@pytest.fixture(scope="session")
+def rows_match() -> Callable[[pa.Table, pa.Table], bool]:
+    """``rows_match(got, expected)``: same rows in any order (fast for big tables)."""
+    return same_rows
 
 
 # --- Reading a snapshot with pyarrow ------------------------------------------

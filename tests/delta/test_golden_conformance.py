@@ -202,7 +202,7 @@ def _duckdb_rows(con: Any, path: Path) -> Any:
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in PLAIN_TABLES])
 def test_plain_table_matches_delta_rs_at_every_version(
-    name: str, golden_dir: Path, snapshot_rows, rows_of, duckdb_delta
+    name: str, golden_dir: Path, snapshot_rows, rows_of, rows_match, duckdb_delta
 ) -> None:
     path = golden_dir / name
     table = _core_table(path)
@@ -242,10 +242,9 @@ def test_plain_table_matches_delta_rs_at_every_version(
                 unreadable.append(f"v{version}: {type(exc).__name__}")
                 continue
         got = snapshot_rows(snap)
-        assert got.column_names == expected.column_names or {c.lower() for c in got.column_names} == {
-            c.lower() for c in expected.column_names
-        }
-        assert rows_of(got, expected.column_names) == rows_of(expected), f"v{version}: rows differ"
+        assert [c.lower() for c in got.column_names] == [c.lower() for c in expected.column_names]
+        if not rows_match(got, expected):  # show the difference
+            assert rows_of(got, expected.column_names) == rows_of(expected), f"v{version}: rows differ"
 
     if unreadable:
         # delta-rs reads the log but not the data (files never written, or
@@ -282,6 +281,19 @@ def test_time_travel_by_timestamp(name: str, golden_dir: Path) -> None:
             assert table.snapshot(timestamp=ts + 1).version == version
     with pytest.raises(VersionNotFoundError):
         table.snapshot(timestamp=stamps[0] - 1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core: Snapshot.timestamp is the raw mtime of N.json, but time travel uses "
+    "monotonized commit times, so a version's own timestamp can select an older version",
+)
+def test_snapshot_timestamp_round_trips(golden_dir: Path) -> None:
+    """``snapshot(timestamp=snapshot(version=v).timestamp)`` is version v."""
+    table = _core_table(golden_dir / "basic-with-inserts-deletes-checkpoint")
+    for version in range(table.latest_version() + 1):
+        ts = table.snapshot(version=version).timestamp
+        assert table.snapshot(timestamp=ts).version == version
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ("snapshot-data3", "basic-with-inserts-merge")])

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from airflow_delta_provider.delta.actions import TOKEN_TAG
@@ -92,11 +93,11 @@ def core_history(tmp_path_factory, new_table, data_file) -> dict[str, Any]:
         if version % 6 == 0:
             # Rewrite: drop the rows with odd ids from the oldest file.
             victim = sorted(live)[0]
-            kept = live[victim].filter(pa.compute.equal(pa.compute.bit_wise_and(live[victim]["id"], 1), 0))
+            kept = live[victim].filter(pc.equal(pc.bit_wise_and(live[victim]["id"], 1), 0))
             txn = table.transaction("DELETE", parameters={"predicate": ["id % 2 = 1"]}, snapshot=snap)
             txn.read_files([adds[victim]])
             new_add = data_file(root, kept)
-            txn.add_all([adds[victim].remove(now := snap.timestamp + 1), new_add])
+            txn.add_all([adds[victim].remove(snap.timestamp + 1), new_add])
             del live[victim], adds[victim]
             live[new_add.path], adds[new_add.path] = kept, new_add
             result = txn.commit(metrics={"numRemovedFiles": 1, "numAddedFiles": 1}, token=f"t{version}")

@@ -219,11 +219,6 @@ def test_golden_multi_part_checkpoint_missing_a_part_without_hint(golden_dir, tm
     assert snap.num_files == 10
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: list_for_version trusts a _last_checkpoint hint when any part of an incomplete "
-    "multi-part checkpoint exists, so the commits before it are never listed",
-)
 def test_golden_multi_part_checkpoint_missing_a_part_with_hint(golden_dir, tmp_path):
     table = tmp_path / "t"
     shutil.copytree(golden_dir / "multi-part-checkpoint", table)

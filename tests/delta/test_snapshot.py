@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -112,8 +113,8 @@ def test_files_are_keyed_on_path_and_dv_id(tmp_path):
     dv1 = {"storageType": "u", "pathOrInlineDv": "dv-one", "offset": 1, "sizeInBytes": 34, "cardinality": 1}
     write(tmp_path, 0, protocol(), metadata(), add("f"))
     write(tmp_path, 1, add("f", dv=dv1), remove("f", now_ms()))
-    # Written unsupported on purpose: the key rule is independent of the gate,
-    # so the snapshot is read with a reader-1 protocol.
+    # delta-spark's DV delete: the DV'd add and the remove of the plain file are
+    # two keys, so the file stays live (the key rule does not depend on the gate).
     snap = DeltaTable(tmp_path).snapshot()
     assert [(f.path, f.dv_id) for f in snap.files] == [("f", "udv-one@1")]
     assert [(r.path, r.dv_id) for r in snap.all_tombstones] == [("f", None)]
@@ -317,3 +318,16 @@ def test_torn_checkpoint_with_stale_hint_falls_back_to_commits(golden_dir, tmp_p
     snap = DeltaTable(table).snapshot()
     assert snap.version == 14 and paths(snap) == expected
     assert snap.segment.checkpoint_version is None
+
+
+def test_timestamp_of_a_checkpointed_version_is_its_commit_time(tmp_path):
+    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+
+    write(tmp_path, 0, protocol(), metadata(), add("a"))
+    commit_time = 1_700_000_000
+    os.utime(tmp_path / "_delta_log" / f"{0:020d}.json", (commit_time, commit_time))
+    table = DeltaTable(tmp_path)
+    assert table.snapshot().timestamp == commit_time * 1000
+    write_checkpoint(table, table.snapshot())  # written "later", as a CHECKPOINT command would
+    assert table.snapshot().segment.checkpoint_version == 0
+    assert table.snapshot().timestamp == commit_time * 1000

@@ -32,6 +32,7 @@ from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     CommitFailedError,
+    DeltaError,
     InvalidInputError,
     InvariantViolationError,
 )
@@ -170,7 +171,7 @@ class DmlCommand:
         by_path = {f.path: f for f in self.candidates}
         unknown = set(counts) - set(by_path)
         if unknown:
-            raise RuntimeError(f"scan reported files that are not candidates: {sorted(unknown)[:3]}")
+            raise DeltaError(f"internal error: the scan reported files that were not asked for: {sorted(unknown)[:3]}")
         self.result.scan_ms += elapsed_ms(start)
         return [by_path[p] for p in by_path if p in counts], counts
 

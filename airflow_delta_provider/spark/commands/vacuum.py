@@ -10,7 +10,6 @@ deletes are spread over the executors. A dry run only reports.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from typing import Iterable, Iterator
@@ -28,7 +27,6 @@ from airflow_delta_provider.delta.vacuum import (
     plan_vacuum,
 )
 
-log = logging.getLogger(__name__)
 
 #: Above this many files, deletes run on the executors instead of the driver.
 PARALLEL_DELETE_THRESHOLD = 1000
@@ -99,9 +97,29 @@ def _delete_files(spark: SparkSession, table: str, fs: pafs.FileSystem, root: st
     paths = [absolute_path(root, e.path) for e in plan.files]
     if len(paths) <= PARALLEL_DELETE_THRESHOLD:
         return delete_paths(table, paths, fs)
+    local = isinstance(fs, pafs.LocalFileSystem)
+
+    def delete_partition(it: Iterator[str]) -> Iterator[int]:
+        # Runs on an executor. Local files need only the standard library;
+        # other stores need pyarrow (and this package) there.
+        import os
+
+        if local:
+            n = 0
+            for path in it:
+                try:
+                    os.remove(path)
+                    n += 1
+                except FileNotFoundError:
+                    pass
+        else:
+            from airflow_delta_provider.spark.commands.vacuum import delete_paths
+
+            n = delete_paths(table, it)
+        yield n
+
     slices = max(1, min(len(paths) // _FILES_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))
-    rdd = spark.sparkContext.parallelize(paths, slices)
-    return rdd.mapPartitions(lambda it: iter([delete_paths(table, it)])).sum()
+    return spark.sparkContext.parallelize(paths, slices).mapPartitions(delete_partition).sum()
 
 
 def delete_paths(table: str, paths: Iterable[str], fs: pafs.FileSystem | None = None) -> int:

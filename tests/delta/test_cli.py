@@ -1,0 +1,188 @@
+"""Unit tests for ``delta/cli.py`` (``python -m airflow_delta_provider.delta``).
+
+Most tests call :func:`main` in-process; two run the module as a real
+subprocess to check the entry point, stdout and the exit code end to end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.cli import main
+from airflow_delta_provider.delta.table import DeltaTable
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def table(tmp_path, new_table, data_file):
+    """Version 0: two files (partition values with a space and a colon);
+    version 1: one more file; version 2: the first file removed."""
+    root = tmp_path / "t"
+    root.mkdir()
+    f1 = data_file(root, pa.table({"id": [1, 2, 3]}), {"p": "a b:c"})
+    f2 = data_file(root, pa.table({"id": [4]}), {"p": "x"})
+    new_table(root, SCHEMA, ["p"], {"delta.appendOnly": "false"}, [f1, f2])
+    t = DeltaTable(root)
+    for action in (data_file(root, pa.table({"id": [5, 6]}), {"p": "x"}), f1.remove(int(time.time() * 1000))):
+        txn = t.transaction("WRITE" if isinstance(action, AddFile) else "DELETE", {"mode": "Append"}, t.snapshot())
+        txn.add(action)
+        txn.commit(metrics={"numFiles": 1}, token=f"tok-{t.latest_version() + 1}")
+    return t, f1, f2
+
+
+def run(capsys, *argv: str) -> tuple[int, object, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def test_describe_latest(table, capsys):
+    t, f1, f2 = table
+    code, doc, err = run(capsys, "describe", t.root)
+    snap = t.snapshot()
+    assert code == 0 and err == ""
+    assert doc["version"] == 2 and doc["timestamp"] == snap.timestamp
+    assert doc["protocol"] == {"minReaderVersion": 1, "minWriterVersion": 2}
+    assert doc["metadata"] == {
+        "id": snap.metadata.id,
+        "name": None,
+        "partitionColumns": ["p"],
+        "configuration": {"delta.appendOnly": "false"},
+        "schema": snap.schema,
+    }
+    assert doc["metadata"]["schema"]["fields"][0] == {"name": "id", "type": "long", "nullable": True, "metadata": {}}
+    assert doc["numFiles"] == 2 and doc["numRecords"] == 3
+    assert doc["sizeInBytes"] == sum(os.path.getsize(snap.file_path(f)) for f in snap.files)
+    assert {f["path"]: (f["partitionValues"], f["numRecords"]) for f in doc["files"]} == {
+        f.path: (f.partition_values, f.num_records) for f in snap.files
+    }
+    assert all(set(f) == {"path", "partitionValues", "size", "numRecords"} for f in doc["files"])
+
+
+def test_describe_paths_are_uri_decoded(table, capsys):
+    t, f1, f2 = table
+    _, doc, _ = run(capsys, "describe", t.root, "--version", "0")
+    paths = {f["partitionValues"]["p"]: f["path"] for f in doc["files"]}
+    assert "%" in f1.path  # the log spells it URI-encoded ...
+    assert paths["a b:c"] == f1.path.replace("%25", "%").replace("%20", " ")  # ... describe decodes it once
+    assert paths["a b:c"].startswith("p=a b%3Ac/")  # the Hive escape of ':' stays
+    assert os.path.exists(os.path.join(t.root, paths["a b:c"]))
+
+
+def test_describe_by_version(table, capsys):
+    t, f1, f2 = table
+    code, doc, _ = run(capsys, "describe", t.root, "--version", "0")
+    assert code == 0 and doc["version"] == 0
+    assert doc["numFiles"] == 2 and doc["numRecords"] == 4
+
+
+def test_describe_by_timestamp(table, capsys):
+    t, _, _ = table
+    log = Path(t.log_store.log_dir)
+    base = 1_700_000_000
+    for v in range(3):
+        os.utime(log / f"{v:020d}.json", (base + 100 * v, base + 100 * v))
+    when = dt.datetime.fromtimestamp(base + 150, dt.timezone.utc).isoformat()
+    code, doc, _ = run(capsys, "describe", t.root, "--timestamp", when)
+    assert code == 0 and doc["version"] == 1 and doc["numFiles"] == 3
+    assert doc["timestamp"] == (base + 100) * 1000
+
+
+def test_describe_omits_num_records_without_stats(tmp_path, new_table, capsys):
+    new_table(tmp_path, SCHEMA, ["p"], {}, [AddFile("p=a/f.parquet", {"p": "a"}, 10, 1)])
+    _, doc, _ = run(capsys, "describe", str(tmp_path))
+    assert "numRecords" not in doc
+    assert doc["files"] == [{"path": "p=a/f.parquet", "partitionValues": {"p": "a"}, "size": 10, "numRecords": None}]
+
+
+def test_describe_accepts_a_file_uri(table, capsys):
+    t, _, _ = table
+    _, doc, _ = run(capsys, "describe", "file://" + t.root)
+    assert doc["version"] == 2
+
+
+def test_history_newest_first_with_limit(table, capsys):
+    t, _, _ = table
+    code, hist, _ = run(capsys, "history", t.root)
+    assert code == 0
+    assert [h["version"] for h in hist] == [2, 1, 0]
+    assert [h["operation"] for h in hist] == ["DELETE", "WRITE", "CREATE TABLE"]
+    assert hist[0]["operationMetrics"] == {"numFiles": "1"} and hist[0]["readVersion"] == 1
+    _, hist, _ = run(capsys, "history", t.root, "--limit", "2")
+    assert [h["version"] for h in hist] == [2, 1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["describe", "{missing}"], "TableNotFoundError"),
+        (["history", "{missing}"], "TableNotFoundError"),
+        (["describe", "{table}", "--version", "9"], "VersionNotFoundError"),
+        (["describe", "{table}", "--version", "-1"], "--version"),
+        (["describe", "{table}", "--timestamp", "not-a-time"], "ISO 8601"),
+        (["describe", "{table}", "--timestamp", "2001-01-01T00:00:00Z"], "before the earliest"),
+        (["describe", "{table}", "--version", "0", "--timestamp", "2001-01-01"], "not allowed with"),
+        (["history", "{table}", "--limit", "0"], "--limit"),
+        (["history", "{table}", "--limit", "x"], "invalid int"),
+        (["frobnicate", "{table}"], "invalid choice"),
+        ([], "required"),
+    ],
+)
+def test_errors_exit_2_with_one_stderr_line(table, tmp_path, capsys, argv, message):
+    t, _, _ = table
+    argv = [a.format(missing=str(tmp_path / "missing"), table=t.root) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out is None
+    assert err.count("\n") == 1 and err.endswith("\n")
+    assert message in err
+
+
+def test_unsupported_feature_is_an_error_naming_it(tmp_path, capsys):
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / f"{0:020d}.json").write_text(
+        json.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                                 "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}) + "\n"
+        + json.dumps({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+                                   "schemaString": '{"type":"struct","fields":[]}', "partitionColumns": [],
+                                   "configuration": {}}}) + "\n"
+    )
+    code, _, err = run(capsys, "describe", str(tmp_path))
+    assert code == 2 and err.startswith("UnsupportedFeatureError: ") and "deletionVectors" in err
+
+
+def _subprocess(*argv: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_delta_provider.delta", *argv],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
+    )
+
+
+def test_subprocess_describe_and_history(table):
+    t, _, _ = table
+    proc = _subprocess("describe", t.root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("\n") == 1
+    doc = json.loads(proc.stdout)
+    assert doc["version"] == 2 and doc["numFiles"] == 2
+    proc = _subprocess("history", t.root, "--limit", "1")
+    assert proc.returncode == 0 and [h["version"] for h in json.loads(proc.stdout)] == [2]
+
+
+def test_subprocess_error_exit_code_and_stderr(tmp_path):
+    proc = _subprocess("describe", str(tmp_path / "nothing"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("TableNotFoundError: ")

@@ -1,0 +1,102 @@
+"""The CLI: argument parsing, result JSON, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.cli import build_parser, main
+
+from .conftest import disk_files, table_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _source(tmp_path, table):
+    folder = tmp_path / "src"
+    folder.mkdir(exist_ok=True)
+    pq.write_table(table, str(folder / "a.parquet"))
+    return str(folder)
+
+
+def test_parser_reads_every_command():
+    p = build_parser()
+    a = p.parse_args(["update", "t", "--condition", "id = 1", "--set", "v=v+1", "--set", "w='a=b'", "--token", "k"])
+    assert a.set_exprs == [("v", "v+1"), ("w", "'a=b'")] and a.token == "k"
+    a = p.parse_args(["append", "t", "--source", "s", "--format", "csv", "--partition-by", "a", "--partition-by", "b",
+                      "--option", "header=true", "--txn-app-id", "x", "--txn-version", "3", "--spark-conf", "k=v"])
+    assert a.partition_by == ["a", "b"] and a.option == [("header", "true")] and a.txn_version == 3
+    assert a.spark_conf == [("k", "v")] and a.mode == "append"
+    a = p.parse_args(["vacuum", "t", "--retention-hours", "0", "--dry-run", "--no-retention-check"])
+    assert a.retention_hours == 0 and a.dry_run and a.enforce_retention is False
+    assert p.parse_args(["checkpoint", "t", "--cleanup-logs"]).cleanup_logs
+
+
+def test_usage_error_is_one_line_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["append", "t", "--format", "parquet"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("InvalidInputError:")
+
+
+def test_append_in_process_prints_result_json(spark, tmp_path, capsys):
+    path = str(tmp_path / "t")
+    code = main(["append", path, "--source", _source(tmp_path, pa.table({"id": [1]})), "--format", "parquet",
+                 "--token", "tk"], session_factory=lambda conf: spark)
+    assert code == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out == {"table": path, "operation": "WRITE", "version": 0,
+                   "metrics": {"numFiles": 1, "numOutputRows": 1, "numOutputBytes": out["metrics"]["numOutputBytes"]}}
+
+
+def test_schema_mismatch_in_process_is_one_line_and_changes_nothing(spark, tmp_path, make_table, capsys):
+    path = make_table(pa.table({"id": [1]}))
+    before = disk_files(path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["append", path, "--source", _source(tmp_path, pa.table({"other": [1]})), "--format", "parquet"],
+             session_factory=lambda conf: spark)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("SchemaMismatchError:")
+    assert disk_files(path) == before
+
+
+def _run(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "airflow_delta_provider.spark", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_subprocess_append_then_bad_input(tmp_path):
+    """End to end in a fresh process (one JVM each)."""
+    path = str(tmp_path / "t")
+    src = _source(tmp_path, pa.table({"id": [1, 2], "p": ["a", "b"]}))
+    ok = _run("append", path, "--source", src, "--format", "parquet", "--partition-by", "p",
+              "--spark-conf", "spark.sql.shuffle.partitions=2")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert json.loads(ok.stdout.strip().splitlines()[-1])["version"] == 0
+    assert table_rows(path) == [(1, "a"), (2, "b")]
+
+    bad = _run("append", path, "--source", str(tmp_path / "missing"), "--format", "parquet")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("InvalidInputError:")
+    assert DeltaTable(path).latest_version() == 0
+
+
+def test_subprocess_checkpoint_needs_no_spark(make_table):
+    path = make_table(pa.table({"id": [1]}))
+    done = _run("checkpoint", path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["operation"] == "CHECKPOINT"
+    missing = _run("checkpoint", path + "-nope")
+    assert missing.returncode == 2 and missing.stderr.strip().startswith("TableNotFoundError:")
+    assert len(missing.stderr.strip().splitlines()) == 1
