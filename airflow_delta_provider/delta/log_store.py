@@ -108,8 +108,9 @@ class LogStore:
 
         One listing call; an absent ``_delta_log`` gives an empty list.
         """
+        start = f"{version:020d}"
         if self._local:
-            entries = self._list_local()
+            entries = self._list_local(start)
         else:
             selector = pafs.FileSelector(self.log_dir, allow_not_found=True, recursive=False)
             entries = [
@@ -117,7 +118,6 @@ class LogStore:
                 for info in self.fs.get_file_info(selector)
                 if info.type == pafs.FileType.File
             ]
-        start = f"{version:020d}"
         out = []
         for name, size, mtime in entries:
             if name[:20] < start:
@@ -128,7 +128,7 @@ class LogStore:
         out.sort(key=lambda f: (f.version, f.name))
         return out
 
-    def _list_local(self) -> list[tuple[str, int, int]]:
+    def _list_local(self, start: str) -> list[tuple[str, int, int]]:
         try:
             it = os.scandir(self.log_dir)
         except FileNotFoundError:
@@ -137,7 +137,8 @@ class LogStore:
         with it:
             for entry in it:
                 name = entry.name
-                if name[:1].isdigit():
+                # Names sort by version, so older files are skipped unstat'ed.
+                if name[:1].isdigit() and name[:20] >= start:
                     st = entry.stat()
                     out.append((name, st.st_size, st.st_mtime_ns // 1_000_000))
         return out

@@ -145,6 +145,11 @@ class FileState:
             ckpt = pc.sum(pc.struct_field(self._ckpt_adds, "size")).as_py() or 0
         return ckpt + sum(a.size for a in self._adds.values())
 
+    def paths(self) -> list[str]:
+        """The log paths of the live files, without building :class:`AddFile` s."""
+        ckpt = pc.struct_field(self._ckpt_adds, "path").to_pylist() if self._ckpt_adds is not None else []
+        return ckpt + [a.path for a in self._adds.values()]
+
     def add_files(self) -> list[AddFile]:
         ckpt = _adds(self._ckpt_adds) if self._ckpt_adds is not None else []
         return ckpt + list(self._adds.values())
@@ -155,7 +160,7 @@ class FileState:
 
 
 def _valid_rows(column: pa.ChunkedArray) -> pa.Array:
-    return column.filter(pc.is_valid(column)).combine_chunks()
+    return column.drop_null().combine_chunks()
 
 
 def _drop_touched(
@@ -172,13 +177,30 @@ def _drop_touched(
         has_dv = dv.null_count < len(dv)
     else:
         has_dv = False
-    paths = pc.struct_field(rows, "path").to_pylist()
+    path_column = pc.struct_field(rows, "path")
+    if not has_dv and _all_plain(touched) and not _any_unusual(path_column):
+        # Common case: relative, unescaped paths compare as they are.
+        hit = pc.is_in(path_column, value_set=pa.array([p for p, _ in touched], pa.string()))
+        return rows.filter(pc.invert(pc.fill_null(hit, False)))
+    paths = path_column.to_pylist()
     if has_dv:
         ids = [d.unique_id if d else None for d in map(DeletionVector.from_json, _dv_dicts(rows))]
     else:
         ids = [None] * len(paths)
     keep = [(canonical(p), i) not in touched for p, i in zip(paths, ids)]
     return rows.filter(pa.array(keep, pa.bool_()))
+
+
+def _all_plain(keys: set[FileKey]) -> bool:
+    return all(dv is None and "%" not in p and not p.startswith("/") and ":" not in p for p, dv in keys)
+
+
+def _any_unusual(paths: pa.Array) -> bool:
+    """Whether any path is absolute, a URI or percent-encoded."""
+    for pattern in ("%", ":"):
+        if pc.any(pc.match_substring(paths, pattern)).as_py():
+            return True
+    return bool(pc.any(pc.starts_with(paths, "/")).as_py())
 
 
 def _dv_dicts(rows: pa.Array) -> list[dict | None]:
@@ -259,13 +281,13 @@ def _adds(column: pa.Array) -> list[AddFile]:
         out.append(
             AddFile(
                 path=path,
-                partition_values=_pairs_to_dict(pv) or {},
+                partition_values=dict(pv) if pv else {},
                 size=size or 0,
                 modification_time=mtime or 0,
                 data_change=bool(dc) if dc is not None else False,
                 stats=st,
-                tags=_pairs_to_dict(tags) or None,
-                deletion_vector=_dv(dv),
+                tags=dict(tags) if tags else None,
+                deletion_vector=_dv(dv) if dv else None,
                 base_row_id=brid,
                 default_row_commit_version=drcv,
                 stats_parsed=_jsonable(sp) if st is None and sp is not None else None,

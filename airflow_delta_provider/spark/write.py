@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError

@@ -113,7 +113,6 @@ def test_txn_already_recorded_is_a_no_op(spark, tmp_path):
 
 
 def _invariant_table(make_table):
-    from airflow_delta_provider.delta.actions import Metadata
     from airflow_delta_provider.delta.schema import schema_string
 
     path = make_table(pa.table({"id": pa.array([1], pa.int64()), "n": pa.array([1], pa.int64())}))
