@@ -23,6 +23,9 @@ java:
 test: $(STAMP) java
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
+demo: $(STAMP) java
+	bash dags_examples/run_demo.sh
+
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
 

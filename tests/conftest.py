@@ -13,6 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A throwaway AIRFLOW_HOME, set before anything imports airflow.
+pytest_plugins = ["tests.airflow_env"]
+
 
 @pytest.fixture(scope="session")
 def golden_dir() -> Path:

@@ -283,19 +283,6 @@ def test_time_travel_by_timestamp(name: str, golden_dir: Path) -> None:
         table.snapshot(timestamp=stamps[0] - 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: Snapshot.timestamp is the raw mtime of N.json, but time travel uses "
-    "monotonized commit times, so a version's own timestamp can select an older version",
-)
-def test_snapshot_timestamp_round_trips(golden_dir: Path) -> None:
-    """``snapshot(timestamp=snapshot(version=v).timestamp)`` is version v."""
-    table = _core_table(golden_dir / "basic-with-inserts-deletes-checkpoint")
-    for version in range(table.latest_version() + 1):
-        ts = table.snapshot(version=version).timestamp
-        assert table.snapshot(timestamp=ts).version == version
-
-
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ("snapshot-data3", "basic-with-inserts-merge")])
 def test_version_beyond_latest_is_not_found(name: str, golden_dir: Path) -> None:
     table = _core_table(golden_dir / name)
