@@ -426,6 +426,7 @@ def measure(runner: Runner, sizes: Sizes, ops: list[str], work: Path) -> tuple[l
     results, problems = [], []
     updated_all = _rows_matching_all(runner)
     for op in ops:
+        load_before = os.getloadavg()[0]
         times: dict[str, list[float]] = {c: [] for c in CONTENDERS}
         last: dict[str, dict[str, Any]] = {}
         for rep in range(sizes.repeat):
@@ -444,6 +445,9 @@ def measure(runner: Runner, sizes: Sizes, ops: list[str], work: Path) -> tuple[l
                 problems += expected_checks(op, contender, out, sizes, runner.ds, updated_all)
                 print(f"  {op:<10} {contender:<11} run {rep + 1}/{sizes.repeat}: {took:8.3f} s", file=sys.stderr, flush=True)
         med = {c: statistics.median(t) for c, t in times.items()}
+        load = (load_before, os.getloadavg()[0])
+        if max(load) > (os.cpu_count() or 1):
+            print(f"  note: load average {load[0]:.1f} -> {load[1]:.1f} during {op}: other work shares the CPUs", file=sys.stderr)
         results.append(
             {
                 "op": op,
@@ -451,6 +455,8 @@ def measure(runner: Runner, sizes: Sizes, ops: list[str], work: Path) -> tuple[l
                 "condition": runner.condition(op) if op.startswith("update") else None,
                 "times_s": times,
                 "median_s": med,
+                "min_s": {c: min(t) for c, t in times.items()},
+                "loadavg_1m_before_after": load,
                 "ours_over_plain_spark": med["ours"] / med["plain_spark"],
                 "ours_over_delta_rs": med["ours"] / med["delta_rs"],
                 "target": TARGETS[op][0],

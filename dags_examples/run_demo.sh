@@ -23,11 +23,10 @@ airflow dags test delta_pipeline
 
 echo
 echo "==> History of $DELTA_DEMO_DATA/delta/orders"
-"$PY" -m airflow_delta_provider.delta history "$DELTA_DEMO_DATA/delta/orders" \
-  | "$PY" -c '
+"$PY" -m airflow_delta_provider.delta history "$DELTA_DEMO_DATA/delta/orders" | "$PY" -c '
 import json, sys
 for entry in sorted(json.load(sys.stdin), key=lambda e: e["version"]):
     metrics = entry.get("operationMetrics") or {}
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(metrics.items()) if k.startswith("num"))
-    print(f"version {entry[\"version\"]:>3}  {entry.get(\"operation\", \"?\"):<14} {shown}")
+    shown = ", ".join(k + "=" + str(v) for k, v in sorted(metrics.items()) if k.endswith("Rows"))
+    print("version %3d  %-14s %s" % (entry["version"], entry.get("operation", "?"), shown))
 '

@@ -116,7 +116,7 @@ class DeltaSparkOperator(BaseOperator):
             self.log.info("%s changed nothing in %s", result["operation"], result["table"])
         else:
             self.log.info(
-                "%s committed version %s of %s: %s",
+                "%s: version %s of %s, %s",
                 result["operation"],
                 result["version"],
                 result["table"],
