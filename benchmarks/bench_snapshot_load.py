@@ -42,6 +42,8 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from airflow_delta_provider.delta.checkpoint import CHECKPOINT_SCHEMA  # noqa: E402
+
 SCHEMA_STRING = json.dumps(
     {
         "type": "struct",
@@ -139,80 +141,9 @@ _METADATA = {
     "createdTime": BASE_TIME,
 }
 
-_STR_MAP = pa.map_(pa.string(), pa.string())
-_DV = pa.struct(
-    [
-        ("storageType", pa.string()),
-        ("pathOrInlineDv", pa.string()),
-        ("offset", pa.int32()),
-        ("sizeInBytes", pa.int32()),
-        ("cardinality", pa.int64()),
-        ("maxRowIndex", pa.int64()),
-    ]
-)
-_ADD = pa.struct(
-    [
-        ("path", pa.string()),
-        ("partitionValues", _STR_MAP),
-        ("size", pa.int64()),
-        ("modificationTime", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("tags", _STR_MAP),
-        ("deletionVector", _DV),
-        ("baseRowId", pa.int64()),
-        ("defaultRowCommitVersion", pa.int64()),
-        ("stats", pa.string()),
-    ]
-)
-CHECKPOINT_SCHEMA = pa.schema(
-    [
-        ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
-        ("add", _ADD),
-        (
-            "remove",
-            pa.struct(
-                [
-                    ("path", pa.string()),
-                    ("deletionTimestamp", pa.int64()),
-                    ("dataChange", pa.bool_()),
-                    ("extendedFileMetadata", pa.bool_()),
-                    ("partitionValues", _STR_MAP),
-                    ("size", pa.int64()),
-                    ("deletionVector", _DV),
-                    ("baseRowId", pa.int64()),
-                    ("defaultRowCommitVersion", pa.int64()),
-                ]
-            ),
-        ),
-        (
-            "metaData",
-            pa.struct(
-                [
-                    ("id", pa.string()),
-                    ("name", pa.string()),
-                    ("description", pa.string()),
-                    ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
-                    ("schemaString", pa.string()),
-                    ("partitionColumns", pa.list_(pa.string())),
-                    ("configuration", _STR_MAP),
-                    ("createdTime", pa.int64()),
-                ]
-            ),
-        ),
-        (
-            "protocol",
-            pa.struct(
-                [
-                    ("minReaderVersion", pa.int32()),
-                    ("minWriterVersion", pa.int32()),
-                    ("readerFeatures", pa.list_(pa.string())),
-                    ("writerFeatures", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        ("domainMetadata", pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())])),
-    ]
-)
+# The checkpoint files are written here, not by the core's writer, so the
+# benchmark does not depend on it; the schema is the one the core writes.
+_ADD = CHECKPOINT_SCHEMA.field("add").type
 
 
 def _add_array(adds: list[dict]) -> pa.Array:

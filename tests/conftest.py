@@ -56,3 +56,31 @@ def duckdb_delta():
     con.execute(f"LOAD '{ext_dir / 'delta.duckdb_extension'}'")
     yield con
     con.close()
+
+
+BIG_LOG_VERSIONS = 10_000
+
+
+@pytest.fixture(scope="session")
+def _big_log_root(tmp_path_factory):
+    from tests.delta_logs import write_log
+
+    return write_log(tmp_path_factory.mktemp("big") / "table", BIG_LOG_VERSIONS)
+
+
+@pytest.fixture
+def big_log(_big_log_root):
+    """A 10,000-version log (``_last_checkpoint`` at 9990), for sensors and triggers;
+    versions a test adds are removed after it."""
+    from tests.delta_logs import remove_versions_from
+
+    yield _big_log_root
+    remove_versions_from(_big_log_root, BIG_LOG_VERSIONS)
+
+
+@pytest.fixture
+def log_calls(monkeypatch):
+    """Counts the log-store calls a probe makes."""
+    from tests.delta_logs import count_log_calls
+
+    return count_log_calls(monkeypatch)

@@ -2,7 +2,7 @@
 
 It reads ``_delta_log`` directly through the core (no Spark, no JVM), and a
 poke costs a fixed number of log-store calls however long the log is: see
-:class:`~airflow_delta_provider.triggers.delta_table.VersionProbe`.
+:class:`~airflow_delta_provider.delta.version_probe.VersionProbe`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 from airflow_delta_provider.triggers.delta_table import (
     DeltaTableVersionTrigger,
-    VersionProbe,
     missing_table_message,
+    open_probe,
     poll_once,
 )
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from airflow_delta_provider.delta.version_probe import VersionProbe
 
 #: Where a reschedule-mode sensor keeps the baseline it captured, across pokes.
 BASELINE_STATE_KEY = "delta_baseline_version"
@@ -81,7 +83,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
     # --- poke ----------------------------------------------------------------
 
     def poke(self, context: Context) -> PokeReturnValue:
-        probe = VersionProbe(self.table_path)
+        probe = open_probe(self.table_path)
         if self._baseline is None:
             self._baseline, is_latest = self._initial_baseline(probe, context)
             if is_latest:

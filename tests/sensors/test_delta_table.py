@@ -14,7 +14,7 @@ from airflow_delta_provider.delta.errors import InvalidInputError, TableNotFound
 from airflow_delta_provider.sensors.delta_table import BASELINE_STATE_KEY, DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
 
-from ..triggers.delta_logs import BASE_TS, write_commit, write_log
+from tests.delta_logs import BASE_TS, write_commit, write_log
 
 
 def _sensor(table, **kwargs) -> DeltaTableVersionSensor:
