@@ -446,7 +446,7 @@ def measure(runner: Runner, sizes: Sizes, ops: list[str], work: Path) -> tuple[l
                 print(f"  {op:<10} {contender:<11} run {rep + 1}/{sizes.repeat}: {took:8.3f} s", file=sys.stderr, flush=True)
         med = {c: statistics.median(t) for c, t in times.items()}
         load = (load_before, os.getloadavg()[0])
-        if max(load) > (os.cpu_count() or 1):
+        if max(load) > 1.5 * (os.cpu_count() or 1):  # this run alone keeps about one load per core
             print(f"  note: load average {load[0]:.1f} -> {load[1]:.1f} during {op}: other work shares the CPUs", file=sys.stderr)
         results.append(
             {
