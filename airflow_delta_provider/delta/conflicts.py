@@ -6,10 +6,12 @@ read or also remove, and ``txn`` application ids we depend on. A transaction
 whose checks all pass against every winning commit is retried at the next
 version; the first failing check raises its typed error.
 
-One ordering differs from delta-spark on purpose: when a winner removed a
-file that we both read and remove, we report ``ConcurrentDeleteDeleteError``
-(the more specific diagnosis) where delta-spark reports a delete-read.
-Whether a conflict exists is the same in both.
+Two things differ from delta-spark on purpose, neither changing whether a
+conflict exists: when a winner removed a file that we both read and remove,
+we report ``ConcurrentDeleteDeleteError`` (the more specific diagnosis) where
+delta-spark reports a delete-read; and an empty commit that read nothing
+(VACUUM START and END) only checks that the winner's protocol is one we can
+write, since nothing it could change bears on it.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class ReadSet:
     schema: dict
     partition_columns: list[str]
     canonical: Callable[[str], str]
+    is_empty: bool = False
 
 
 def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
@@ -121,6 +124,9 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
             raise ProtocolChangedError(f"the protocol changed at {where}: {exc}", winner.version) from exc
         if current.changes_protocol:
             raise ProtocolChangedError(f"the protocol changed at {where}", winner.version)
+
+    if current.is_empty:
+        return
 
     # 2. Metadata: any concurrent change aborts us, as in delta-rs.
     if winner.metadata is not None:

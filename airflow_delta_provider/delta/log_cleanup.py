@@ -36,7 +36,7 @@ def cleanup_expired_logs(table: DeltaTable, snapshot: Snapshot, now_ms: int | No
     keep_from = max(safe)
     deleted = 0
     for f in files:
-        if f.version < keep_from and f.kind in ("commit", "checkpoint", "crc", "compaction"):
+        if f.version < keep_from and f.mtime_ms <= cutoff and f.kind in ("commit", "checkpoint", "crc", "compaction"):
             store.delete(f.name)
             deleted += 1
     return deleted

@@ -116,20 +116,22 @@ class DeltaTable:
 
     # --- history ---------------------------------------------------------------
 
-    def _commit_infos(self, newest_first: bool = True) -> Iterator[tuple[LogFile, CommitInfo | None]]:
-        commits = [f for f in self.log_store.list_from(0) if f.kind == "commit"]
-        if not commits:
+    def _commit_infos(
+        self, since_version: int = 0, not_before_ms: int | None = None
+    ) -> Iterator[tuple[LogFile, CommitInfo | None]]:
+        """(commit file, its commitInfo), newest first; commits older than
+        ``not_before_ms`` (by file time) are skipped without being read."""
+        commits = [f for f in self.log_store.list_from(since_version) if f.kind == "commit"]
+        if not commits and since_version == 0:
             raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
-        for f in reversed(commits) if newest_first else commits:
-            info = None
+        for f in reversed(commits):
+            if not_before_ms is not None and f.mtime_ms < not_before_ms:
+                continue
             try:
                 data = self.log_store.read(f.name)
             except FileNotFoundError:
                 continue
-            for action in parse_commit(data):
-                if isinstance(action, CommitInfo):
-                    info = action
-                    break
+            info = next((a for a in parse_commit(data) if isinstance(a, CommitInfo)), None)
             yield f, info
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -143,11 +145,16 @@ class DeltaTable:
             out.append(entry)
         return out
 
-    def find_commit(self, token: str, since_version: int = 0) -> tuple[int, CommitInfo] | None:
-        """The commit whose commitInfo carries operation ``token``, newest first."""
-        for f, info in self._commit_infos():
-            if f.version < since_version:
-                break
+    def find_commit(
+        self, token: str, since_version: int = 0, *, not_before_ms: int | None = None
+    ) -> tuple[int, CommitInfo] | None:
+        """The newest commit whose commitInfo carries operation ``token``.
+
+        Only commits from ``since_version`` on, and written at or after
+        ``not_before_ms`` when given, are read: a caller that knows when its
+        work began need not read the whole history.
+        """
+        for f, info in self._commit_infos(since_version, not_before_ms):
             if info is not None and info.token == token:
                 return f.version, info
         return None

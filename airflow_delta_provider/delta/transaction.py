@@ -36,7 +36,6 @@ from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     CommitFailedError,
     CorruptLogError,
-    DeltaError,
     InvalidInputError,
 )
 from airflow_delta_provider.delta.replay import PathCanonicalizer
@@ -133,7 +132,13 @@ class Transaction:
         self._protocol = protocol
 
     def set_txn(self, app_id: str, version: int) -> None:
-        """Record ``txn`` (appId, version) for idempotent writes."""
+        """Record ``txn`` (appId, version) for idempotent writes.
+
+        As in delta-spark, the writer decides: it reads
+        :meth:`Snapshot.txn_version` first and skips work already done. A
+        concurrent commit of the same appId makes this commit fail with
+        :class:`ConcurrentTransactionError`, so that check cannot be raced.
+        """
         if not app_id:
             raise InvalidInputError("txn app id must not be empty")
         self._read_app_ids.add(app_id)
@@ -145,6 +150,20 @@ class Transaction:
         if self._metadata is not None:
             return self._metadata
         return self.read_snapshot.metadata if self.read_snapshot is not None else None
+
+    @property
+    def _is_empty(self) -> bool:
+        """Nothing read and nothing written: a marker commit such as VACUUM END."""
+        return (
+            self.read_snapshot is not None
+            and not self._actions
+            and self._metadata is None
+            and self._protocol is None
+            and not self._txns
+            and not self._read_whole_table
+            and not self._read_predicates
+            and not self._read_paths
+        )
 
     @property
     def is_blind_append(self) -> bool:
@@ -248,6 +267,7 @@ class Transaction:
             read_app_ids=set(self._read_app_ids),
             changes_metadata=self._metadata is not None,
             changes_protocol=self._protocol is not None,
+            is_empty=self._is_empty,
             domains=set(),
             schema=json.loads(md.schema_string) if md else {"type": "struct", "fields": []},
             partition_columns=list(md.partition_columns) if md else [],
@@ -286,8 +306,8 @@ class Transaction:
             write_checkpoint(self.table, snapshot)
             if config.expired_log_cleanup_enabled(md):
                 cleanup_expired_logs(self.table, snapshot)
-        except (DeltaError, OSError) as exc:
-            log.warning("version %d committed, but its checkpoint failed: %s", version, exc)
+        except Exception as exc:  # the commit stands whatever happens to its checkpoint
+            log.warning("version %d committed, but its checkpoint failed: %r", version, exc)
 
 
 def _param(value: Any) -> Any:

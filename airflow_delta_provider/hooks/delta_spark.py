@@ -25,6 +25,7 @@ import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
 OPERATIONS = ("update", "delete", "append", "checkpoint", "vacuum")
+
+#: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
+CLOCK_SKEW = timedelta(hours=1)
 
 # The Spark CLI reports bad input as one stderr line, "ClassName: message";
 # a crash ends its traceback the same way, possibly with a dotted module path.
@@ -168,6 +172,7 @@ class DeltaSparkHook(SparkSubmitHook):
         table: str,
         arguments: Sequence[str] = (),
         token: str | None = None,
+        not_before: datetime | None = None,
     ) -> DeltaOperationResult:
         """Run ``operation`` on ``table`` and return the commit it made.
 
@@ -177,13 +182,15 @@ class DeltaSparkHook(SparkSubmitHook):
         :param arguments: The Spark CLI's options for this operation.
         :param token: Names this change across retries; when a commit with
             it exists already, that commit is returned and nothing runs.
+        :param not_before: When the work this token names began (the DAG
+            run's start): older commits cannot carry it, so they are not read.
         """
         if operation not in OPERATIONS:
             raise ValueError(f"unknown Delta operation {operation!r}; expected one of {OPERATIONS}")
 
         before = -1
         if token:
-            earlier = self._last_commit_with_token(table, token)
+            earlier = self._last_commit_with_token(table, token, not_before=not_before)
             if earlier is not None and earlier[1].operation != "VACUUM START":
                 version, info = earlier
                 self.log.info(
@@ -317,7 +324,7 @@ class DeltaSparkHook(SparkSubmitHook):
 
     @staticmethod
     def _last_commit_with_token(
-        table: str, token: str, since_version: int = 0
+        table: str, token: str, since_version: int = 0, not_before: datetime | None = None
     ) -> tuple[int, CommitInfo] | None:
         """The newest commit carrying ``token`` (VACUUM writes two), or None."""
         from airflow_delta_provider.delta.table import DeltaTable
@@ -325,11 +332,11 @@ class DeltaSparkHook(SparkSubmitHook):
         delta_table = DeltaTable(table)
         if not delta_table.exists():
             return None
-        found = None
-        while (hit := delta_table.find_commit(token, since_version=since_version)) is not None:
-            found = hit
-            since_version = hit[0] + 1
-        return found
+        not_before_ms = None
+        if not_before is not None:
+            # Commits are stamped by the storage's clock: allow for skew.
+            not_before_ms = int((not_before - CLOCK_SKEW).timestamp() * 1000)
+        return delta_table.find_commit(token, since_version, not_before_ms=not_before_ms)
 
     @staticmethod
     def _commit_result(table: str, version: int, info: CommitInfo) -> DeltaOperationResult:

@@ -111,7 +111,14 @@ class DeltaSparkOperator(BaseOperator):
     def execute(self, context: Context) -> DeltaOperationResult:
         ti = context["ti"]
         token = operation_token(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
-        result = self.hook.run(self.operation, self.table_path, self.cli_arguments(), token=token)
+        dag_run = context.get("dag_run")
+        result = self.hook.run(
+            self.operation,
+            self.table_path,
+            self.cli_arguments(),
+            token=token,
+            not_before=getattr(dag_run, "start_date", None),
+        )
         if result["version"] is None:
             self.log.info("%s changed nothing in %s", result["operation"], result["table"])
         else:

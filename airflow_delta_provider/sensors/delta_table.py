@@ -105,7 +105,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
 
     def _initial_baseline(self, probe: VersionProbe, context: Context) -> tuple[int, bool]:
         """The baseline, and whether it was just read as the latest version."""
-        if self.after_version is not None:
+        if not _absent(self.after_version):
             return _parse_version(self.after_version), False
         stored = self._stored_baseline(context)
         if stored is not None:
@@ -177,6 +177,12 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         self.log.info("%s has version %s", self.table_path, result["version"])
         self._set_outlet_extra(context, result)
         return result
+
+
+def _absent(value: int | str | None) -> bool:
+    """Whether ``after_version`` is unset. A template pulling the XCom of an
+    operator that changed nothing renders ``None`` as the string "None"."""
+    return value is None or (isinstance(value, str) and value.strip() in ("", "None", "null"))
 
 
 def _parse_version(value: int | str) -> int:

@@ -6,7 +6,8 @@ readers and vacuum). The driver then moves each file to its Delta name and
 Hive folder (a rename on the local filesystem) and reads its parquet footer
 for the stats, so there is no second pass over the data. Nothing becomes
 part of the table until the caller commits the returned ``add`` actions;
-:func:`delete_written_files` removes them when that commit does not happen.
+:class:`WrittenFiles` (or :func:`delete_written_files`) removes them when
+that commit does not happen.
 
 Before writing, the frame is conformed to the table schema (column order,
 names, types, missing columns as null), and NOT NULL columns and
@@ -30,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
-from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
+from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
     encode_path,
@@ -108,9 +109,41 @@ def delete_written_files(table_root: str, adds: Iterable[AddFile]) -> None:
             pass
 
 
-def abort(table_root: str, adds: Iterable[AddFile]) -> None:
-    """Undo a :func:`write_files` whose commit failed (same as delete_written_files)."""
-    delete_written_files(table_root, adds)
+class WrittenFiles:
+    """Data files written for one commit, deleted if a failure means it did not land.
+
+    Wrap the steps from the write to the commit in ``with WrittenFiles(root,
+    adds) as written:`` and call :meth:`committing` just before the
+    transaction's ``commit``. When an exception leaves the block the files
+    are deleted only if the commit surely did not happen: the failure came
+    before :meth:`committing`, or the commit raised :class:`CommitFailedError`
+    (conflicts included; no version was written). Any other error from the
+    commit may come after the version's log entry exists (the post-commit
+    checkpoint, say), and then the files belong to the table: they are kept.
+    An orphan file is harmless (VACUUM removes it); a deleted committed file
+    corrupts the table.
+
+    ``adds`` is kept by reference, so a list that grows inside the block
+    (several writes) is covered whole.
+    """
+
+    def __init__(self, table_root: str, adds: list[AddFile]) -> None:
+        self.table_root = table_root
+        self.adds = adds
+        self._committing = False
+
+    def committing(self) -> None:
+        """Mark the start of the commit: from here only CommitFailedError deletes."""
+        self._committing = True
+
+    def __enter__(self) -> WrittenFiles:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            return
+        if not self._committing or isinstance(exc, CommitFailedError):
+            delete_written_files(self.table_root, self.adds)
 
 
 # --- Moving staged files into the table ----------------------------------------
@@ -349,7 +382,7 @@ def _raise_violation(exc: BaseException) -> None:
 
 __all__ = [
     "STAGING_PREFIX",
-    "abort",
+    "WrittenFiles",
     "conform",
     "delete_written_files",
     "enforce_constraints",

@@ -130,3 +130,13 @@ def test_post_commit_cleanup_can_be_switched_off(tmp_path):
     txn.add(AddFile("f4.parquet", {}, 1, 1))
     txn.commit()
     assert [v for v, k in names(table) if k == "commit"] == [0, 1, 2, 3, 4]
+
+
+def test_a_file_below_the_checkpoint_that_has_not_expired_is_kept(tmp_path):
+    """Each file's own time decides, as in delta-spark's MetadataCleanup."""
+    table = build(tmp_path, 9, NO_AUTO)
+    age(table, 5, days=40)
+    recent = table.log_store.path(f"{1:020d}.json")
+    os.utime(recent, None)  # touched now
+    cleanup_expired_logs(table, table.snapshot())
+    assert [v for v, k in names(table) if k == "commit"] == [1, 3, 4, 5, 6, 7, 8]

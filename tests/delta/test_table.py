@@ -164,6 +164,17 @@ def test_find_commit_by_token(tmp_path):
     assert table.find_commit("tok2", since_version=2)[0] == 2
 
 
+def test_find_commit_skips_commits_older_than_not_before_without_reading_them(tmp_path, monkeypatch):
+    table = make(tmp_path, [BASE, BASE + 10, BASE + 20])
+    assert table.find_commit("tok1", not_before_ms=(BASE + 10) * 1000)[0] == 1
+    assert table.find_commit("tok1", not_before_ms=(BASE + 11) * 1000) is None
+    read = []
+    original = table.log_store.read
+    monkeypatch.setattr(table.log_store, "read", lambda name: read.append(name) or original(name))
+    table.find_commit("nope", not_before_ms=(BASE + 15) * 1000)
+    assert read == [f"{2:020d}.json"]
+
+
 def test_file_uri_and_path_open_the_same_table(tmp_path):
     make(tmp_path / "a b", [BASE, BASE + 1])
     by_uri = DeltaTable("file://" + str(tmp_path / "a%20b"))

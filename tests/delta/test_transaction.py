@@ -330,6 +330,17 @@ def test_idempotent_txn_is_visible_in_the_snapshot(tmp_path):
         table.transaction("WRITE", {}, table.snapshot()).set_txn("", 1)
 
 
+def test_an_empty_marker_commit_does_not_conflict_with_a_metadata_change(tmp_path):
+    """VACUUM END must land after files were deleted, whatever committed meanwhile."""
+    table, _ = create(tmp_path)
+    snap = table.snapshot()
+    marker = table.transaction("VACUUM END", {"status": "COMPLETED"}, snap, isolation_level="SnapshotIsolation")
+    changer = table.transaction("SET TBLPROPERTIES", {}, snap)
+    changer.update_metadata(Metadata(snap.metadata.id, SCHEMA, ("p",), {"delta.appendOnly": "false"}))
+    changer.commit()
+    assert marker.commit().version == 2
+
+
 # --- gates ------------------------------------------------------------------------
 
 
@@ -423,6 +434,19 @@ def test_post_commit_checkpoint_failure_does_not_fail_the_commit(tmp_path, monke
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint, "write_checkpoint", broken)
+    table, _ = create(tmp_path, configuration={"delta.checkpointInterval": "1"})
+    assert append(table, fadd("a")).version == 1
+    assert _checkpoints(table) == [] and table.snapshot().num_files == 1
+
+
+def test_any_checkpoint_exception_leaves_the_commit_standing(tmp_path, monkeypatch):
+    """The commit is durable once N.json exists: callers must not undo it."""
+    from airflow_delta_provider.delta import checkpoint
+
+    def broken(*args, **kwargs):
+        raise TypeError("unexpected")
 
     monkeypatch.setattr(checkpoint, "write_checkpoint", broken)
     table, _ = create(tmp_path, configuration={"delta.checkpointInterval": "1"})

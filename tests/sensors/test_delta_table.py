@@ -110,6 +110,16 @@ def test_after_version_is_templated_and_parsed(tmp_path):
         _sensor(table, after_version=-5).poke({})
 
 
+@pytest.mark.parametrize("rendered", [None, "None", ""])
+def test_after_version_of_an_upstream_that_changed_nothing_means_the_latest(tmp_path, rendered):
+    """``{{ ti.xcom_pull('update')['version'] }}`` renders "None" when the update matched no row."""
+    table = write_log(tmp_path / "t", 3)
+    sensor = _sensor(table, after_version=rendered)
+    assert not sensor.poke({})
+    write_commit(table, 3)
+    assert sensor.poke({}).xcom_value["version"] == 3
+
+
 def test_sets_the_result_as_outlet_event_extra(tmp_path):
     from airflow.sdk import Asset
 

@@ -100,3 +100,67 @@ def test_subprocess_checkpoint_needs_no_spark(make_table):
     missing = _run("checkpoint", path + "-nope")
     assert missing.returncode == 2 and missing.stderr.strip().startswith("TableNotFoundError:")
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_cast_error_on_update_is_bad_input_and_changes_nothing(spark, make_table, capsys):
+    """Spark 4 ANSI mode fails a bad cast at run time ([CAST_INVALID_INPUT],
+    SQLSTATE 22018): that is bad input too, and the rewrite it broke is undone."""
+    path = make_table(pa.table({"id": [1, 2], "v": [10, 20]}))
+    before = disk_files(path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["update", path, "--condition", "id = 1", "--set", "v='abc'"], session_factory=lambda conf: spark)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("InvalidInputError: [CAST_INVALID_INPUT]") and "'abc'" in err[0]
+    assert disk_files(path) == before
+    assert table_rows(path) == [(1, 10), (2, 20)]
+
+
+def _java_error(spark, sql):
+    """The Py4JJavaError (the JVM's own exception) behind a failing query."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    with pytest.raises(PySparkException) as caught:
+        spark.sql(sql).collect()
+    raw = caught.value.__context__  # pyspark converts it "from None"; the original stays the context
+    assert isinstance(raw, Py4JJavaError)
+    return raw
+
+
+def test_spark_error_inside_a_py4j_error_is_bad_input_by_its_sqlstate(spark):
+    from py4j.protocol import Py4JJavaError
+
+    from airflow_delta_provider.delta.errors import InvalidInputError
+    from airflow_delta_provider.spark.cli import spark_input_error
+
+    raw = _java_error(spark, "SELECT CAST('abc' AS INT)")
+    # Wrapped in a plain SparkException (no SQLSTATE), as a failed job may be.
+    jvm = spark.sparkContext._jvm
+    wrapped = Py4JJavaError("job failed", jvm.org.apache.spark.SparkException("Job aborted", raw.java_exception))
+    for exc in (raw, wrapped):
+        translated = spark_input_error(exc)
+        assert isinstance(translated, InvalidInputError)
+        assert str(translated).startswith("[CAST_INVALID_INPUT]") and "\n" not in str(translated)
+
+    internal = Py4JJavaError("internal", jvm.org.apache.spark.SparkException.internalError("broken"))
+    assert spark_input_error(internal) is None  # SQLSTATE XX000: not the input's fault
+    assert spark_input_error(RuntimeError("boom")) is None
+
+
+def test_unexpected_error_exits_1_and_ends_with_one_summary_line(spark, make_table, capsys, monkeypatch):
+    from airflow_delta_provider.spark.commands import update
+
+    path = make_table(pa.table({"id": [1]}))
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr(update, "run_update", crash)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["update", path, "--set", "id=2"], session_factory=lambda conf: spark)
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "RuntimeError: disk on fire"
+    assert any(line.startswith("Traceback") for line in err[:-1])  # the details stay for the log

@@ -15,8 +15,10 @@ One Spark job writes the files, one core transaction commits them
   recorded for that application is a no-op (version None).
 
 All checks on schemas and options happen before any data is written; data
-checks (NOT NULL, ``delta.invariants``) run inside the write job. Any failure
-after files were written deletes them, so the table is left as it was.
+checks (NOT NULL, ``delta.invariants``) run inside the write job. A failure
+after files were written deletes them when the commit surely did not land
+(see :class:`~airflow_delta_provider.spark.write.WrittenFiles`), so the table
+is left as it was; files a landed commit references are never deleted.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from airflow_delta_provider.delta.schema import (
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.scan import scan
-from airflow_delta_provider.spark.write import delete_written_files, write_files
+from airflow_delta_provider.spark.write import WrittenFiles, write_files
 
 OPERATION = "WRITE"
 FORMATS = ("parquet", "csv", "json", "delta")
@@ -90,7 +92,7 @@ def run_append(
     adds = write_files(
         data, target.root, schema, partition_columns, configuration=dict(metadata.configuration)
     )
-    try:
+    with WrittenFiles(target.root, adds) as written:
         now = int(time.time() * 1000)
         removes = []
         if snapshot is not None and mode == "overwrite":
@@ -109,10 +111,8 @@ def run_append(
         if mode == "overwrite" and snapshot is not None:
             metrics["numRemovedFiles"] = len(removes)
             metrics["numRemovedBytes"] = sum(r.size or 0 for r in removes)
+        written.committing()
         result = txn.commit(metrics=metrics, token=token)
-    except BaseException:
-        delete_written_files(target.root, adds)
-        raise
     return CommandResult(table, OPERATION, result.version, metrics)
 
 

@@ -162,18 +162,16 @@ class DmlCommand:
 
     def touched_files(self) -> tuple[list[AddFile], dict[str, int]]:
         """The candidates holding at least one matching row, and how many
-        rows match in each (one Spark job: filter, then count per file)."""
+        rows match in each (one Spark job reading only the condition's
+        columns: filter, then count per file)."""
+        from airflow_delta_provider.spark.scan import count_matches
+
         start = time.monotonic()
         if not self.candidates:
             return [], {}
-        frame = self.scan(self.candidates, with_file_path=True).filter(self.matched)
-        counts = {row["_file"]: int(row["count"]) for row in frame.groupBy("_file").count().collect()}
-        by_path = {f.path: f for f in self.candidates}
-        unknown = set(counts) - set(by_path)
-        if unknown:
-            raise DeltaError(f"internal error: the scan reported files that were not asked for: {sorted(unknown)[:3]}")
+        counts = count_matches(self.spark, self.snapshot, self.candidates, self.condition)
         self.result.scan_ms += elapsed_ms(start)
-        return [by_path[p] for p in by_path if p in counts], counts
+        return [f for f in self.candidates if f.path in counts], counts
 
     def row_count(self, files: list[AddFile]) -> int:
         """Rows in ``files``: from stats where present, counting the rest."""

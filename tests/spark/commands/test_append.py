@@ -207,3 +207,41 @@ def test_append_to_golden_copies(spark, golden_copy, name, duckdb_delta):
     after = table_rows(path)
     assert len(after) == 2 * len(before)
     assert duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchone()[0] == len(after)
+
+
+def test_failure_after_the_commit_landed_keeps_its_files(spark, tmp_path, make_table, monkeypatch):
+    """An error once N.json exists (here from the post-commit step) must not
+    delete the files that version references."""
+    from airflow_delta_provider.delta.partitions import to_absolute
+    from airflow_delta_provider.delta.transaction import Transaction
+
+    path = make_table(pa.table({"id": [0]}))
+
+    def broken_post_commit(self, version):
+        raise RuntimeError(f"post-commit step of version {version} failed")
+
+    monkeypatch.setattr(Transaction, "_post_commit", broken_post_commit)
+    with pytest.raises(RuntimeError, match="post-commit"):
+        run_append(spark, path, _source(tmp_path, pa.table({"id": [1, 2]})), "parquet")
+    monkeypatch.undo()
+    snap = DeltaTable(path).snapshot()
+    assert snap.version == 1
+    assert all(os.path.exists(to_absolute(path, f.path)) for f in snap.files)
+    assert table_rows(path) == [(0,), (1,), (2,)]
+
+
+def test_conflict_at_commit_deletes_the_written_files(spark, tmp_path, make_table, monkeypatch):
+    """A commit refused (CommitFailedError) leaves no data file behind."""
+    from airflow_delta_provider.delta.errors import CommitFailedError
+    from airflow_delta_provider.delta.transaction import Transaction
+
+    path = make_table(pa.table({"id": [0]}))
+    before = disk_files(path)
+
+    def refused(self, *args, **kwargs):
+        raise CommitFailedError("gave up after 0 commit attempts")
+
+    monkeypatch.setattr(Transaction, "commit", refused)
+    with pytest.raises(CommitFailedError):
+        run_append(spark, path, _source(tmp_path, pa.table({"id": [1]})), "parquet")
+    assert disk_files(path) == before
