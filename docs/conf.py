@@ -21,8 +21,7 @@ version = __version__
 
 extensions = ["sphinx.ext.autodoc"]
 
-# docs/CONTRACT.md is an internal working note, not part of the site.
-exclude_patterns = ["_build", "CONTRACT.md"]
+exclude_patterns = ["_build"]
 source_suffix = {".rst": "restructuredtext"}
 root_doc = "index"
 

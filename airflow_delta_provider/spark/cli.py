@@ -4,14 +4,17 @@
 
 The last stdout line is the result as one JSON object
 (``{"table","operation","version","metrics"}``, plus ``"files"`` for a dry-run
-vacuum). Bad input, unsupported tables and conflicts exit with code 2 and one
-line on stderr, ``ClassName: message``; the table is left unchanged.
+vacuum). Bad input (Spark errors of SQLSTATE class 22 or 42 included),
+unsupported tables and conflicts exit with code 2 and one line on stderr,
+``ClassName: message``; the table is left unchanged. Any other failure exits
+with code 1: the traceback, then one ``ClassName: message`` line, last.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from typing import Any, Callable, Sequence
 
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
@@ -121,7 +124,12 @@ def main(
     argv: Sequence[str] | None = None,
     session_factory: Callable[[dict[str, str]], Any] | None = None,
 ) -> int:
-    """Run one command; the process exit code."""
+    """Run one command; the process exit code.
+
+    Bad input exits with :data:`EXIT_BAD_INPUT` and one stderr line. Any
+    other failure exits with :data:`EXIT_INTERNAL`: the traceback, then one
+    summarising ``ClassName: message`` line, last, for the Airflow hook.
+    """
     args = build_parser().parse_args(argv)
     spark = None
     try:
@@ -130,20 +138,83 @@ def main(
         result = _run_translating_spark_errors(args, spark)
     except DeltaError as exc:
         _fail(exc)
+    except Exception as exc:  # noqa: BLE001 - reported, then the process fails
+        _crash(exc)
     print(result.to_json(), flush=True)
     return EXIT_OK
 
 
 def _run_translating_spark_errors(args: argparse.Namespace, spark: Any) -> Any:
-    """Run the command; Spark's analysis and parse errors become InvalidInputError."""
-    try:
-        from pyspark.errors import AnalysisException
-    except ImportError:  # checkpoint runs without pyspark
-        return _dispatch(args, spark)
+    """Run the command; Spark errors the input caused become InvalidInputError."""
     try:
         return _dispatch(args, spark)
-    except AnalysisException as exc:
-        raise InvalidInputError(_one_line(str(exc))) from None
+    except DeltaError:
+        raise
+    except Exception as exc:
+        translated = spark_input_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+#: SQLSTATE classes that blame the input: 22 data exception (a malformed
+#: cast, an overflow, a division by zero under ANSI mode) and 42 syntax error
+#: or access rule violation (a condition that does not parse, an unknown
+#: column). Other classes (XX internal, 58 system error, ...) stay failures.
+BAD_INPUT_SQLSTATE_CLASSES = frozenset({"22", "42"})
+
+#: How many causes of a JVM exception are searched for a SQLSTATE.
+_MAX_CAUSES = 8
+
+
+def spark_input_error(exc: BaseException) -> InvalidInputError | None:
+    """``exc`` as InvalidInputError when it is a Spark error the input caused.
+
+    Spark errors carry a SQLSTATE: a :class:`pyspark.errors.PySparkException`
+    has ``getSqlState()``; a raw py4j ``Py4JJavaError`` (a JVM exception
+    PySpark did not convert) is searched down its causes for the first
+    exception that has one. The message is the error class and the first
+    line of Spark's message, e.g. ``[CAST_INVALID_INPUT] The value 'abc' ...``.
+    """
+    found = _spark_error(exc)
+    if found is None:
+        return None
+    state, error_class, message = found
+    if state[:2] not in BAD_INPUT_SQLSTATE_CLASSES:
+        return None
+    first = _first_line(message)
+    if error_class and not first.startswith(f"[{error_class}]"):
+        first = f"[{error_class}] {first}"
+    return InvalidInputError(first)
+
+
+def _spark_error(exc: BaseException) -> tuple[str, str | None, str] | None:
+    """(SQLSTATE, error class, message) of a Spark error; None for anything else."""
+    try:
+        from py4j.protocol import Py4JError, Py4JJavaError
+        from pyspark.errors import PySparkException
+    except ImportError:  # checkpoint runs without pyspark: no Spark error possible
+        return None
+    if isinstance(exc, PySparkException):
+        state = exc.getSqlState()
+        if not state:
+            return None
+        getter = getattr(exc, "getCondition", None) or exc.getErrorClass  # getCondition: Spark 4
+        return state, getter(), str(exc)
+    if not isinstance(exc, Py4JJavaError):
+        return None
+    throwable = exc.java_exception
+    for _ in range(_MAX_CAUSES):
+        if throwable is None:
+            return None
+        try:  # SparkThrowable methods; other JVM exceptions lack them
+            state = throwable.getSqlState()
+            if state:
+                return state, throwable.getCondition(), str(throwable.getMessage() or "")
+        except Py4JError:
+            pass
+        throwable = throwable.getCause()
+    return None
 
 
 def _default_session(conf: dict[str, str]) -> Any:
@@ -157,6 +228,11 @@ def _one_line(text: str) -> str:
     return " | ".join(lines) if lines else ""
 
 
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
 def _fail(exc: BaseException) -> None:
     """One line on stderr, exit code 2."""
     sys.stdout.flush()
@@ -164,4 +240,18 @@ def _fail(exc: BaseException) -> None:
     raise SystemExit(EXIT_BAD_INPUT)
 
 
-__all__ = ["EXIT_BAD_INPUT", "build_parser", "main"]
+def _crash(exc: BaseException) -> None:
+    """An unexpected failure: the traceback, then one summary line last; exit code 1.
+
+    The Airflow hook reads the last ``ClassName: message`` line of stderr,
+    and a traceback's own last line may span several lines (Spark's
+    messages do), so the summary repeats it as one line.
+    """
+    sys.stdout.flush()
+    traceback.print_exception(exc, file=sys.stderr)
+    message = _first_line(str(exc)) or "(no message)"
+    print(f"{type(exc).__name__}: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(EXIT_INTERNAL)
+
+
+__all__ = ["BAD_INPUT_SQLSTATE_CLASSES", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "build_parser", "main", "spark_input_error"]
