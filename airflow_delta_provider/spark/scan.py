@@ -34,6 +34,7 @@ from airflow_delta_provider.delta.partitions import encode_path, parse_partition
 #: Name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
 FILE_COLUMN = "_file"
 _URI_COLUMN = "__delta_file_uri"
+_KEY_COLUMN = "__delta_file_key"
 #: Above this many partitions, the file-join plan is used.
 MAX_LITERAL_PARTITIONS = 16
 
@@ -114,14 +115,18 @@ def count_matches(
     keyed by ``add.path``; files without a match are left out.
 
     This is the touched-file scan of UPDATE and DELETE, so it is kept cheap:
-    Spark reads only the columns ``condition`` references, counts the
-    matching rows per ``_metadata.file_path`` (one row per file comes back),
-    and the driver maps those URIs to the log's paths with :func:`file_uri`,
-    the same spelling the file join uses. The join, which matches every row
-    to its file, is only needed when the condition references partition
-    columns of a table with many partitions (partition values come from the
-    log, not the files); with few partitions the per-partition reads carry
-    them as literals.
+
+    - Spark reads only the columns ``condition`` references.
+    - Matching rows are counted per file *key*: :func:`xxhash64` of Spark's
+      ``_metadata.file_path``, a long being far cheaper to group by than the
+      path string. One row per file comes back, and the driver maps each key
+      to its file by hashing the URI :func:`file_uri` spells. Should two
+      candidates share a key, the URI itself is the key: always exact.
+    - Partition values come from the log, not the files. The per-partition
+      reads carry them as literals; with many partitions, one read of the
+      data columns serves unless the condition references a partition
+      column, and only then is every row joined to its file
+      (:func:`scan` with ``with_file_path``).
     """
     files = list(files)
     if not files:
@@ -130,21 +135,74 @@ def count_matches(
     partition_columns = list(snapshot.partition_columns)
     groups = _partition_groups(files)
     if partition_columns and len(groups) > MAX_LITERAL_PARTITIONS:
-        read_schema = data_schema(snapshot.schema, partition_columns)
-        if _needs_columns_outside(spark, read_schema, matched):
+        if _needs_columns_outside(spark, data_schema(snapshot.schema, partition_columns), matched):
             frame = scan(spark, snapshot, files, with_file_path=True).filter(matched)
             return {r[FILE_COLUMN]: int(r["count"]) for r in frame.groupBy(FILE_COLUMN).count().collect()}
-        # The condition reads data columns only: one read, no partition values.
-        groups = {(): files}
-        partition_columns = []
+        groups, partition_columns = {(): files}, []  # data columns only: one read
     reads = _literal_reads(spark, snapshot, groups, with_uri=True, partition_columns=partition_columns)
-    frame = _union([df.filter(matched).select(_URI_COLUMN) for df in reads])
-    counts = {r[_URI_COLUMN]: int(r["count"]) for r in frame.groupBy(_URI_COLUMN).count().collect()}
-    by_uri = {file_uri(to_absolute(snapshot.table_root, f.path)): f.path for f in files}
-    unknown = sorted(set(counts) - set(by_uri))
+    rows = _union([df.filter(matched).select(_URI_COLUMN) for df in reads])
+
+    uris = {file_uri(to_absolute(snapshot.table_root, f.path)): f.path for f in files}
+    by_key: dict[Any, str] = {xxhash64(uri): path for uri, path in uris.items()}
+    if len(by_key) == len(uris):
+        key = F.xxhash64(F.col(_URI_COLUMN))
+    else:  # a hash collision among the candidates
+        key, by_key = F.col(_URI_COLUMN), dict(uris)
+    counts = rows.groupBy(key.alias(_KEY_COLUMN)).count().collect()
+    unknown = [r[_KEY_COLUMN] for r in counts if r[_KEY_COLUMN] not in by_key]
     if unknown:
-        raise DeltaError(f"internal error: Spark read files that were not asked for: {unknown[:3]}")
-    return {by_uri[uri]: n for uri, n in counts.items()}
+        raise DeltaError(f"internal error: Spark read files that were not asked for (keys {unknown[:3]})")
+    return {by_key[r[_KEY_COLUMN]]: int(r["count"]) for r in counts}
+
+
+_MASK = (1 << 64) - 1
+_P1, _P2, _P3, _P4, _P5 = (
+    0x9E3779B185EBCA87,
+    0xC2B2AE3D27D4EB4F,
+    0x165667B19E3779F9,
+    0x85EBCA77C2B2AE63,
+    0x27D4EB2F165667C5,
+)
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _MASK
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _MASK, 31) * _P1) & _MASK
+
+
+def xxhash64(text: str, seed: int = 42) -> int:
+    """Spark's ``xxhash64(text)`` (XXH64 of the UTF-8 bytes, seed 42, as a
+    signed long), computed in the driver to name files by their key."""
+    data = text.encode("utf-8")
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _MASK, (seed + _P2) & _MASK, seed & _MASK, (seed - _P1) & _MASK]
+        while i + 32 <= n:
+            for j in range(4):
+                v[j] = _round(v[j], int.from_bytes(data[i + 8 * j : i + 8 * j + 8], "little"))
+            i += 32
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _MASK
+        for lane in v:
+            h = ((h ^ _round(0, lane)) * _P1 + _P4) & _MASK
+    else:
+        h = (seed + _P5) & _MASK
+    h = (h + n) & _MASK
+    while i + 8 <= n:
+        h = (_rotl(h ^ _round(0, int.from_bytes(data[i : i + 8], "little")), 27) * _P1 + _P4) & _MASK
+        i += 8
+    if i + 4 <= n:
+        h = (_rotl(h ^ (int.from_bytes(data[i : i + 4], "little") * _P1 & _MASK), 23) * _P2 + _P3) & _MASK
+        i += 4
+    while i < n:
+        h = (_rotl(h ^ (data[i] * _P5 & _MASK), 11) * _P1) & _MASK
+        i += 1
+    h = ((h ^ (h >> 33)) * _P2) & _MASK
+    h = ((h ^ (h >> 29)) * _P3) & _MASK
+    h ^= h >> 32
+    return h - (1 << 64) if h >= 1 << 63 else h
 
 
 def _partition_groups(files: Sequence[AddFile]) -> dict[tuple, list[AddFile]]:

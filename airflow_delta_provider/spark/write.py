@@ -23,6 +23,7 @@ import re
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
 from typing import Any, Iterable, Mapping, Sequence
 
 from pyspark.errors import PySparkException
@@ -136,10 +137,12 @@ class WrittenFiles:
         """Mark the start of the commit: from here only CommitFailedError deletes."""
         self._committing = True
 
-    def __enter__(self) -> WrittenFiles:
+    def __enter__(self) -> WrittenFiles:  # noqa: PYI034 - not meant for subclassing
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc is None:
             return
         if not self._committing or isinstance(exc, CommitFailedError):

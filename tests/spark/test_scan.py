@@ -7,7 +7,8 @@ import pytest
 
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import scan as scan_module
-from airflow_delta_provider.spark.scan import FILE_COLUMN, file_uri, scan
+from airflow_delta_provider.delta.partitions import to_absolute
+from airflow_delta_provider.spark.scan import FILE_COLUMN, count_matches, file_uri, scan, xxhash64
 
 from .conftest import spark_rows, table_rows
 
@@ -98,3 +99,89 @@ def test_file_uri_matches_spark_metadata_path(spark, tmp_path):
     pq.write_table(pa.table({"a": [1]}), str(target))
     got = spark.read.parquet(str(target)).select("_metadata.file_path").first()[0]
     assert got == file_uri(str(target))
+
+
+# --- count_matches: the touched-file scan of UPDATE and DELETE ---------------------------
+
+
+def _expected_counts(snap, keep) -> dict[str, int]:
+    """Per-file counts of rows for which ``keep(row)`` holds, read file by
+    file with pyarrow (partition values from the log, as strings)."""
+    import pyarrow.parquet as pq
+
+    out = {}
+    for f in snap.files:
+        rows = pq.read_table(to_absolute(snap.table_root, f.path)).to_pylist()
+        n = sum(1 for r in rows if keep({**r, **f.partition_values}))
+        if n:
+            out[f.path] = n
+    return out
+
+
+@pytest.fixture
+def partitioned(make_table):
+    data = pa.table({"p": [i % 6 for i in range(120)], "v": list(range(120)), "s": [None, "x", "y"] * 40})
+    path = make_table(data, partition_by=["p"])
+    for _ in range(2):  # several files per partition
+        make_table(data.slice(0, 30), mode="append", partition_by=["p"])
+    return DeltaTable(path).snapshot()
+
+
+CONDITIONS = [
+    ("v % 7 = 0", lambda r: r["v"] % 7 == 0),
+    ("s = 'x' AND v > 50", lambda r: r["s"] == "x" and r["v"] > 50),  # NULL s: not matched
+    ("p = 2 OR v < 3", lambda r: r["p"] == "2" or r["v"] < 3),  # a partition column
+    ("v < 0", lambda r: False),
+]
+
+
+@pytest.mark.parametrize("many_partitions", [False, True], ids=["literal-reads", "many-partitions"])
+@pytest.mark.parametrize("sql,keep", CONDITIONS, ids=[c[0] for c in CONDITIONS])
+def test_count_matches_counts_per_file_exactly(spark, partitioned, monkeypatch, many_partitions, sql, keep):
+    from pyspark.sql import functions as F
+
+    if many_partitions:
+        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", 1)
+    got = count_matches(spark, partitioned, partitioned.files, F.expr(sql))
+    assert got == _expected_counts(partitioned, keep)
+
+
+def test_count_matches_without_condition_counts_every_row(spark, partitioned):
+    some = partitioned.files[:3]
+    got = count_matches(spark, partitioned, some, None)
+    assert got == {f.path: f.num_records for f in some}
+    assert count_matches(spark, partitioned, [], None) == {}
+
+
+def test_count_matches_maps_odd_file_names_to_their_add_path(spark, golden_dir):
+    snap = DeltaTable(str(golden_dir / "data-reader-escaped-chars")).snapshot()
+    got = count_matches(spark, snap, snap.files, None)
+    assert set(got) == {f.path for f in snap.files}
+    assert sum(got.values()) == len(table_rows(str(golden_dir / "data-reader-escaped-chars")))
+
+
+def test_count_matches_stays_exact_when_file_keys_collide(spark, partitioned, monkeypatch):
+    from pyspark.sql import functions as F
+
+    monkeypatch.setattr(scan_module, "xxhash64", lambda text: 7)  # every file, one key
+    got = count_matches(spark, partitioned, partitioned.files, F.expr("v % 5 = 1"))
+    assert got == _expected_counts(partitioned, lambda r: r["v"] % 5 == 1)
+
+
+def test_touched_file_reads_only_the_condition_columns(spark, partitioned):
+    from pyspark.sql import functions as F
+
+    reads = scan_module._literal_reads(spark, partitioned, scan_module._partition_groups(partitioned.files), with_uri=True)
+    frame = reads[0].filter(F.expr("v > 3")).groupBy(F.xxhash64(scan_module._URI_COLUMN)).count()
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    assert "ReadSchema: struct<v:bigint>" in plan
+
+
+@pytest.mark.parametrize(
+    "text", ["", "a", "abcd", "abcdefgh", "x" * 31, "x" * 32, "y" * 71, "file:/t/p=%C3%A9/f%201.parquet", "é€😀" * 9]
+)
+def test_xxhash64_equals_sparks(spark, text):
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([(text,)], "s string")
+    assert xxhash64(text) == df.select(F.xxhash64("s")).first()[0]

@@ -31,7 +31,6 @@ from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
-    CommitFailedError,
     DeltaError,
     InvalidInputError,
     InvariantViolationError,
@@ -245,21 +244,12 @@ class DmlCommand:
             self.result.added = []
 
     def run(self):
-        """prepare, rewrite, commit; on failure delete what was written.
+        """prepare, rewrite, commit; on failure delete what was written, but
+        only when the commit surely did not land (see :class:`WrittenFiles`)."""
+        from airflow_delta_provider.spark.write import WrittenFiles
 
-        Files are deleted only when the commit surely did not land: any error
-        before the commit, or a commit refused as a conflict. Another error
-        from inside the commit leaves them (an orphan is harmless, VACUUM
-        removes it; deleting a committed file would corrupt the table).
-        """
         self.prepare()
-        try:
+        with WrittenFiles(self.snapshot.table_root, self.result.added) as written:
             self.rewrite()
-        except BaseException:
-            self.abort()
-            raise
-        try:
+            written.committing()
             return self.commit()
-        except CommitFailedError:
-            self.abort()
-            raise
