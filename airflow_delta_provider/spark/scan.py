@@ -15,6 +15,11 @@ Two plans are used:
   holding its ``add.path`` and typed partition values. Used when the caller
   wants each row's file (``with_file_path``) or the files span many
   partitions, where a union of many reads would be slow to plan.
+
+:func:`count_matches` is the touched-file scan of UPDATE and DELETE: per
+file, how many rows match a condition. It reads only the condition's
+columns and groups the matching rows by a long key per file before anything
+is mapped back to the log's paths, so no row is joined on a string.
 """
 
 from __future__ import annotations
