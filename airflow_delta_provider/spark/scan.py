@@ -25,7 +25,8 @@ is mapped back to the log's paths, so no row is joined on a string.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -34,7 +35,11 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import DeltaError
-from airflow_delta_provider.delta.partitions import encode_path, parse_partition_values, to_absolute
+from airflow_delta_provider.delta.partitions import (
+    encode_path,
+    parse_partition_values,
+    to_absolute,
+)
 
 #: Name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
 FILE_COLUMN = "_file"
@@ -258,7 +263,7 @@ def _needs_columns_outside(spark: SparkSession, struct: StructType, condition: C
     """Whether ``condition`` references a column ``struct`` lacks, decided by
     Spark's own analyzer over an empty frame (no job runs)."""
     try:
-        spark.createDataFrame([], struct).filter(condition).schema
+        _ = spark.createDataFrame([], struct).filter(condition).schema  # analysis only
     except AnalysisException:
         return True
     return False

@@ -5,10 +5,16 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from airflow_delta_provider.delta.partitions import to_absolute
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import scan as scan_module
-from airflow_delta_provider.delta.partitions import to_absolute
-from airflow_delta_provider.spark.scan import FILE_COLUMN, count_matches, file_uri, scan, xxhash64
+from airflow_delta_provider.spark.scan import (
+    FILE_COLUMN,
+    count_matches,
+    file_uri,
+    scan,
+    xxhash64,
+)
 
 from .conftest import spark_rows, table_rows
 

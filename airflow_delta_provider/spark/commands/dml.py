@@ -31,7 +31,6 @@ from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
-    DeltaError,
     InvalidInputError,
     InvariantViolationError,
 )
