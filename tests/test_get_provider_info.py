@@ -27,3 +27,18 @@ def test_providers_manager_lists_the_provider_and_its_hook() -> None:
     assert hook.connection_id_attribute_name == "conn_id"
     # The apache-spark provider keeps its own connection type.
     assert manager.hooks["spark"].package_name == "apache-airflow-providers-apache-spark"
+
+
+def test_airflow_cli_lists_the_provider_and_its_hook() -> None:
+    """What a user sees: ``airflow providers list`` and ``airflow providers hooks``."""
+    import os
+    import subprocess
+    import sys
+
+    airflow = os.path.join(os.path.dirname(sys.executable), "airflow")
+    for command, expected in (("list", "airflow-delta-provider"), ("hooks", "DeltaSparkHook")):
+        out = subprocess.run(
+            [airflow, "providers", command, "--output", "plain"],
+            capture_output=True, text=True, timeout=180, check=True,
+        ).stdout
+        assert expected in out, f"airflow providers {command} does not show {expected}"

@@ -231,3 +231,20 @@ def test_real_spark_submit_commits_and_reads_the_result_from_the_log(tmp_path: P
     with pytest.raises(AirflowFailException, match=r"^Delta update on .* failed: \w+Error: "):
         hook.run("update", table, ["--condition", "no_such_column = 1", "--set", "name='x'"], token="d/t/r2/-1")
     assert ReaderTable(table).version() == 0
+
+
+def test_on_kill_stops_the_running_spark_submit():
+    """The operator's on_kill reaches the hook, which kills spark-submit."""
+    import subprocess
+
+    from airflow_delta_provider.operators.delta import DeltaCheckpointOperator
+
+    op = DeltaCheckpointOperator(task_id="cp", table_path="/t")
+    process = subprocess.Popen(["sleep", "60"])
+    try:
+        op.hook._submit_sp = process
+        op.on_kill()
+        assert process.wait(timeout=10) != 0
+    finally:
+        if process.poll() is None:
+            process.kill()
