@@ -191,7 +191,7 @@ class DeltaSparkHook(SparkSubmitHook):
         before = -1
         if token:
             earlier = self._last_commit_with_token(table, token, not_before=not_before)
-            if earlier is not None and earlier[1].operation != "VACUUM START":
+            if earlier is not None:
                 version, info = earlier
                 self.log.info(
                     "Version %s of %s already carries token %r (an earlier try committed it); "
@@ -326,7 +326,7 @@ class DeltaSparkHook(SparkSubmitHook):
     def _last_commit_with_token(
         table: str, token: str, since_version: int = 0, not_before: datetime | None = None
     ) -> tuple[int, CommitInfo] | None:
-        """The newest commit carrying ``token`` (VACUUM writes two), or None."""
+        """The newest commit carrying ``token``, or None."""
         from airflow_delta_provider.delta.table import DeltaTable
 
         delta_table = DeltaTable(table)

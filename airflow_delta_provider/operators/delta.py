@@ -130,7 +130,6 @@ class DeltaSparkOperator(BaseOperator):
                 result["metrics"],
             )
         ti.xcom_push(key=VERSION_XCOM_KEY, value=result["version"])
-        self._result = result
         return result
 
     def on_kill(self) -> None:

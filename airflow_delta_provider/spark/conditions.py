@@ -1,4 +1,4 @@
-"""Checking user SQL (conditions, SET expressions, invariants) before any write.
+"""Checking user SQL (conditions and SET expressions) before any write.
 
 UPDATE and DELETE take SQL text from the command line. A typo must fail
 before a single file is written, with a message that names the problem, so
@@ -9,24 +9,15 @@ a job. Spark errors become :class:`InvalidInputError`.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, StructType
+from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-
-INVARIANTS_KEY = "delta.invariants"
-
-
-def spark_schema(schema: Mapping[str, Any]) -> StructType:
-    """The Spark schema of a Delta schema dict (Delta's JSON is Spark's)."""
-    return StructType.fromJson(dict(schema))
-
+from airflow_delta_provider.spark.scan import spark_schema
 
 def empty_frame(spark: SparkSession, schema: Mapping[str, Any]) -> DataFrame:
     """A DataFrame with the table's columns and no rows, for analysis only."""
@@ -117,81 +108,9 @@ def _atomic(type_name: str) -> DataType:
     ).fields[0].dataType
 
 
-# --- invariants -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Invariant:
-    """A rule every written row must satisfy: NOT NULL or a delta.invariants expression."""
-
-    description: str
-    check: Column  # true for a good row; false or null for a bad one
-
-
-def invariants(schema: Mapping[str, Any]) -> list[Invariant]:
-    """The table's row rules (writer version 2): ``nullable: false`` top-level
-    columns, and every column's ``delta.invariants`` SQL expression."""
-    rules: list[Invariant] = []
-    for field in schema.get("fields", []):
-        name = field["name"]
-        if field.get("nullable") is False:
-            rules.append(Invariant(f"NOT NULL column {name}", F.col(f"`{name}`").isNotNull()))
-        rules.extend(_field_invariants(field, name))
-    return rules
-
-
-def _field_invariants(field: Mapping[str, Any], path: str) -> list[Invariant]:
-    out: list[Invariant] = []
-    raw = (field.get("metadata") or {}).get(INVARIANTS_KEY)
-    if raw:
-        spec = json.loads(raw) if isinstance(raw, str) else raw
-        sql = ((spec or {}).get("expression") or {}).get("expression")
-        if sql:
-            out.append(Invariant(f"invariant {sql!r} on column {path}", F.expr(sql)))
-    ftype = field.get("type")
-    if isinstance(ftype, dict) and ftype.get("type") == "struct":
-        for sub in ftype.get("fields", []):
-            out.extend(_field_invariants(sub, f"{path}.{sub['name']}"))
-    return out
-
-
-def enforce_invariants(df: DataFrame, rules: list[Invariant]) -> DataFrame:
-    """``df`` with a runtime check: writing a row that breaks a rule fails the
-    job with the rule's description (Spark ``raise_error``), in the same pass
-    as the write. Without rules, ``df`` is returned as is."""
-    if not rules:
-        return df
-    ok = F.lit(True)
-    for rule in rules:
-        ok = F.when(F.coalesce(rule.check, F.lit(False)), ok).otherwise(
-            F.raise_error(F.lit(f"{VIOLATION_MARK}{rule.description}"))
-        )
-    return df.filter(ok)
-
-
-#: Prefix of the runtime error raised by :func:`enforce_invariants`, so the
-#: command can tell an invariant failure from any other job failure.
-VIOLATION_MARK = "DELTA_INVARIANT_VIOLATION: "
-
-
-def violation_from(exc: BaseException) -> str | None:
-    """The broken rule's description when ``exc`` came from enforce_invariants."""
-    text = str(exc)
-    at = text.find(VIOLATION_MARK)
-    if at < 0:
-        return None
-    rest = text[at + len(VIOLATION_MARK) :]
-    return rest.split("\n", 1)[0].split(" SQLSTATE")[0].rstrip(". ")
-
-
 __all__ = [
-    "Invariant",
-    "enforce_invariants",
     "empty_frame",
-    "invariants",
     "parse_assignments",
     "parse_condition",
     "resolve_column",
-    "spark_schema",
-    "violation_from",
 ]

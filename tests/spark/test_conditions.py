@@ -79,32 +79,3 @@ def test_assignments_are_case_insensitive_and_cast(spark):
 def test_bad_assignments(spark, sets, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
         c.parse_assignments(spark, SCHEMA, sets)
-
-
-def test_invariants_come_from_not_null_and_metadata():
-    described = [r.description for r in c.invariants(SCHEMA)]
-    assert described == ["NOT NULL column id", "invariant 'length(name) > 1' on column name"]
-
-
-def test_enforce_invariants_fails_the_job_and_names_the_rule(spark):
-    rules = c.invariants(SCHEMA)
-    schema = c.spark_schema(SCHEMA)
-    good = spark.createDataFrame([(1, "ab", None, None)], schema)
-    assert c.enforce_invariants(good, rules).count() == 1
-    bad = spark.createDataFrame([(1, "a", None, None)], schema)  # length 1 breaks the invariant
-    with pytest.raises(Exception) as info:
-        c.enforce_invariants(bad, rules).collect()
-    assert c.violation_from(info.value) == "invariant 'length(name) > 1' on column name"
-    null_name = spark.createDataFrame([(1, None, None, None)], schema)  # NULL is a violation too
-    with pytest.raises(Exception) as info:
-        c.enforce_invariants(null_name, rules).collect()
-    assert c.violation_from(info.value) is not None
-
-
-def test_violation_from_ignores_other_errors():
-    assert c.violation_from(RuntimeError("disk full")) is None
-
-
-def test_no_rules_leaves_frame_alone(spark):
-    frame = c.empty_frame(spark, SCHEMA)
-    assert c.enforce_invariants(frame, []) is frame
