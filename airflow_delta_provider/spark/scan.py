@@ -114,7 +114,7 @@ def scan(
         values = parse_partition_values(f.partition_values, schema, partition_columns)
         rows.append((file_uri(path), f.path, *(values[c] for c, _ in partition_struct)))
     lookup = spark.createDataFrame(rows, lookup_schema)
-    data = spark.read.schema(read_schema).parquet(*absolute).withColumn(_URI_COLUMN, F.col("_metadata.file_path"))
+    data = read_files(spark, read_schema, absolute).withColumn(_URI_COLUMN, F.col("_metadata.file_path"))
     return data.join(F.broadcast(lookup), on=_URI_COLUMN, how="inner").select(*columns)
 
 
@@ -215,6 +215,33 @@ def xxhash64(text: str, seed: int = 42) -> int:
     return h - (1 << 64) if h >= 1 << 63 else h
 
 
+#: Spark lists 32+ input paths with a distributed job (about 0.2 s); see read_files.
+_DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def read_files(spark: SparkSession, schema: StructType, paths: Sequence[str]) -> DataFrame:
+    """A parquet read of exactly ``paths`` (absolute), with ``schema``.
+
+    The paths come from the log, so each names one existing file and nothing
+    is there to discover. Spark would still list 32 or more paths with a
+    Spark job of its own; for local files a ``stat`` each in the driver is
+    far cheaper, so the threshold is lifted while the read is set up (the
+    listing happens here, not when the frame runs). Remote paths keep
+    Spark's parallel listing.
+    """
+    if any("://" in p for p in paths):
+        return spark.read.schema(schema).parquet(*paths)
+    saved = spark.conf.get(_DISCOVERY_THRESHOLD, None)
+    spark.conf.set(_DISCOVERY_THRESHOLD, str(max(len(paths) + 1, 32)))
+    try:
+        return spark.read.schema(schema).parquet(*paths)
+    finally:
+        if saved is None:
+            spark.conf.unset(_DISCOVERY_THRESHOLD)
+        else:
+            spark.conf.set(_DISCOVERY_THRESHOLD, saved)
+
+
 def _partition_groups(files: Sequence[AddFile]) -> dict[tuple, list[AddFile]]:
     """``files`` grouped by their partition values, in first-seen order."""
     groups: dict[tuple, list[AddFile]] = defaultdict(list)
@@ -242,7 +269,7 @@ def _literal_reads(
     parts: list[DataFrame] = []
     for group in groups.values():
         paths = [to_absolute(snapshot.table_root, f.path) for f in group]
-        df = spark.read.schema(read_schema).parquet(*paths)
+        df = read_files(spark, read_schema, paths)
         if with_uri:  # taken straight off the read: _metadata does not pass through projections
             df = df.withColumn(_URI_COLUMN, F.col("_metadata.file_path"))
         if wanted:
@@ -278,4 +305,13 @@ def column(name: str) -> Column:
     return F.col(_quote(name))
 
 
-__all__ = ["FILE_COLUMN", "column", "count_matches", "data_schema", "file_uri", "scan", "spark_schema"]
+__all__ = [
+    "FILE_COLUMN",
+    "column",
+    "count_matches",
+    "data_schema",
+    "file_uri",
+    "read_files",
+    "scan",
+    "spark_schema",
+]

@@ -12,6 +12,7 @@ from airflow_delta_provider.spark.scan import (
     FILE_COLUMN,
     count_matches,
     file_uri,
+    read_files,
     scan,
     xxhash64,
 )
@@ -105,6 +106,31 @@ def test_file_uri_matches_spark_metadata_path(spark, tmp_path):
     pq.write_table(pa.table({"a": [1]}), str(target))
     got = spark.read.parquet(str(target)).select("_metadata.file_path").first()[0]
     assert got == file_uri(str(target))
+
+
+def test_read_of_many_local_files_starts_no_spark_job(spark, tmp_path):
+    """Spark lists 32+ paths with a job of its own; read_files stats them in
+    the driver instead, and leaves the session setting as it found it."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    paths = []
+    for i in range(40):
+        target = tmp_path / f"f{i}.parquet"
+        pq.write_table(pa.table({"a": [i]}), str(target))
+        paths.append(str(target))
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(key, None)
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("read-files-listing", "listing")
+    try:
+        frame = read_files(spark, StructType([StructField("a", LongType())]), paths)
+        jobs = tracker.getJobIdsForGroup("read-files-listing")
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    assert jobs == []
+    assert spark.conf.get(key, None) == before
+    assert sorted(r.a for r in frame.collect()) == list(range(40))
 
 
 # --- count_matches: the touched-file scan of UPDATE and DELETE ---------------------------
