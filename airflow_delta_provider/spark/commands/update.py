@@ -48,21 +48,21 @@ class UpdateCommand(DmlCommand):
         if whole is not None:
             # Partition-only: every row of these files matches.
             self.candidates = whole
-            touched = whole
-            updated = self.row_count(whole) if whole else 0
-            copied = 0
+            touched, updated = whole, None
         else:
             touched, counts = self.touched_files()
             updated = sum(counts.values())
-            copied = self.row_count(touched) - updated if touched else 0
         if not touched:
             return
-        self._rewrite_files(touched)
+        written = self._rewrite_files(touched)
+        # The rewrite keeps every row, so the written files' row counts (read
+        # from their footers) are the touched files' rows: no stats needed.
+        rows = sum(f.num_records or 0 for f in written)
         self.result.removed = list(touched)
-        self.result.rows_changed = updated
-        self.result.rows_copied = copied
+        self.result.rows_changed = rows if updated is None else updated
+        self.result.rows_copied = rows - self.result.rows_changed
 
-    def _rewrite_files(self, touched: list) -> None:
+    def _rewrite_files(self, touched: list) -> list:
         matched = self.matched
         lower = {name.lower(): col for name, col in self.assignments.items()}
         columns = []
@@ -71,7 +71,7 @@ class UpdateCommand(DmlCommand):
             old = F.col(f"`{name}`")
             new = lower.get(name.lower())
             columns.append((F.when(matched, new).otherwise(old) if new is not None else old).alias(name))
-        self.write(self.scan(touched).select(*columns))
+        return self.write(self.scan(touched).select(*columns))
 
     def metrics(self) -> dict[str, int]:
         return {"numUpdatedRows": self.result.rows_changed, **super().metrics()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import os
 import shutil
 from pathlib import Path
@@ -43,6 +44,40 @@ def deltalake_table(path: Path, partition_by: list[str] | None = None, batches: 
     step = data.num_rows // batches
     for i in range(batches):
         chunk = data.slice(i * step, step if i < batches - 1 else data.num_rows - i * step)
+        write_deltalake(str(path), chunk, mode="append", partition_by=partition_by)
+    return str(path)
+
+
+#: Data columns named like names the scan uses for itself: Spark's hidden
+#: ``_metadata`` column, and scan.py's ``_file`` and ``__delta_file_*`` helpers.
+SHADOWING_COLUMNS = {
+    "metadata": ["_metadata"],
+    "helpers": ["_file", "__delta_file_uri", "__delta_file_key"],
+}
+#: Layouts for SHADOWING_COLUMNS tables: (partition_by, partitions, MAX_LITERAL_PARTITIONS
+#: or None to keep it); "many-partitions" takes scan's file-join plan.
+SHADOWING_LAYOUTS = {
+    "unpartitioned": (None, 1, None),
+    "partitioned": (["p"], 4, None),
+    "many-partitions": (["p"], 4, 1),
+}
+
+
+def shadowing_table(path: Path, columns: list[str], partition_by: list[str] | None, partitions: int,
+                    batches: int = 3, n: int = 60) -> str:
+    """A deltalake-written table ``id, <columns>, v, p``: each of ``columns``
+    a string column (``'<name>-<i % 5>'``, some nulls), in ``batches`` appends."""
+    from deltalake import write_deltalake
+
+    data: dict[str, Any] = {"id": pa.array(range(n), pa.int64())}
+    for name in columns:
+        data[name] = pa.array([None if i % 11 == 0 else f"{name}-{i % 5}" for i in range(n)], pa.string())
+    data["v"] = pa.array([(i * 7) % 50 for i in range(n)], pa.int64())
+    data["p"] = pa.array([i % partitions for i in range(n)], pa.int64())
+    table = pa.table(data)
+    step = n // batches
+    for i in range(batches):
+        chunk = table.slice(i * step, step if i < batches - 1 else n - i * step)
         write_deltalake(str(path), chunk, mode="append", partition_by=partition_by)
     return str(path)
 
@@ -103,6 +138,16 @@ def state(path: str) -> tuple[int, set[str], set[str]]:
     from airflow_delta_provider.delta.table import DeltaTable
 
     return DeltaTable(path).latest_version(), set(os.listdir(os.path.join(path, "_delta_log"))), data_files(path)
+
+
+def commit_actions(path: str, version: int | None = None) -> list[dict[str, Any]]:
+    """The actions of one commit file (default: the latest), as written."""
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    if version is None:
+        version = DeltaTable(path).snapshot().version
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json")) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def last_commit(path: str) -> dict[str, Any]:

@@ -22,10 +22,14 @@ from airflow_delta_provider.spark.commands.update import UpdateCommand, run_upda
 from .dml_support import (
     DELTALAKE_UNREADABLE,
     PLAIN_GOLDEN,
+    SHADOWING_COLUMNS,
+    SHADOWING_LAYOUTS,
+    commit_actions,
     deltalake_table,
     last_commit,
     rows_deltalake,
     rows_duckdb,
+    shadowing_table,
     state,
     twin,
 )
@@ -33,10 +37,10 @@ from .dml_support import (
 pytest.importorskip("deltalake")
 
 
-def deltalake_update(path: str, updates: dict[str, str], predicate: str | None) -> None:
+def deltalake_update(path: str, updates: dict[str, str], predicate: str | None) -> dict:
     from deltalake import DeltaTable
 
-    DeltaTable(path).update(updates=updates, predicate=predicate)
+    return DeltaTable(path).update(updates=updates, predicate=predicate)
 
 
 @pytest.mark.parametrize("partition_by", [None, ["part"]], ids=["unpartitioned", "partitioned"])
@@ -54,8 +58,11 @@ def deltalake_update(path: str, updates: dict[str, str], predicate: str | None) 
 def test_update_matches_deltalake(spark, tmp_path, duckdb_delta, partition_by, condition, updates):
     ours, theirs = twin(deltalake_table(tmp_path / "src", partition_by), tmp_path)
     before = state(ours)
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    rows_per_file = {f.path: f.num_records for f in DeltaTable(ours).snapshot().files}
     result = run_update(spark, ours, condition, updates, "tok-1")
-    deltalake_update(theirs, updates, condition)
+    theirs_metrics = deltalake_update(theirs, updates, condition)
 
     assert rows_deltalake(ours) == rows_deltalake(theirs)
     assert rows_duckdb(duckdb_delta, ours) == rows_deltalake(theirs)
@@ -71,9 +78,11 @@ def test_update_matches_deltalake(spark, tmp_path, duckdb_delta, partition_by, c
     assert commit["operationParameters"]["predicate"] == json.dumps([condition] if condition else [])
     assert commit["operationMetrics"]["numUpdatedRows"] == str(m["numUpdatedRows"])
     assert commit["tags"]["airflow.operationToken"] == "tok-1"
-    # Every touched row counted once: updated + copied = rows of the rewritten files.
-    assert m["numRemovedFiles"] >= 1 and m["numAddedFiles"] >= 1
-    assert m["numUpdatedRows"] + m["numCopiedRows"] > 0
+    assert m["numUpdatedRows"] == theirs_metrics["num_updated_rows"]
+    # Every row of the rewritten files counted once: updated + copied.
+    removed = [a["remove"]["path"] for a in commit_actions(ours) if "remove" in a]
+    assert len(removed) == m["numRemovedFiles"] >= 1 and m["numAddedFiles"] >= 1
+    assert m["numUpdatedRows"] + m["numCopiedRows"] == sum(rows_per_file[p] for p in removed)
 
 
 def test_update_rewrites_only_touched_files(spark, tmp_path):
@@ -243,3 +252,35 @@ def test_update_after_an_append_elsewhere_commits(spark, tmp_path):
     result = cmd.commit()
     assert result.version == 4
     assert os.path.isdir(os.path.join(path, "part=b"))
+
+
+@pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
+@pytest.mark.parametrize("kind", list(SHADOWING_COLUMNS))
+@pytest.mark.parametrize("which", ["mixed", "on-the-column"])
+def test_update_of_table_with_columns_named_like_scan_internals(
+    spark, tmp_path, duckdb_delta, monkeypatch, layout, kind, which
+):
+    """A data column named ``_metadata`` (Spark's hidden file column) or like
+    scan's helper columns neither hides the row's file nor gets overwritten."""
+    from airflow_delta_provider.spark import scan as scan_module
+
+    columns = SHADOWING_COLUMNS[kind]
+    partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
+    if limit is not None:
+        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
+    first, last = columns[0], columns[-1]
+    if which == "mixed":
+        condition, updates = "v % 3 = 0 OR p = 1", {first: "'changed'", "v": "v + 100"}
+    else:
+        condition, updates = f"{last} = '{last}-1'", {"v": "v * 2", last: "'was 1'"}
+    src = shadowing_table(tmp_path / "src", columns, partition_by, partitions)
+    ours, theirs = twin(src, tmp_path)
+    result = run_update(spark, ours, condition, updates, None)
+    from deltalake import DeltaTable
+
+    expected = DeltaTable(theirs).update(updates=updates, predicate=condition)
+
+    assert expected["num_updated_rows"] > 0
+    assert result.metrics["numUpdatedRows"] == expected["num_updated_rows"]
+    assert rows_deltalake(ours) == rows_deltalake(theirs)
+    assert rows_duckdb(duckdb_delta, ours) == rows_deltalake(theirs)
