@@ -12,6 +12,11 @@ rules can be tested without Spark or real waiting. The rules are delta-spark's
   anything below them), except ``_change_data``, ``_delta_index`` and
   partition folders ``<partition column>=...``
   (``DeltaTableUtils.isHiddenDirectory``); ``_delta_log`` is always hidden;
+- one exception of our own: a writer's staging folder
+  ``_delta_staging_<uuid>/`` at the table root (left behind when the driver
+  dies mid-write) goes as a whole, every file inside it hidden or not, once
+  it and everything in it is older than ``now - retention``; one young entry
+  (a write may be in progress) or a file the log references keeps all of it;
 - a folder is deleted when nothing would be left in it and no live file or
   kept tombstone lives below it;
 - nothing outside the table root is ever planned.
@@ -39,6 +44,8 @@ from airflow_delta_provider.delta.errors import (
 )
 
 LOG_DIR = "_delta_log"
+#: Root-level folder a writer stages its files in before moving them into the table.
+STAGING_PREFIX = "_delta_staging_"
 _VISIBLE_UNDERSCORE_PREFIXES = ("_delta_index", "_change_data")
 _MS_PER_HOUR = 3_600_000
 
@@ -113,6 +120,11 @@ def is_hidden_name(name: str, partition_columns: Sequence[str] = ()) -> bool:
     return not any(name.startswith(f"{col}=") for col in partition_columns)
 
 
+def is_staging_name(name: str, partition_columns: Sequence[str] = ()) -> bool:
+    """True for a writer's staging folder name (only meaningful at the table root)."""
+    return name.startswith(STAGING_PREFIX) and is_hidden_name(name, partition_columns)
+
+
 def is_hidden_path(rel_path: str, partition_columns: Sequence[str] = ()) -> bool:
     """True when any component of a relative path is hidden."""
     return any(is_hidden_name(part, partition_columns) for part in rel_path.split("/"))
@@ -175,8 +187,8 @@ def plan_vacuum(
 
     ``listing`` is every entry under the root (hidden ones may be included:
     they block their folder from being deleted and are never planned
-    themselves). ``adds`` are the live files, ``tombstones`` the snapshot's
-    removes.
+    themselves, staging folders aside). ``adds`` are the live files,
+    ``tombstones`` the snapshot's removes.
     """
     if retention_ms < 0:
         raise RetentionTooShortError(f"retention must not be negative, got {retention_ms} ms")
@@ -231,8 +243,39 @@ def plan_vacuum(
         dirs.append(d.path)
         deleted.add(d.path)
 
+    staged_files, staged_dirs = _plan_staging(entries, protected_dirs, partition_columns, delete_before)
+    files.extend(staged_files)
+    dirs.extend(staged_dirs)
+    dirs.sort(key=lambda p: p.count("/"), reverse=True)  # stable: each folder after its children
+
     files.sort(key=lambda e: e.path)
     return VacuumPlan(delete_before_ms=delete_before, retention_ms=retention_ms, files=files, dirs=dirs)
+
+
+def _plan_staging(
+    entries: list[ListedEntry], protected_dirs: set[str], partition_columns: Sequence[str], delete_before: int
+) -> tuple[list[ListedEntry], list[str]]:
+    """Files and folders of abandoned root-level staging folders, each taken whole or not at all."""
+    folders = {
+        e.path: e for e in entries if e.is_dir and "/" not in e.path and is_staging_name(e.path, partition_columns)
+    }
+    inside: dict[str, list[ListedEntry]] = {name: [] for name in folders}
+    for e in entries:
+        top, sep, _ = e.path.partition("/")
+        if sep and top in inside:
+            inside[top].append(e)
+    files: list[ListedEntry] = []
+    dirs: list[str] = []
+    for name, folder in folders.items():
+        members = inside[name]
+        if folder.mtime_ms >= delete_before or any(m.mtime_ms >= delete_before for m in members):
+            continue  # may be a write in progress
+        if name in protected_dirs:
+            continue  # the log references a file in it: never so for a real one, but keep it whole
+        files.extend(m for m in members if not m.is_dir)
+        sub = sorted((m.path for m in members if m.is_dir), key=lambda p: p.count("/"), reverse=True)
+        dirs.extend([*sub, name])
+    return files, dirs
 
 
 def _parents(rel: str) -> Iterable[str]:
@@ -260,30 +303,43 @@ def list_table(fs: pafs.FileSystem, table_root: str, partition_columns: Sequence
 
     Hidden entries themselves are listed (they keep their folder alive) but
     their content is not: ``_delta_log`` alone can hold many thousand files.
+    Root-level staging folders are the exception: all their content is
+    listed, hidden names included, so VACUUM can judge and reclaim them.
     """
     root = _strip_root(table_root)
     if isinstance(fs, pafs.LocalFileSystem):
         return _list_local(root, partition_columns)
     out: list[ListedEntry] = []
-    pending = [""]
+    pending: list[tuple[str, bool]] = [("", False)]  # (folder, inside a staging folder)
     while pending:
-        rel_dir = pending.pop()
+        rel_dir, staged = pending.pop()
         selector = pafs.FileSelector(f"{root}/{rel_dir}" if rel_dir else root, allow_not_found=True)
         for info in fs.get_file_info(selector):
             rel = f"{rel_dir}/{info.base_name}" if rel_dir else info.base_name
             is_dir = info.type == pafs.FileType.Directory
             mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
             out.append(ListedEntry(rel, 0 if is_dir else (info.size or 0), mtime, is_dir))
-            if is_dir and not is_hidden_name(info.base_name, partition_columns):
-                pending.append(rel)
+            if is_dir:
+                inside = _descend(rel_dir, info.base_name, staged, partition_columns)
+                if inside is not None:
+                    pending.append((rel, inside))
     return out
+
+
+def _descend(rel_dir: str, name: str, staged: bool, partition_columns: Sequence[str]) -> bool | None:
+    """Whether to list a folder's content: None for no, else whether it lies in a staging folder."""
+    if staged:
+        return True
+    if not rel_dir and is_staging_name(name, partition_columns):
+        return True
+    return None if is_hidden_name(name, partition_columns) else False
 
 
 def _list_local(root: str, partition_columns: Sequence[str]) -> list[ListedEntry]:
     out: list[ListedEntry] = []
-    pending = [""]
+    pending: list[tuple[str, bool]] = [("", False)]
     while pending:
-        rel_dir = pending.pop()
+        rel_dir, staged = pending.pop()
         try:
             it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
         except FileNotFoundError:
@@ -294,8 +350,10 @@ def _list_local(root: str, partition_columns: Sequence[str]) -> list[ListedEntry
                 st = entry.stat(follow_symlinks=False)
                 is_dir = entry.is_dir(follow_symlinks=False)
                 out.append(ListedEntry(rel, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir))
-                if is_dir and not is_hidden_name(entry.name, partition_columns):
-                    pending.append(rel)
+                if is_dir:
+                    inside = _descend(rel_dir, entry.name, staged, partition_columns)
+                    if inside is not None:
+                        pending.append((rel, inside))
     return out
 
 
@@ -309,12 +367,14 @@ def absolute_path(table_root: str, rel_path: str) -> str:
 
 
 __all__ = [
+    "STAGING_PREFIX",
     "ListedEntry",
     "VacuumPlan",
     "absolute_path",
     "check_retention",
     "is_hidden_name",
     "is_hidden_path",
+    "is_staging_name",
     "list_table",
     "plan_vacuum",
     "relative_path",

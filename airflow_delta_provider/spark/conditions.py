@@ -90,7 +90,7 @@ def parse_assignments(
             raise InvalidInputError(f"column {name!r} is SET more than once")
         if sql is None or not str(sql).strip():
             raise InvalidInputError(f"SET {target}= has an empty expression")
-        dtype = DataType.fromJson(field["type"]) if isinstance(field["type"], dict) else _atomic(field["type"])
+        dtype = _spark_type(field["type"])
 
         def build(sql: str = sql, dtype: DataType = dtype) -> Column:
             col = F.expr(sql).cast(dtype)
@@ -101,10 +101,11 @@ def parse_assignments(
     return out
 
 
-def _atomic(type_name: str) -> DataType:
-    # DataType.fromJson takes the bare JSON value of a primitive type name.
+def _spark_type(delta_type: Any) -> DataType:
+    """The Spark type of a Delta field type (a primitive name or a nested
+    struct/array/map JSON object), read through a one-field struct."""
     return spark_schema(
-        {"type": "struct", "fields": [{"name": "x", "type": type_name, "nullable": True, "metadata": {}}]}
+        {"type": "struct", "fields": [{"name": "x", "type": delta_type, "nullable": True, "metadata": {}}]}
     ).fields[0].dataType
 
 

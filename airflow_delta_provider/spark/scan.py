@@ -16,6 +16,11 @@ Two plans are used:
   wants each row's file (``with_file_path``) or the files span many
   partitions, where a union of many reads would be slow to plan.
 
+A table may have a data column named ``_metadata`` or like a helper column
+of this module: the file path is taken with ``DataFrame.metadataColumn``,
+which no data column shadows, and helper columns get names no table column
+has.
+
 :func:`count_matches` is the touched-file scan of UPDATE and DELETE: per
 file, how many rows match a condition. It reads only the condition's
 columns and groups the matching rows by a long key per file before anything
@@ -34,15 +39,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
-from airflow_delta_provider.delta.errors import DeltaError
+from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
 from airflow_delta_provider.delta.partitions import (
     encode_path,
     parse_partition_values,
     to_absolute,
 )
 
-#: Name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
+#: Default name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
 FILE_COLUMN = "_file"
+# Base names of helper columns; _free_name picks one no table column has.
 _URI_COLUMN = "__delta_file_uri"
 _KEY_COLUMN = "__delta_file_key"
 #: Above this many partitions, the file-join plan is used.
@@ -74,24 +80,31 @@ def scan(
     files: Sequence[AddFile] | None = None,
     *,
     with_file_path: bool = False,
+    file_column: str = FILE_COLUMN,
 ) -> DataFrame:
     """The rows of ``files`` (default: every live file of ``snapshot``).
 
     Columns are the table schema's, in table order; with ``with_file_path``
-    a string column ``_file`` follows, holding each row's ``add.path``
-    exactly as the log spells it.
+    a string column ``file_column`` (default ``_file``) follows, holding each
+    row's ``add.path`` exactly as the log spells it. A ``file_column`` that
+    names a table column (case-insensitively) is an InvalidInputError.
     """
     files = list(snapshot.files if files is None else files)
     schema = snapshot.schema
     partition_columns = list(snapshot.partition_columns)
     table_struct = spark_schema(schema)
+    taken = {f.name.lower() for f in table_struct.fields}
+    if with_file_path and file_column.lower() in taken:
+        raise InvalidInputError(
+            f"file_column {file_column!r} is already a column of the table; pass another file_column"
+        )
     columns = [F.col(_quote(f.name)) for f in table_struct.fields]
     if with_file_path:
-        columns.append(F.col(FILE_COLUMN))
+        columns.append(F.col(_quote(file_column)))
     if not files:
         fields = list(table_struct.fields)
         if with_file_path:
-            fields.append(StructField(FILE_COLUMN, StringType(), True))
+            fields.append(StructField(file_column, StringType(), True))
         return spark.createDataFrame([], StructType(fields))
 
     read_schema = data_schema(schema, partition_columns)
@@ -102,20 +115,24 @@ def scan(
         return _union(_literal_reads(spark, snapshot, groups)).select(*columns)
 
     # File join: one read, each row matched to its file by Spark's own path.
+    uri_column = _free_name(_URI_COLUMN, taken)
     absolute = [to_absolute(root, f.path) for f in files]
     fields_by_name = {f.name.lower(): f for f in table_struct.fields}
     partition_struct = [(c, fields_by_name[c.lower()]) for c in partition_columns]
     lookup_schema = StructType(
-        [StructField(_URI_COLUMN, StringType(), False), StructField(FILE_COLUMN, StringType(), False)]
+        [StructField(uri_column, StringType(), False)]
+        + ([StructField(file_column, StringType(), False)] if with_file_path else [])
         + [StructField(f.name, f.dataType, True) for _, f in partition_struct]
     )
     rows = []
     for f, path in zip(files, absolute):
         values = parse_partition_values(f.partition_values, schema, partition_columns)
-        rows.append((file_uri(path), f.path, *(values[c] for c, _ in partition_struct)))
+        own = (f.path,) if with_file_path else ()
+        rows.append((file_uri(path), *own, *(values[c] for c, _ in partition_struct)))
     lookup = spark.createDataFrame(rows, lookup_schema)
-    data = read_files(spark, read_schema, absolute).withColumn(_URI_COLUMN, F.col("_metadata.file_path"))
-    return data.join(F.broadcast(lookup), on=_URI_COLUMN, how="inner").select(*columns)
+    data = read_files(spark, read_schema, absolute)
+    data = data.withColumn(uri_column, _spark_file_path(data))
+    return data.join(F.broadcast(lookup), on=uri_column, how="inner").select(*columns)
 
 
 def count_matches(
@@ -143,21 +160,24 @@ def count_matches(
         return {}
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
     partition_columns = list(snapshot.partition_columns)
+    taken = {f.name.lower() for f in spark_schema(snapshot.schema).fields}
     groups = _partition_groups(files)
     if partition_columns and len(groups) > MAX_LITERAL_PARTITIONS:
         if _needs_columns_outside(spark, data_schema(snapshot.schema, partition_columns), matched):
-            frame = scan(spark, snapshot, files, with_file_path=True).filter(matched)
-            return {r[FILE_COLUMN]: int(r["count"]) for r in frame.groupBy(FILE_COLUMN).count().collect()}
+            name = _free_name(FILE_COLUMN, taken)
+            frame = scan(spark, snapshot, files, with_file_path=True, file_column=name).filter(matched)
+            return {r[name]: int(r["count"]) for r in frame.groupBy(_quote(name)).count().collect()}
         groups, partition_columns = {(): files}, []  # data columns only: one read
-    reads = _literal_reads(spark, snapshot, groups, with_uri=True, partition_columns=partition_columns)
-    rows = _union([df.filter(matched).select(_URI_COLUMN) for df in reads])
+    uri_column = _free_name(_URI_COLUMN, taken)
+    reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, partition_columns=partition_columns)
+    rows = _union([df.filter(matched).select(uri_column) for df in reads])
 
     uris = {file_uri(to_absolute(snapshot.table_root, f.path)): f.path for f in files}
     by_key: dict[Any, str] = {xxhash64(uri): path for uri, path in uris.items()}
     if len(by_key) == len(uris):
-        key = F.xxhash64(F.col(_URI_COLUMN))
+        key = F.xxhash64(F.col(uri_column))
     else:  # a hash collision among the candidates
-        key, by_key = F.col(_URI_COLUMN), dict(uris)
+        key, by_key = F.col(uri_column), dict(uris)
     counts = rows.groupBy(key.alias(_KEY_COLUMN)).count().collect()
     unknown = [r[_KEY_COLUMN] for r in counts if r[_KEY_COLUMN] not in by_key]
     if unknown:
@@ -255,12 +275,13 @@ def _literal_reads(
     snapshot: Any,
     groups: dict[tuple, list[AddFile]],
     *,
-    with_uri: bool = False,
+    uri_column: str | None = None,
     partition_columns: Sequence[str] | None = None,
 ) -> list[DataFrame]:
     """One parquet read per partition group, its ``partition_columns``
-    (default: the table's) added as typed literals and, with ``with_uri``,
-    each row's file URI (Spark's ``_metadata.file_path``) as ``_URI_COLUMN``."""
+    (default: the table's) added as typed literals and, given ``uri_column``
+    (a name no table column has), each row's file URI (Spark's
+    ``_metadata.file_path``) in that column."""
     schema = snapshot.schema
     table_partitions = list(snapshot.partition_columns)
     wanted = table_partitions if partition_columns is None else list(partition_columns)
@@ -270,13 +291,28 @@ def _literal_reads(
     for group in groups.values():
         paths = [to_absolute(snapshot.table_root, f.path) for f in group]
         df = read_files(spark, read_schema, paths)
-        if with_uri:  # taken straight off the read: _metadata does not pass through projections
-            df = df.withColumn(_URI_COLUMN, F.col("_metadata.file_path"))
+        if uri_column is not None:  # straight off the read: _metadata does not pass through projections
+            df = df.withColumn(uri_column, _spark_file_path(df))
         if wanted:
             values = parse_partition_values(group[0].partition_values, schema, wanted)
             df = df.withColumns({c: F.lit(v).cast(by_type[c.lower()]) for c, v in values.items()})
         parts.append(df)
     return parts
+
+
+def _spark_file_path(read: DataFrame) -> Column:
+    """Spark's ``_metadata.file_path`` of a parquet read, even when the table
+    has a data column named ``_metadata`` (which ``F.col`` would resolve to)."""
+    return read.metadataColumn("_metadata").getField("file_path")
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_<n>``, whichever first is not in ``taken`` (lower-case names)."""
+    name, n = base, 0
+    while name.lower() in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:

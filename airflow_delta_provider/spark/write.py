@@ -2,9 +2,10 @@
 
 Spark writes the data once, into a hidden staging folder inside the table
 root (``_delta_staging_<uuid>/``; names starting with ``_`` are invisible to
-readers and vacuum). The driver then moves each file to its Delta name and
-Hive folder (a rename on the local filesystem) and reads its parquet footer
-for the stats, so there is no second pass over the data. Nothing becomes
+readers, and VACUUM reclaims such a folder a killed driver left once it is
+older than the retention). The driver then moves each file to its Delta name
+and Hive folder (a rename on the local filesystem) and reads its parquet
+footer for the stats, so there is no second pass over the data. Nothing becomes
 part of the table until the caller commits the returned ``add`` actions;
 :class:`WrittenFiles` (or :func:`delete_written_files`) removes them when
 that commit does not happen.
@@ -42,10 +43,10 @@ from airflow_delta_provider.delta.partitions import (
     to_absolute,
     unescape_partition_value,
 )
+from airflow_delta_provider.delta.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.scan import column, spark_schema
 from airflow_delta_provider.spark.stats import file_stats, stats_json, stats_leaves
 
-STAGING_PREFIX = "_delta_staging_"
 _SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 _VIOLATION_MARK = "[delta-constraint] "
 

@@ -14,6 +14,7 @@ import pytest
 from airflow_delta_provider.delta.actions import AddFile, DeletionVector, RemoveFile
 from airflow_delta_provider.delta.errors import RetentionTooShortError, UnsupportedFeatureError
 from airflow_delta_provider.delta.vacuum import (
+    STAGING_PREFIX,
     ListedEntry,
     absolute_path,
     check_retention,
@@ -215,6 +216,101 @@ def test_list_table_does_not_descend_into_hidden_folders(tmp_path):
     local = sorted((e.path, e.size, e.is_dir) for e in list_table(pafs.LocalFileSystem(), str(tmp_path), ["p"]))
     assert local == [("_delta_log", 0, True), ("p=1", 0, True), ("p=1/.tmp", 0, True), ("p=1/a.parquet", 3, False)]
     # the pyarrow.fs branch (object stores) lists the same, here over a SubTreeFileSystem
+    sub = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    generic = sorted((e.path, e.size, e.is_dir) for e in list_table(sub, "", ["p"]))
+    assert generic == local
+
+
+# --- abandoned staging folders --------------------------------------------------
+
+STAGE = f"{STAGING_PREFIX}0b7c4e1a-0000-4000-8000-000000000000"
+
+
+def staging_listing(mtime: int = OLD, young: str | None = None) -> list[ListedEntry]:
+    """What a driver killed mid-write leaves: Spark's files and _temporary tree."""
+    entries = [
+        d(STAGE),
+        f(f"{STAGE}/part-00000-x.snappy.parquet"),
+        f(f"{STAGE}/.part-00000-x.snappy.parquet.crc"),
+        f(f"{STAGE}/_SUCCESS", size=0),
+        d(f"{STAGE}/_temporary"),
+        d(f"{STAGE}/_temporary/0"),
+        f(f"{STAGE}/_temporary/0/part-00001-x.snappy.parquet"),
+        d(f"{STAGE}/_temporary/0/_temporary"),  # empty
+    ]
+    return [
+        ListedEntry(e.path, e.size, YOUNG if e.path == young else mtime, e.is_dir) for e in entries
+    ]
+
+
+def test_old_staging_folder_is_planned_whole():
+    p = plan([*staging_listing(), f("live.parquet")], adds=[add("live.parquet")])
+    assert [e.path for e in p.files] == sorted(
+        [
+            f"{STAGE}/.part-00000-x.snappy.parquet.crc",
+            f"{STAGE}/_SUCCESS",
+            f"{STAGE}/_temporary/0/part-00001-x.snappy.parquet",
+            f"{STAGE}/part-00000-x.snappy.parquet",
+        ]
+    )
+    # every folder after the folders inside it, the staging folder last
+    assert p.dirs == [f"{STAGE}/_temporary/0/_temporary", f"{STAGE}/_temporary/0", f"{STAGE}/_temporary", STAGE]
+
+
+@pytest.mark.parametrize(
+    "young",
+    [STAGE, f"{STAGE}/.part-00000-x.snappy.parquet.crc", f"{STAGE}/_temporary/0/_temporary"],
+)
+def test_staging_folder_with_a_young_entry_is_left_alone(young):
+    p = plan(staging_listing(young=young))
+    assert p.files == [] and p.dirs == []
+
+
+def test_staging_folder_holding_a_referenced_file_is_left_alone():
+    p = plan(staging_listing(), adds=[add(f"{STAGE}/part-00000-x.snappy.parquet")])
+    assert p.files == [] and p.dirs == []
+
+
+def test_staging_folder_is_reclaimed_only_at_the_root_and_other_hidden_names_stay():
+    listing = [
+        d("p=1"),
+        d(f"p=1/{STAGE}"),
+        f(f"p=1/{STAGE}/part-00000-x.snappy.parquet"),
+        d("_delta_staging"),  # no trailing underscore: not the prefix
+        f("_delta_staging/x.parquet"),
+        d("_tmp"),
+        f("_tmp/x.parquet"),
+        d(".spark-staging-1"),
+        f(".spark-staging-1/x.parquet"),
+        f(f"{STAGING_PREFIX}file"),  # a file, not a folder
+        f("p=1/orphan.parquet"),
+    ]
+    p = plan(listing, partition_columns=["p"])
+    assert [e.path for e in p.files] == ["p=1/orphan.parquet"]
+    assert p.dirs == []  # p=1 keeps its hidden staging-named folder
+
+
+def test_list_table_lists_root_staging_folders_whole(tmp_path):
+    stage = tmp_path / STAGE
+    (stage / "_temporary" / "0" / ".hidden").mkdir(parents=True)
+    (stage / "_temporary" / "0" / ".hidden" / "x").write_bytes(b"12")
+    (stage / ".part-0.crc").write_bytes(b"1")
+    (tmp_path / "p=1" / STAGE).mkdir(parents=True)
+    (tmp_path / "p=1" / STAGE / "x.parquet").write_bytes(b"")
+    (tmp_path / "_tmp").mkdir()
+    (tmp_path / "_tmp" / "x").write_bytes(b"")
+    local = sorted((e.path, e.size, e.is_dir) for e in list_table(pafs.LocalFileSystem(), str(tmp_path), ["p"]))
+    assert local == [
+        ("_delta_staging_0b7c4e1a-0000-4000-8000-000000000000", 0, True),
+        (f"{STAGE}/.part-0.crc", 1, False),
+        (f"{STAGE}/_temporary", 0, True),
+        (f"{STAGE}/_temporary/0", 0, True),
+        (f"{STAGE}/_temporary/0/.hidden", 0, True),
+        (f"{STAGE}/_temporary/0/.hidden/x", 2, False),
+        ("_tmp", 0, True),
+        ("p=1", 0, True),
+        (f"p=1/{STAGE}", 0, True),
+    ]
     sub = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
     generic = sorted((e.path, e.size, e.is_dir) for e in list_table(sub, "", ["p"]))
     assert generic == local

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import to_absolute
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import scan as scan_module
@@ -17,6 +18,12 @@ from airflow_delta_provider.spark.scan import (
     xxhash64,
 )
 
+from .commands.dml_support import (
+    SHADOWING_KINDS,
+    SHADOWING_LAYOUTS,
+    shadowing_condition,
+    shadowing_table,
+)
 from .conftest import spark_rows, table_rows
 
 GOLDEN = [
@@ -203,10 +210,110 @@ def test_count_matches_stays_exact_when_file_keys_collide(spark, partitioned, mo
 def test_touched_file_reads_only_the_condition_columns(spark, partitioned):
     from pyspark.sql import functions as F
 
-    reads = scan_module._literal_reads(spark, partitioned, scan_module._partition_groups(partitioned.files), with_uri=True)
+    groups = scan_module._partition_groups(partitioned.files)
+    reads = scan_module._literal_reads(spark, partitioned, groups, uri_column=scan_module._URI_COLUMN)
     frame = reads[0].filter(F.expr("v > 3")).groupBy(F.xxhash64(scan_module._URI_COLUMN)).count()
     plan = frame._jdf.queryExecution().executedPlan().toString()
     assert "ReadSchema: struct<v:bigint>" in plan
+
+
+# --- Data columns named like the scan's own: _metadata, _file, __delta_file_* -------------
+
+
+def _shadowing(tmp_path, monkeypatch, kind, layout):
+    partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
+    if limit is not None:
+        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
+    path = shadowing_table(tmp_path / "t", kind, partition_by, partitions)
+    return path, DeltaTable(path).snapshot()
+
+
+def _file_of_each_id(snap) -> dict[int, str]:
+    import pyarrow.parquet as pq
+
+    return {
+        i: f.path
+        for f in snap.files
+        for i in pq.read_table(to_absolute(snap.table_root, f.path), columns=["id"])["id"].to_pylist()
+    }
+
+
+@pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
+@pytest.mark.parametrize("kind", list(SHADOWING_KINDS))
+def test_scan_of_table_with_columns_named_like_scan_internals(spark, tmp_path, monkeypatch, layout, kind):
+    path, snap = _shadowing(tmp_path, monkeypatch, kind, layout)
+    columns = [f["name"] for f in snap.schema["fields"]]
+    df = scan(spark, snap)
+    assert df.columns == columns
+    assert _comparable(spark_rows(df, columns)) == _comparable(table_rows(path, columns))
+
+
+@pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
+@pytest.mark.parametrize("kind", list(SHADOWING_KINDS))
+def test_file_path_of_table_with_columns_named_like_scan_internals(spark, tmp_path, monkeypatch, layout, kind):
+    """Each row's file is its own even when a data column is named
+    ``_metadata`` (a struct with ``file_path`` included) or ``__delta_file_uri``."""
+    path, snap = _shadowing(tmp_path, monkeypatch, kind, layout)
+    columns = [f["name"] for f in snap.schema["fields"]]
+    name = "path" if FILE_COLUMN in columns else FILE_COLUMN
+    df = scan(spark, snap, with_file_path=True, **({} if name == FILE_COLUMN else {"file_column": name}))
+    assert df.columns == columns + [name]
+    rows = df.collect()
+    assert {r["id"]: r[name] for r in rows} == _file_of_each_id(snap)
+    assert _comparable([tuple(r)[:-1] for r in rows]) == _comparable(table_rows(path, columns))
+
+
+def test_file_path_named_like_a_table_column_is_refused(spark, tmp_path, monkeypatch):
+    _, snap = _shadowing(tmp_path, monkeypatch, "helpers", "partitioned")  # has a column _file
+    for name in (FILE_COLUMN, "_FILE", "v"):
+        for files in (None, []):
+            with pytest.raises(InvalidInputError, match="file_column"):
+                scan(spark, snap, files, with_file_path=True, file_column=name)
+
+
+@pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
+@pytest.mark.parametrize("kind", list(SHADOWING_KINDS))
+@pytest.mark.parametrize("which", ["data", "mixed", "on-the-column"])
+def test_count_matches_on_table_with_columns_named_like_scan_internals(
+    spark, tmp_path, monkeypatch, layout, kind, which
+):
+    from pyspark.sql import functions as F
+
+    _, snap = _shadowing(tmp_path, monkeypatch, kind, layout)
+    columns, struct = SHADOWING_KINDS[kind]
+    name = columns[-1]
+
+    def value(r):
+        return (r[name] or {}).get("file_path") if struct else r[name]
+
+    sql, keep = {
+        "data": ("v % 3 = 0", lambda r: r["v"] % 3 == 0),
+        "mixed": ("v % 3 = 0 OR p = 1", lambda r: r["v"] % 3 == 0 or str(r["p"]) == "1"),
+        "on-the-column": (shadowing_condition(kind), lambda r: value(r) == f"{name}-1"),
+    }[which]
+    expected = _expected_counts(snap, keep)
+    assert expected
+    assert count_matches(spark, snap, snap.files, F.expr(sql)) == expected
+
+
+@pytest.mark.parametrize("limit", [16, 1], ids=["literal-reads", "file-join"])
+def test_partition_column_named_metadata(spark, make_table, monkeypatch, limit):
+    """A partition column ``_metadata`` (added from the log, not read) does
+    not hide the row's file either."""
+    from pyspark.sql import functions as F
+
+    monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
+
+    def rows(ids):
+        return pa.table({"id": ids, "_metadata": [f"m{i % 4}" for i in ids], "v": [i % 7 for i in ids]})
+
+    path = make_table(rows(list(range(40))), partition_by=["_metadata"])
+    make_table(rows(list(range(100, 120))), mode="append", partition_by=["_metadata"])
+    snap = DeltaTable(path).snapshot()
+    df = scan(spark, snap, with_file_path=True)
+    assert {r["id"]: r[FILE_COLUMN] for r in df.collect()} == _file_of_each_id(snap)
+    got = count_matches(spark, snap, snap.files, F.expr("v = 3 OR _metadata = 'm1'"))
+    assert got == _expected_counts(snap, lambda r: r["v"] == 3 or r["_metadata"] == "m1")
 
 
 @pytest.mark.parametrize(

@@ -49,12 +49,15 @@ def deltalake_table(path: Path, partition_by: list[str] | None = None, batches: 
 
 
 #: Data columns named like names the scan uses for itself: Spark's hidden
-#: ``_metadata`` column, and scan.py's ``_file`` and ``__delta_file_*`` helpers.
-SHADOWING_COLUMNS = {
-    "metadata": ["_metadata"],
-    "helpers": ["_file", "__delta_file_uri", "__delta_file_key"],
+#: ``_metadata`` column (as a string, or as a struct with a ``file_path``
+#: field, which would read as a wrong path), and scan.py's ``_file`` and
+#: ``__delta_file_*`` helpers. Kind -> (column names, struct columns).
+SHADOWING_KINDS = {
+    "metadata": (["_metadata"], False),
+    "metadata-struct": (["_metadata"], True),
+    "helpers": (["_file", "__delta_file_key", "__delta_file_uri"], False),
 }
-#: Layouts for SHADOWING_COLUMNS tables: (partition_by, partitions, MAX_LITERAL_PARTITIONS
+#: Layouts for shadowing tables: (partition_by, partitions, MAX_LITERAL_PARTITIONS
 #: or None to keep it); "many-partitions" takes scan's file-join plan.
 SHADOWING_LAYOUTS = {
     "unpartitioned": (None, 1, None),
@@ -63,15 +66,22 @@ SHADOWING_LAYOUTS = {
 }
 
 
-def shadowing_table(path: Path, columns: list[str], partition_by: list[str] | None, partitions: int,
+def shadowing_table(path: Path, kind: str, partition_by: list[str] | None, partitions: int,
                     batches: int = 3, n: int = 60) -> str:
-    """A deltalake-written table ``id, <columns>, v, p``: each of ``columns``
-    a string column (``'<name>-<i % 5>'``, some nulls), in ``batches`` appends."""
+    """A deltalake-written table ``id, <columns of kind>, v, p`` in ``batches``
+    appends. Each named column holds ``'<name>-<i % 5>'`` (some nulls), or as
+    a struct, ``{file_path: '<name>-<i % 5>'}``."""
     from deltalake import write_deltalake
 
+    columns, struct = SHADOWING_KINDS[kind]
     data: dict[str, Any] = {"id": pa.array(range(n), pa.int64())}
     for name in columns:
-        data[name] = pa.array([None if i % 11 == 0 else f"{name}-{i % 5}" for i in range(n)], pa.string())
+        values = [None if i % 11 == 0 else f"{name}-{i % 5}" for i in range(n)]
+        if struct:
+            data[name] = pa.array([None if x is None else {"file_path": x} for x in values],
+                                  pa.struct([("file_path", pa.string())]))
+        else:
+            data[name] = pa.array(values, pa.string())
     data["v"] = pa.array([(i * 7) % 50 for i in range(n)], pa.int64())
     data["p"] = pa.array([i % partitions for i in range(n)], pa.int64())
     table = pa.table(data)
@@ -80,6 +90,13 @@ def shadowing_table(path: Path, columns: list[str], partition_by: list[str] | No
         chunk = table.slice(i * step, step if i < batches - 1 else n - i * step)
         write_deltalake(str(path), chunk, mode="append", partition_by=partition_by)
     return str(path)
+
+
+def shadowing_condition(kind: str) -> str:
+    """A condition on the last shadowing column of ``kind``."""
+    columns, struct = SHADOWING_KINDS[kind]
+    name = columns[-1]
+    return f"{name}{'.file_path' if struct else ''} = '{name}-1'"
 
 
 def twin(src: str | Path, tmp_path: Path) -> tuple[str, str]:

@@ -22,13 +22,14 @@ from airflow_delta_provider.spark.commands.update import UpdateCommand, run_upda
 from .dml_support import (
     DELTALAKE_UNREADABLE,
     PLAIN_GOLDEN,
-    SHADOWING_COLUMNS,
+    SHADOWING_KINDS,
     SHADOWING_LAYOUTS,
     commit_actions,
     deltalake_table,
     last_commit,
     rows_deltalake,
     rows_duckdb,
+    shadowing_condition,
     shadowing_table,
     state,
     twin,
@@ -145,6 +146,38 @@ def test_update_set_is_cast_to_column_type(spark, tmp_path):
     assert 101 in t.column("id").to_pylist()
 
 
+def test_update_sets_nested_columns(spark, tmp_path, duckdb_delta):
+    """SET on struct, array and map columns; the values read back the same
+    through deltalake and DuckDB."""
+    from deltalake import DeltaTable, write_deltalake
+
+    path = str(tmp_path / "nested")
+    data = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "s": pa.array([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], pa.struct([("a", pa.int32()), ("b", pa.string())])),
+            "l": pa.array([[1], [2, 3]], pa.list_(pa.int64())),
+            "m": pa.array([[("k", 1)], [("k", 2)]], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+    write_deltalake(path, data)
+    result = run_update(
+        spark,
+        path,
+        "id = 2",
+        {"s": "named_struct('a', s.a * 10, 'b', 'z')", "l": "array(7, 8, 9)", "m": "map('q', 5)"},
+        None,
+    )
+    assert result.metrics["numUpdatedRows"] == 1
+    rows = sorted(DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert rows[1]["s"] == {"a": 20, "b": "z"}
+    assert rows[1]["l"] == [7, 8, 9]
+    assert rows[1]["m"] == [("q", 5)]
+    assert rows[0]["s"] == {"a": 1, "b": "x"} and rows[0]["l"] == [1]
+    got = duckdb_delta.execute(f"SELECT s.a, len(l) FROM delta_scan('{path}') ORDER BY id").fetchall()
+    assert got == [(1, 1), (20, 3)]
+
+
 @pytest.mark.parametrize(
     "condition, updates, error",
     [
@@ -255,30 +288,31 @@ def test_update_after_an_append_elsewhere_commits(spark, tmp_path):
 
 
 @pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
-@pytest.mark.parametrize("kind", list(SHADOWING_COLUMNS))
+@pytest.mark.parametrize("kind", list(SHADOWING_KINDS))
 @pytest.mark.parametrize("which", ["mixed", "on-the-column"])
 def test_update_of_table_with_columns_named_like_scan_internals(
     spark, tmp_path, duckdb_delta, monkeypatch, layout, kind, which
 ):
     """A data column named ``_metadata`` (Spark's hidden file column) or like
     scan's helper columns neither hides the row's file nor gets overwritten."""
+    from deltalake import DeltaTable as RsTable
+
     from airflow_delta_provider.spark import scan as scan_module
 
-    columns = SHADOWING_COLUMNS[kind]
     partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
     if limit is not None:
         monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
-    first, last = columns[0], columns[-1]
-    if which == "mixed":
-        condition, updates = "v % 3 = 0 OR p = 1", {first: "'changed'", "v": "v + 100"}
+    columns, struct = SHADOWING_KINDS[kind]
+    if which == "mixed":  # a data and a partition column
+        condition, updates = "v % 3 = 0 OR p = 1", {columns[0]: "'changed'", "v": "v + 100"}
     else:
-        condition, updates = f"{last} = '{last}-1'", {"v": "v * 2", last: "'was 1'"}
-    src = shadowing_table(tmp_path / "src", columns, partition_by, partitions)
+        condition, updates = shadowing_condition(kind), {"v": "v * 2", columns[-1]: "'changed'"}
+    if struct:  # SET of a struct column is not what this tests
+        updates.pop(columns[0], None)
+    src = shadowing_table(tmp_path / "src", kind, partition_by, partitions)
     ours, theirs = twin(src, tmp_path)
     result = run_update(spark, ours, condition, updates, None)
-    from deltalake import DeltaTable
-
-    expected = DeltaTable(theirs).update(updates=updates, predicate=condition)
+    expected = RsTable(theirs).update(updates=updates, predicate=condition)
 
     assert expected["num_updated_rows"] > 0
     assert result.metrics["numUpdatedRows"] == expected["num_updated_rows"]
