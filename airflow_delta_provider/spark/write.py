@@ -255,7 +255,12 @@ def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
     here types are cast, which is a no-op when they already agree.
     """
     target = spark_schema(dict(schema))
-    source = {f.name.lower(): f for f in df.schema.fields}
+    fields = df.schema.fields
+    if [f.name for f in fields] == target.names and all(
+        _same(f.dataType, t.dataType) for f, t in zip(fields, target.fields)
+    ):
+        return df  # already the table's columns, in order, with its types
+    source = {f.name.lower(): f for f in fields}
     columns: list[Column] = []
     for field in target.fields:
         src = source.get(field.name.lower())
