@@ -22,7 +22,7 @@ from .commands.dml_support import (
     SHADOWING_KINDS,
     SHADOWING_LAYOUTS,
     shadowing_condition,
-    shadowing_table,
+    shadowing_table_in_layout,
 )
 from .conftest import spark_rows, table_rows
 
@@ -221,10 +221,7 @@ def test_touched_file_reads_only_the_condition_columns(spark, partitioned):
 
 
 def _shadowing(tmp_path, monkeypatch, kind, layout):
-    partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
-    if limit is not None:
-        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
-    path = shadowing_table(tmp_path / "t", kind, partition_by, partitions)
+    path = shadowing_table_in_layout(tmp_path / "t", monkeypatch, layout, kind)
     return path, DeltaTable(path).snapshot()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import itertools
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 PLAIN_GOLDEN = [
     "basic-with-inserts-updates",
@@ -90,6 +92,30 @@ def shadowing_table(path: Path, kind: str, partition_by: list[str] | None, parti
         chunk = table.slice(i * step, step if i < batches - 1 else n - i * step)
         write_deltalake(str(path), chunk, mode="append", partition_by=partition_by)
     return str(path)
+
+
+#: Every (layout, kind, which) case; ``which`` is "mixed" (a data and a
+#: partition column) or "on-the-column" (the shadowing column itself).
+shadowing_cases = pytest.mark.parametrize(
+    ("layout", "kind", "which"),
+    list(itertools.product(SHADOWING_LAYOUTS, SHADOWING_KINDS, ["mixed", "on-the-column"])),
+)
+
+
+def shadowing_table_in_layout(path: Path, monkeypatch: Any, layout: str, kind: str) -> str:
+    """:func:`shadowing_table` in ``layout``; the "many-partitions" layout
+    lowers scan's literal-plan limit for the test."""
+    from airflow_delta_provider.spark import scan as scan_module
+
+    partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
+    if limit is not None:
+        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
+    return shadowing_table(path, kind, partition_by, partitions)
+
+
+def shadowing_twins(tmp_path: Path, monkeypatch: Any, layout: str, kind: str) -> tuple[str, str]:
+    """Two identical shadowing tables in ``layout``: ours and deltalake's."""
+    return twin(shadowing_table_in_layout(tmp_path / "src", monkeypatch, layout, kind), tmp_path)
 
 
 def shadowing_condition(kind: str) -> str:

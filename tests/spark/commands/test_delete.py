@@ -18,14 +18,13 @@ from airflow_delta_provider.spark.commands.delete import run_delete
 from .dml_support import (
     DELTALAKE_UNREADABLE,
     PLAIN_GOLDEN,
-    SHADOWING_KINDS,
-    SHADOWING_LAYOUTS,
     deltalake_table,
     last_commit,
     rows_deltalake,
     rows_duckdb,
+    shadowing_cases,
     shadowing_condition,
-    shadowing_table,
+    shadowing_twins,
     state,
     twin,
 )
@@ -134,22 +133,14 @@ def test_append_only_table_refuses_delete(spark, tmp_path):
     assert state(path) == before
 
 
-@pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
-@pytest.mark.parametrize("kind", list(SHADOWING_KINDS))
-@pytest.mark.parametrize("which", ["mixed", "on-the-column"])
+@shadowing_cases
 def test_delete_of_table_with_columns_named_like_scan_internals(
     spark, tmp_path, duckdb_delta, monkeypatch, layout, kind, which
 ):
     """A data column named ``_metadata`` (Spark's hidden file column) or like
     scan's helper columns neither hides the row's file nor gets overwritten."""
-    from airflow_delta_provider.spark import scan as scan_module
-
-    partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
-    if limit is not None:
-        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
     condition = "v % 3 = 0 OR p = 1" if which == "mixed" else shadowing_condition(kind)
-    src = shadowing_table(tmp_path / "src", kind, partition_by, partitions)
-    ours, theirs = twin(src, tmp_path)
+    ours, theirs = shadowing_twins(tmp_path, monkeypatch, layout, kind)
     result = run_delete(spark, ours, condition, None)
     deltalake_delete(theirs, condition)
 

@@ -23,14 +23,14 @@ from .dml_support import (
     DELTALAKE_UNREADABLE,
     PLAIN_GOLDEN,
     SHADOWING_KINDS,
-    SHADOWING_LAYOUTS,
     commit_actions,
     deltalake_table,
     last_commit,
     rows_deltalake,
     rows_duckdb,
+    shadowing_cases,
     shadowing_condition,
-    shadowing_table,
+    shadowing_twins,
     state,
     twin,
 )
@@ -57,10 +57,10 @@ def deltalake_update(path: str, updates: dict[str, str], predicate: str | None) 
     ],
 )
 def test_update_matches_deltalake(spark, tmp_path, duckdb_delta, partition_by, condition, updates):
-    ours, theirs = twin(deltalake_table(tmp_path / "src", partition_by), tmp_path)
-    before = state(ours)
     from airflow_delta_provider.delta.table import DeltaTable
 
+    ours, theirs = twin(deltalake_table(tmp_path / "src", partition_by), tmp_path)
+    before = state(ours)
     rows_per_file = {f.path: f.num_records for f in DeltaTable(ours).snapshot().files}
     result = run_update(spark, ours, condition, updates, "tok-1")
     theirs_metrics = deltalake_update(theirs, updates, condition)
@@ -287,32 +287,22 @@ def test_update_after_an_append_elsewhere_commits(spark, tmp_path):
     assert os.path.isdir(os.path.join(path, "part=b"))
 
 
-@pytest.mark.parametrize("layout", list(SHADOWING_LAYOUTS))
-@pytest.mark.parametrize("kind", list(SHADOWING_KINDS))
-@pytest.mark.parametrize("which", ["mixed", "on-the-column"])
+@shadowing_cases
 def test_update_of_table_with_columns_named_like_scan_internals(
     spark, tmp_path, duckdb_delta, monkeypatch, layout, kind, which
 ):
     """A data column named ``_metadata`` (Spark's hidden file column) or like
     scan's helper columns neither hides the row's file nor gets overwritten."""
-    from deltalake import DeltaTable as RsTable
-
-    from airflow_delta_provider.spark import scan as scan_module
-
-    partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
-    if limit is not None:
-        monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", limit)
     columns, struct = SHADOWING_KINDS[kind]
     if which == "mixed":  # a data and a partition column
         condition, updates = "v % 3 = 0 OR p = 1", {columns[0]: "'changed'", "v": "v + 100"}
     else:
         condition, updates = shadowing_condition(kind), {"v": "v * 2", columns[-1]: "'changed'"}
-    if struct:  # SET of a struct column is not what this tests
+    if struct:  # a string is no value for the struct column
         updates.pop(columns[0], None)
-    src = shadowing_table(tmp_path / "src", kind, partition_by, partitions)
-    ours, theirs = twin(src, tmp_path)
+    ours, theirs = shadowing_twins(tmp_path, monkeypatch, layout, kind)
     result = run_update(spark, ours, condition, updates, None)
-    expected = RsTable(theirs).update(updates=updates, predicate=condition)
+    expected = deltalake_update(theirs, updates, condition)
 
     assert expected["num_updated_rows"] > 0
     assert result.metrics["numUpdatedRows"] == expected["num_updated_rows"]
