@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # A throwaway AIRFLOW_HOME, set before anything imports airflow.
-pytest_plugins = ["tests.airflow_env"]
+pytest_plugins = ["tests.airflow_env", "tests.storage_servers"]
 
 
 @pytest.fixture(scope="session")

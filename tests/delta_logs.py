@@ -103,26 +103,49 @@ def delete_commits(root: Path, below: int) -> None:
 
 
 class LogCalls(dict):
-    """Counts of LogStore calls by method name, filled by :func:`count_log_calls`."""
+    """Counts of storage requests by method name, filled by :func:`count_log_calls`."""
 
     @property
     def total(self) -> int:
         return sum(self.values())
 
+    @property
+    def listings(self) -> int:
+        return sum(n for name, n in self.items() if name.startswith("list"))
+
+
+#: The storage methods that each make one request (an async twin counts as one).
+_REQUESTS = ("list_dir", "list_dir_async", "list_top", "list_tree", "get", "get_async", "head", "head_async", "exists")
+
 
 def count_log_calls(monkeypatch) -> LogCalls:
-    """Count every filesystem-touching LogStore call (reads include ``_last_checkpoint``)."""
-    from airflow_delta_provider.delta.log_store import LogStore
+    """Count every storage request, on every backend (``_last_checkpoint`` reads included).
+
+    Each backend's own methods are counted; one that delegates to another
+    (``exists`` to ``head`` on object stores, the local async twins to the
+    blocking ones) counts once.
+    """
+    from airflow_delta_provider.delta.storage import LocalStorage, ObjectStorage
 
     calls = LogCalls()
-    for name in ("exists", "read", "list_from", "mtime_ms"):
-        original = getattr(LogStore, name)
+    for cls in (LocalStorage, ObjectStorage):
+        for name in _REQUESTS:
+            original = cls.__dict__.get(name)
+            if original is None:
+                continue
+            if name.endswith("_async"):
 
-        def counted(self, *args, _name=name, _original=original, **kwargs):
-            calls[_name] = calls.get(_name, 0) + 1
-            return _original(self, *args, **kwargs)
+                async def counted(self, *args, _name=name, _original=original, **kwargs):
+                    calls[_name] = calls.get(_name, 0) + 1
+                    return await _original(self, *args, **kwargs)
 
-        monkeypatch.setattr(LogStore, name, counted)
+            else:
+
+                def counted(self, *args, _name=name, _original=original, **kwargs):
+                    calls[_name] = calls.get(_name, 0) + 1
+                    return _original(self, *args, **kwargs)
+
+            monkeypatch.setattr(cls, name, counted)
     return calls
 
 
@@ -131,3 +154,8 @@ def remove_versions_from(root: Path, version: int) -> None:
     while commit_path(root, version).exists():
         os.unlink(commit_path(root, version))
         version += 1
+
+
+def local_log_path(table, name: str) -> str:
+    """The filesystem path of a log file of a local table (for tests that age or damage it)."""
+    return os.path.join(table.root, "_delta_log", name)

@@ -43,6 +43,18 @@ class UnsupportedFeatureError(DeltaError):
     to honour only partly. The message names the feature or version."""
 
 
+# --- Storage -----------------------------------------------------------------
+
+
+class StorageError(DeltaError):
+    """A store could not be reached or refused a request (wrong credentials,
+    a network failure). The message names the store, never a secret."""
+
+
+class UnsafeStorageError(UnsupportedFeatureError):
+    """The store does not honour an atomic create, so commits are refused."""
+
+
 # --- Bad input ---------------------------------------------------------------
 
 
@@ -63,8 +75,18 @@ class AppendOnlyViolationError(InvalidInputError):
     """A data-changing remove was attempted on a ``delta.appendOnly`` table."""
 
 
+class StorageNotFoundError(InvalidInputError, StorageError):
+    """The bucket or container a table URI names does not exist."""
+
+
 class RetentionTooShortError(InvalidInputError):
     """VACUUM was asked for a retention below the table's safe minimum."""
+
+
+class CommitOutcomeUnknownError(DeltaError):
+    """A commit's create got no answer and the store could not be read back:
+    the version may or may not have landed. Not a CommitFailedError on
+    purpose: the files it names must be kept, since they may be committed."""
 
 
 # --- Concurrency (delta-spark's ConcurrentModificationException family) ------

@@ -34,9 +34,11 @@ def cleanup_expired_logs(table: DeltaTable, snapshot: Snapshot, now_ms: int | No
     if not safe:
         return 0
     keep_from = max(safe)
-    deleted = 0
-    for f in files:
-        if f.version < keep_from and f.mtime_ms <= cutoff and f.kind in ("commit", "checkpoint", "crc", "compaction"):
-            store.delete(f.name)
-            deleted += 1
-    return deleted
+    expired = [
+        f.name
+        for f in files
+        if f.version < keep_from and f.mtime_ms <= cutoff and f.kind in ("commit", "checkpoint", "crc", "compaction")
+    ]
+    # Oldest first in batches: an interrupted cleanup leaves a prefix deleted, as the protocol requires.
+    expired.sort()
+    return store.delete_many(expired)

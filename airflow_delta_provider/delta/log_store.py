@@ -1,11 +1,10 @@
-"""Reading and writing ``_delta_log`` files through ``pyarrow.fs``.
+"""Reading and writing ``_delta_log`` files, through the storage seam.
 
-The log store is the only module that touches the storage of the log. Every
-other module sees versions and bytes. Commits are claimed with an atomic
-put-if-absent, the one primitive Delta's concurrency control needs (PROTOCOL.md
-"Creation of New Log Entries"). On the local filesystem that is ``os.link`` of a
-fully written temporary file: a hard link fails with ``EEXIST`` when the name
-is taken, and a reader never sees a half-written commit.
+The log store names the files of the log; every other module sees versions
+and bytes. Commits are claimed with an atomic put-if-absent, the one
+primitive Delta's concurrency control needs (PROTOCOL.md "Creation of New Log
+Entries"), which :mod:`airflow_delta_provider.delta.storage` provides on every
+backend (``os.link`` locally, a conditional create on object stores).
 """
 
 from __future__ import annotations
@@ -13,14 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
 
-import pyarrow.fs as pafs
-
-from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError
+from airflow_delta_provider.delta.storage import TableStorage, open_storage
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
@@ -69,100 +65,66 @@ class LogFile:
         return None
 
 
-def resolve_table(uri: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and root path of a table given as a path or a URI.
-
-    Plain paths and ``file://`` URIs map to the local filesystem (made absolute);
-    other schemes go to ``pyarrow.fs.FileSystem.from_uri``.
-    """
-    text = os.fspath(uri)
-    if not text:
-        raise InvalidInputError("table path is empty")
-    parsed = urlparse(text)
-    if parsed.scheme in ("", "file"):
-        path = unquote(parsed.path) if parsed.scheme == "file" else text
-        return pafs.LocalFileSystem(), os.path.abspath(path).rstrip("/") or "/"
-    try:
-        fs, path = pafs.FileSystem.from_uri(text)
-    except (ValueError, OSError) as exc:  # pyarrow.ArrowInvalid is a ValueError
-        raise InvalidInputError(f"cannot open table location {text!r}: {exc}") from exc
-    return fs, path.rstrip("/")
+def resolve_table(uri: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> TableStorage:
+    """The storage of a table given as a path or a URI (see :mod:`.storage`)."""
+    return open_storage(uri, storage_options)
 
 
 class LogStore:
-    """The ``_delta_log`` folder of one table, on one ``pyarrow.fs`` filesystem."""
+    """The ``_delta_log`` folder of one table, on its :class:`TableStorage`."""
 
-    def __init__(self, fs: pafs.FileSystem, table_root: str) -> None:
-        self.fs = fs
-        self.table_root = table_root
-        self.log_dir = f"{table_root}/{LOG_DIR}"
-        self._local = isinstance(fs, pafs.LocalFileSystem)
+    def __init__(self, storage: TableStorage) -> None:
+        self.storage = storage
+        self.table_root = storage.root
 
-    def path(self, name: str) -> str:
-        return f"{self.log_dir}/{name}"
+    @staticmethod
+    def path(name: str) -> str:
+        """The storage path (relative to the table root) of a log file."""
+        return f"{LOG_DIR}/{name}"
 
     # --- reading -------------------------------------------------------------
 
     def list_from(self, version: int = 0) -> list[LogFile]:
         """Log files of version >= ``version``, sorted by (version, name).
 
-        One listing call; an absent ``_delta_log`` gives an empty list.
+        One listing request that starts after the previous version's names;
+        an absent ``_delta_log`` gives an empty list.
         """
-        start = f"{version:020d}"
-        if self._local:
-            entries = self._list_local(start)
-        else:
-            selector = pafs.FileSelector(self.log_dir, allow_not_found=True, recursive=False)
-            entries = [
-                (info.base_name, info.size or 0, _mtime_ms(info))
-                for info in self.fs.get_file_info(selector)
-                if info.type == pafs.FileType.File
-            ]
+        after = f"{version - 1:020d}~" if version > 0 else None  # '~' sorts after every log name's suffix
         out = []
-        for name, size, mtime in entries:
-            if name[:20] < start:
-                continue
-            lf = LogFile.parse(name, size, mtime)
+        for meta in self.storage.list_dir(LOG_DIR, after):
+            lf = LogFile.parse(meta.name, meta.size, meta.mtime_ms)
             if lf is not None and lf.version >= version:
                 out.append(lf)
         out.sort(key=lambda f: (f.version, f.name))
         return out
 
-    def _list_local(self, start: str) -> list[tuple[str, int, int]]:
-        try:
-            it = os.scandir(self.log_dir)
-        except FileNotFoundError:
-            return []
-        out = []
-        with it:
-            for entry in it:
-                name = entry.name
-                # Names sort by version, so older files are skipped unstat'ed.
-                if name[:1].isdigit() and name[:20] >= start:
-                    st = entry.stat()
-                    out.append((name, st.st_size, st.st_mtime_ns // 1_000_000))
-        return out
+    async def list_from_async(self, version: int = 0) -> list[LogFile]:
+        """:meth:`list_from`, without blocking an event loop."""
+        after = f"{version - 1:020d}~" if version > 0 else None
+        metas = await self.storage.list_dir_async(LOG_DIR, after)
+        files = [LogFile.parse(m.name, m.size, m.mtime_ms) for m in metas]
+        return sorted((f for f in files if f is not None and f.version >= version), key=lambda f: (f.version, f.name))
 
     def read(self, name: str) -> bytes:
         """The bytes of a log file. Raises FileNotFoundError when absent."""
-        if self._local:
-            with open(self.path(name), "rb") as f:
-                return f.read()
-        with self.fs.open_input_stream(self.path(name)) as f:
-            return f.read()
+        return self.storage.get(self.path(name))
+
+    async def read_async(self, name: str) -> bytes:
+        return await self.storage.get_async(self.path(name))
 
     def read_commit(self, version: int) -> bytes:
         return self.read(commit_name(version))
 
+    def open_input_file(self, name: str) -> Any:
+        """A pyarrow file of a log file (checkpoint parquet)."""
+        return self.storage.open_input_file(self.path(name))
+
     def exists(self, name: str) -> bool:
-        if self._local:
-            return os.path.exists(self.path(name))
-        return self.fs.get_file_info(self.path(name)).type == pafs.FileType.File
+        return self.storage.exists(self.path(name))
 
     def mtime_ms(self, name: str) -> int:
-        if self._local:
-            return os.stat(self.path(name)).st_mtime_ns // 1_000_000
-        return _mtime_ms(self.fs.get_file_info(self.path(name)))
+        return self.storage.head(self.path(name)).mtime_ms
 
     def read_last_checkpoint(self) -> dict[str, Any] | None:
         """``_last_checkpoint`` as a dict, or None when absent or unreadable.
@@ -171,12 +133,15 @@ class LogStore:
         corrupt one must never stop a reader, who then lists instead.
         """
         try:
-            data = json.loads(self.read(LAST_CHECKPOINT))
-        except (FileNotFoundError, ValueError, UnicodeDecodeError, OSError):
+            return parse_checkpoint_hint(self.read(LAST_CHECKPOINT))
+        except FileNotFoundError:
             return None
-        if not isinstance(data, dict) or not isinstance(data.get("version"), int):
+
+    async def read_last_checkpoint_async(self) -> dict[str, Any] | None:
+        try:
+            return parse_checkpoint_hint(await self.read_async(LAST_CHECKPOINT))
+        except FileNotFoundError:
             return None
-        return data
 
     # --- writing -------------------------------------------------------------
 
@@ -185,65 +150,29 @@ class LogStore:
         return self.create_exclusive(commit_name(version), data)
 
     def create_exclusive(self, name: str, data: bytes) -> bool:
-        target = self.path(name)
-        if not self._local:
-            # Object stores need a conditional create (S3 If-None-Match, GCS
-            # generation match); pyarrow.fs exposes none, so refuse rather than
-            # silently risk a lost commit.
-            raise CommitFailedError(
-                f"{type(self.fs).type_name} has no atomic put-if-absent through pyarrow.fs; "
-                "commits are supported on the local filesystem only"
-            )
-        os.makedirs(self.log_dir, exist_ok=True)
-        tmp = self.path(f".{name}.{uuid.uuid4().hex}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                return False
-            return True
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+        return self.storage.put_if_absent(self.path(name), data)
 
     def write_atomic(self, name: str, data: bytes) -> None:
-        """Write or replace a file whole: temp file, then rename over it.
-
-        Used for ``_last_checkpoint`` and checkpoint parquet files, which may
-        be overwritten but must never be seen half-written.
-        """
-        target = self.path(name)
-        if not self._local:
-            with self.fs.open_output_stream(target) as f:
-                f.write(data)
-            return
-        os.makedirs(self.log_dir, exist_ok=True)
-        tmp = self.path(f".{name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        """Write or replace a file whole (``_last_checkpoint``, checkpoint
+        parquet), never seen half-written."""
+        self.storage.put(self.path(name), data)
 
     def write_last_checkpoint(self, info: dict[str, Any]) -> None:
         self.write_atomic(LAST_CHECKPOINT, json.dumps(info, separators=(",", ":")).encode())
 
     def delete(self, name: str) -> None:
-        if self._local:
-            try:
-                os.unlink(self.path(name))
-            except FileNotFoundError:
-                pass
-        else:
-            self.fs.delete_file(self.path(name))
+        self.storage.delete(self.path(name))
+
+    def delete_many(self, names: list[str]) -> int:
+        return self.storage.delete_many([self.path(n) for n in names])
 
 
-def _mtime_ms(info: pafs.FileInfo) -> int:
-    mt = info.mtime_ns
-    return int(mt // 1_000_000) if mt is not None else 0
+def parse_checkpoint_hint(raw: bytes) -> dict[str, Any] | None:
+    """The content of ``_last_checkpoint``, or None when it is not a usable hint."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("version"), int):
+        return None
+    return data

@@ -149,6 +149,9 @@ def to_absolute(table_root: str, add_path: str) -> str:
     root = table_root
     if root.startswith("file:"):
         root = decode_path(urlsplit(root).path)
+    elif "://" in root:  # an object store root: join keys, never normalize the "//"
+        rel = posixpath.normpath(decode_path(add_path))
+        return f"{root.rstrip('/')}/{rel}"
     return posixpath.normpath(posixpath.join(root, decode_path(add_path)))
 
 

@@ -29,21 +29,25 @@ from airflow_delta_provider.delta.actions import (
     Txn,
 )
 from airflow_delta_provider.delta.errors import CorruptCheckpointError
+from airflow_delta_provider.delta.storage.location import parse_location
 
 FileKey = tuple[str, "str | None"]
 
 
 class PathCanonicalizer:
-    """Maps every spelling of a data file path to one key."""
+    """Maps every spelling of a data file path to one key: relative to the
+    table root when it lies under it (whatever the URI's scheme spelling,
+    ``s3a://`` or ``s3://``), else its decoded absolute form."""
 
     def __init__(self, table_root: str) -> None:
-        self._prefix = table_root.rstrip("/") + "/"
+        self._location = parse_location(table_root)
+        self._prefix = self._location.uri.rstrip("/") + "/"
 
     def __call__(self, path: str) -> str:
         if path.startswith("file:") or "://" in path[:16]:
-            path = unquote(urlparse(path).path)
-        else:
-            path = unquote(path)
+            rel = self._location.relative(path)
+            return rel if rel is not None else unquote(urlparse(path).path)
+        path = unquote(path)
         if path.startswith(self._prefix):
             return path[len(self._prefix) :]
         return path

@@ -65,10 +65,7 @@ class Snapshot:
     def load(cls, store: LogStore, segment: LogSegment, timestamp: int | None = None) -> Snapshot:
         replay = LogReplay(store.table_root)
         if segment.checkpoint_files:
-            replay.apply_checkpoint(
-                [store.path(f.name) for f in segment.checkpoint_files],
-                lambda p: store.fs.open_input_file(p),
-            )
+            replay.apply_checkpoint([f.name for f in segment.checkpoint_files], store.open_input_file)
         for commit in segment.commits:
             try:
                 replay.apply(parse_commit(store.read(commit.name)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
@@ -19,21 +20,28 @@ from airflow_delta_provider.delta.errors import (
     VersionNotFoundError,
 )
 from airflow_delta_provider.delta.log_segment import build_segment, list_for_version
-from airflow_delta_provider.delta.log_store import LogFile, LogStore, resolve_table
+from airflow_delta_provider.delta.log_store import LogFile, LogStore
 from airflow_delta_provider.delta.snapshot import Snapshot
+from airflow_delta_provider.delta.storage import TableStorage, open_storage
 
 
 class DeltaTable:
-    """A Delta table at ``uri`` (a local path or a ``file://`` URI)."""
+    """A Delta table at ``uri``: a local path, or a ``file://``, ``s3://``
+    (``s3a://``), ``az://`` (``abfss://``) or ``gs://`` URI.
 
-    def __init__(self, uri: str | os.PathLike[str]) -> None:
+    ``storage_options`` configure the store over its environment chain
+    (:mod:`airflow_delta_provider.delta.storage.options`).
+    """
+
+    def __init__(self, uri: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> None:
         self.uri = os.fspath(uri)
-        fs, root = resolve_table(self.uri)
-        self.log_store = LogStore(fs, root)
+        self.storage: TableStorage = open_storage(self.uri, storage_options)
+        self.log_store = LogStore(self.storage)
 
     @property
     def root(self) -> str:
-        return self.log_store.table_root
+        """The canonical table root: an absolute path, or ``scheme://bucket/prefix``."""
+        return self.storage.root
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.uri!r})"

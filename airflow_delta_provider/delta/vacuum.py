@@ -34,14 +34,13 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 from urllib.parse import unquote, urlparse
 
-import pyarrow.fs as pafs
-
 from airflow_delta_provider.delta.actions import AddFile, RemoveFile
 from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     RetentionTooShortError,
     UnsupportedFeatureError,
 )
+from airflow_delta_provider.delta.storage import ObjectMeta, TableStorage, parse_location
 
 LOG_DIR = "_delta_log"
 #: Root-level folder a writer stages its files in before moving them into the table.
@@ -130,35 +129,20 @@ def is_hidden_path(rel_path: str, partition_columns: Sequence[str] = ()) -> bool
     return any(is_hidden_name(part, partition_columns) for part in rel_path.split("/"))
 
 
-def _strip_root(table_root: str) -> str:
-    return table_root.rstrip("/") or "/"
-
-
 def relative_path(log_path: str, table_root: str) -> str | None:
     """The decoded path relative to the root of a path as the log spells it.
 
     Relative log paths are URI-encoded; absolute ones are URIs (``file:/...``,
-    ``s3://bucket/...``) or plain absolute paths. Returns None for a path
-    outside the table root, which VACUUM never touches.
+    ``s3://bucket/...``, any spelling of the root's scheme) or plain absolute
+    paths. Returns None for a path outside the table root, which VACUUM never
+    touches.
     """
     parsed = urlparse(log_path)
-    if parsed.scheme and len(parsed.scheme) > 1:  # a one-letter scheme is a Windows drive
-        location = unquote(parsed.path)
-        if parsed.scheme != "file" and parsed.netloc:
-            location = f"{parsed.netloc}/{location.lstrip('/')}"
-    elif log_path.startswith("/"):
-        location = unquote(log_path)
-    else:
-        rel = posixpath.normpath(unquote(log_path))
-        return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
-    root = _strip_root(table_root)
-    location = posixpath.normpath(location)
-    if root == "/":
-        return location.lstrip("/") or None
-    root_cmp = root if root.startswith("/") or not location.startswith("/") else "/" + root
-    if location.startswith(root_cmp + "/"):
-        return location[len(root_cmp) + 1 :]
-    return None
+    if (parsed.scheme and len(parsed.scheme) > 1) or log_path.startswith("/"):  # one letter: a Windows drive
+        rel = parse_location(table_root).relative(log_path)
+        return posixpath.normpath(rel) if rel is not None else None
+    rel = posixpath.normpath(unquote(log_path))
+    return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
 
 
 def _check_no_deletion_vector(action: AddFile | RemoveFile) -> None:
@@ -298,72 +282,48 @@ def _normalized(e: ListedEntry) -> ListedEntry | None:
 # --- listing ------------------------------------------------------------------
 
 
-def list_table(fs: pafs.FileSystem, table_root: str, partition_columns: Sequence[str] = ()) -> list[ListedEntry]:
+def list_table(storage: TableStorage, partition_columns: Sequence[str] = ()) -> list[ListedEntry]:
     """Every entry under the table root, without descending into hidden folders.
 
-    Hidden entries themselves are listed (they keep their folder alive) but
-    their content is not: ``_delta_log`` alone can hold many thousand files.
-    Root-level staging folders are the exception: all their content is
-    listed, hidden names included, so VACUUM can judge and reclaim them.
+    One delimiter listing of the root, then one recursive listing by prefix
+    of each visible folder (no per-folder calls on object stores). Hidden
+    root entries themselves are listed (they keep nothing alive, but show
+    the root is not empty) and their content is not: ``_delta_log`` alone can
+    hold many thousand files. Root-level staging folders are the exception:
+    all their content is listed, hidden names included, so VACUUM can judge
+    and reclaim them.
     """
-    root = _strip_root(table_root)
-    if isinstance(fs, pafs.LocalFileSystem):
-        return _list_local(root, partition_columns)
-    out: list[ListedEntry] = []
-    pending: list[tuple[str, bool]] = [("", False)]  # (folder, inside a staging folder)
-    while pending:
-        rel_dir, staged = pending.pop()
-        selector = pafs.FileSelector(f"{root}/{rel_dir}" if rel_dir else root, allow_not_found=True)
-        for info in fs.get_file_info(selector):
-            rel = f"{rel_dir}/{info.base_name}" if rel_dir else info.base_name
-            is_dir = info.type == pafs.FileType.Directory
-            mtime = int(info.mtime_ns // 1_000_000) if info.mtime_ns is not None else 0
-            out.append(ListedEntry(rel, 0 if is_dir else (info.size or 0), mtime, is_dir))
-            if is_dir:
-                inside = _descend(rel_dir, info.base_name, staged, partition_columns)
-                if inside is not None:
-                    pending.append((rel, inside))
+    dirs, files = storage.list_top("")
+    out = [_entry(f) for f in files]
+    for d in dirs:
+        out.append(_entry(d))
+        if is_staging_name(d.name, partition_columns):
+            out.extend(_entry(m) for m in storage.list_tree(d.path))
+        elif not is_hidden_name(d.name, partition_columns):
+            # A hidden folder deeper down is listed, its content is not.
+            out.extend(
+                _entry(m)
+                for m in storage.list_tree(d.path)
+                if not is_hidden_path(m.path.rsplit("/", 1)[0], partition_columns)
+            )
     return out
 
 
-def _descend(rel_dir: str, name: str, staged: bool, partition_columns: Sequence[str]) -> bool | None:
-    """Whether to list a folder's content: None for no, else whether it lies in a staging folder."""
-    if staged:
-        return True
-    if not rel_dir and is_staging_name(name, partition_columns):
-        return True
-    return None if is_hidden_name(name, partition_columns) else False
+def _entry(meta: ObjectMeta) -> ListedEntry:
+    return ListedEntry(meta.path, 0 if meta.is_dir else meta.size, meta.mtime_ms, meta.is_dir)
 
 
-def _list_local(root: str, partition_columns: Sequence[str]) -> list[ListedEntry]:
-    out: list[ListedEntry] = []
-    pending: list[tuple[str, bool]] = [("", False)]
-    while pending:
-        rel_dir, staged = pending.pop()
-        try:
-            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
-        except FileNotFoundError:
-            continue
-        with it:
-            for entry in it:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                st = entry.stat(follow_symlinks=False)
-                is_dir = entry.is_dir(follow_symlinks=False)
-                out.append(ListedEntry(rel, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir))
-                if is_dir:
-                    inside = _descend(rel_dir, entry.name, staged, partition_columns)
-                    if inside is not None:
-                        pending.append((rel, inside))
-    return out
-
-
-def absolute_path(table_root: str, rel_path: str) -> str:
-    """The storage path of a planned entry, checked to lie under the root."""
-    root = _strip_root(table_root)
+def checked_relative(rel_path: str) -> str:
+    """A planned entry's path, checked to be a data path under the root."""
     rel = posixpath.normpath(rel_path)
     if rel.startswith("/") or rel == ".." or rel.startswith("../") or rel.split("/", 1)[0] == LOG_DIR:
         raise InvalidInputError(f"refusing to delete {rel_path!r}: not a data path under the table root")
-    return f"{root}/{rel}" if root != "/" else f"/{rel}"
+    return rel
+
+
+def absolute_path(table_root: str, rel_path: str) -> str:
+    """The location (path or URI) of a planned entry, checked to lie under the root."""
+    return parse_location(table_root).child(checked_relative(rel_path))
 
 
 __all__ = [
@@ -372,6 +332,7 @@ __all__ = [
     "VacuumPlan",
     "absolute_path",
     "check_retention",
+    "checked_relative",
     "is_hidden_name",
     "is_hidden_path",
     "is_staging_name",

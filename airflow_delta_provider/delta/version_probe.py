@@ -1,21 +1,31 @@
-"""Cheap questions about a table's versions, answered without listing the log.
+"""Cheap questions about a table's versions, at a constant number of requests.
 
 Delta versions are contiguous (PROTOCOL.md "Delta Log Entries": commit ``n``
 is only written once ``n-1`` exists, and log cleanup removes only a prefix),
 so "is there anything after version ``v``?" is one existence check of
-``v+1``'s commit, and "what is the latest version?" is a galloping search over
-commit names started at the version ``_last_checkpoint`` points to. The cost
-grows with the commits since the last checkpoint, never with the length of the
-log. Sensors and triggers poll through this module.
+``v+1``'s commit, and "which is the latest?" is one listing that starts after
+``v`` (or after the version ``_last_checkpoint`` names). No question lists
+the whole log, so a poll costs the same on a log of 100 versions and of
+10,000. Sensors and triggers poll through this module.
+
+Each question is written once, as a generator that yields the requests it
+needs (:class:`_Head`, :class:`_List`, :class:`_Read`) and receives their
+answers; :meth:`VersionProbe._run` answers them with blocking calls and
+:meth:`VersionProbe._run_async` with obstore's async API, so a trigger never
+blocks the triggerer's event loop and both paths share one algorithm.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from airflow_delta_provider.delta.log_store import LogStore, commit_name, resolve_table
+from airflow_delta_provider.delta.log_store import LAST_CHECKPOINT, LogStore, commit_name, parse_checkpoint_hint
+from airflow_delta_provider.delta.storage import open_storage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -30,91 +40,151 @@ class VersionInfo:
         return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation}
 
 
-class VersionProbe:
-    """Cheap questions about one table's versions, answered without a listing.
+@dataclass(frozen=True)
+class _Head:
+    """Does commit ``version`` exist? (one HEAD)"""
 
-    Every method states its cost in log-store calls. The only listing left is
-    a fallback for a log with neither ``_last_checkpoint`` nor version 0
-    (a missing table, or a cleaned-up log whose hint was lost), where it is
-    the only way to learn anything.
+    version: int
+
+
+@dataclass(frozen=True)
+class _List:
+    """The commit versions >= ``version`` (one listing from there)."""
+
+    version: int
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The bytes of log file ``name``, or None (one GET)."""
+
+    name: str
+
+
+Question = Generator[Any, Any, T]
+
+
+class VersionProbe:
+    """Cheap questions about one table's versions.
+
+    Every method states its cost in requests; ``*_async`` twins ask the same
+    questions without blocking an event loop.
     """
 
-    def __init__(self, table_path: str) -> None:
-        fs, root = resolve_table(table_path)
+    def __init__(self, table_path: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.table_path = table_path
-        self.store: LogStore = LogStore(fs, root)
+        self.store = LogStore(open_storage(table_path, storage_options))
+
+    # --- the questions --------------------------------------------------------
 
     def has(self, version: int) -> bool:
-        """Whether commit ``version`` exists. One call (none for a negative version)."""
-        return version >= 0 and self.store.exists(commit_name(version))
+        """Whether commit ``version`` exists. One request (none for a negative version)."""
+        return self._run(self._has(version))
 
     def checkpoint_hint(self) -> int:
-        """The version ``_last_checkpoint`` names, or -1. One call."""
-        info = self.store.read_last_checkpoint()
-        return info["version"] if info else -1
+        """The version ``_last_checkpoint`` names, or -1. One request."""
+        return self._run(self._checkpoint_hint())
 
     def latest(self) -> int | None:
         """The latest version, or None when there is no table.
 
-        One hint read plus about ``2*log2(k)`` existence checks, ``k`` being
-        the commits since the last checkpoint.
+        Two requests: the hint, then a listing from it. A hint left over from
+        an earlier table at this path costs a listing from version 0 more.
         """
-        hint = self.checkpoint_hint()
-        if hint >= 0:
-            top = self._gallop(hint)
-            # A hint left over from an earlier table at this path may name a
-            # version that no longer exists; check it before trusting it.
-            if top > hint or self.has(hint):
-                return top
-        if self.has(0):
-            return self._gallop(0)
-        commits = [f.version for f in self.store.list_from(0) if f.kind == "commit"]
-        return max(commits) if commits else None
+        return self._run(self._latest())
 
     def newer_than(self, version: int) -> int | None:
         """The latest version when one newer than ``version`` exists, else None.
 
-        One existence check when there is nothing new. When there is, the
-        search starts at the later of ``version + 1`` and the checkpoint hint,
-        so it stays short however far behind ``version`` is.
+        One request when there is nothing new; two (a listing from
+        ``version + 1``) when there is.
         """
-        first = version + 1
-        if not self.has(first):
-            return None
-        hint = self.checkpoint_hint()
-        if hint > first:
-            top = self._gallop(hint)
-            if top > hint or self.has(hint):
-                return top
-        return self._gallop(first)
+        return self._run(self._newer_than(version))
 
     def table_exists(self, known_version: int = -1) -> bool:
-        """Whether the table exists; one call when ``known_version`` is still there."""
-        return self.has(known_version) or self.latest() is not None
+        """Whether the table exists; one request when ``known_version`` is still there."""
+        return self._run(self._table_exists(known_version))
 
     def first_present(self, low: int, high: int) -> int:
         """The earliest existing commit in ``[low, high]``; ``high`` must exist.
 
-        Log cleanup removes a prefix of the commits, so presence is monotone
-        and a binary search finds the boundary in ``log2(high - low)`` calls.
+        Log cleanup removes a prefix of the commits: one listing from ``low``.
         """
-        while low < high:
-            mid = (low + high) // 2
-            if self.has(mid):
-                high = mid
-            else:
-                low = mid + 1
-        return high
+        return self._run(self._first_present(low, high))
 
     def info(self, version: int) -> VersionInfo:
-        """Timestamp and operation from the ``commitInfo`` of ``version``. One read.
+        """Timestamp and operation from the ``commitInfo`` of ``version``. One request.
 
         The timestamp is ``inCommitTimestamp`` when the table records one,
         else the writer's ``commitInfo.timestamp``.
         """
-        try:
-            data = self.store.read(commit_name(version))
-        except FileNotFoundError:
+        return self._run(self._info(version))
+
+    async def has_async(self, version: int) -> bool:
+        return await self._run_async(self._has(version))
+
+    async def checkpoint_hint_async(self) -> int:
+        return await self._run_async(self._checkpoint_hint())
+
+    async def latest_async(self) -> int | None:
+        return await self._run_async(self._latest())
+
+    async def newer_than_async(self, version: int) -> int | None:
+        return await self._run_async(self._newer_than(version))
+
+    async def table_exists_async(self, known_version: int = -1) -> bool:
+        return await self._run_async(self._table_exists(known_version))
+
+    async def first_present_async(self, low: int, high: int) -> int:
+        return await self._run_async(self._first_present(low, high))
+
+    async def info_async(self, version: int) -> VersionInfo:
+        return await self._run_async(self._info(version))
+
+    # --- each question, once ----------------------------------------------------
+
+    @staticmethod
+    def _has(version: int) -> Question[bool]:
+        if version < 0:
+            return False
+        return (yield _Head(version))
+
+    @staticmethod
+    def _checkpoint_hint() -> Question[int]:
+        raw = yield _Read(LAST_CHECKPOINT)
+        hint = parse_checkpoint_hint(raw) if raw is not None else None
+        return hint["version"] if hint else -1
+
+    def _latest(self) -> Question[int | None]:
+        hint = yield from self._checkpoint_hint()
+        if hint >= 0:
+            versions = yield _List(hint)
+            if versions:
+                return max(versions)
+        versions = yield _List(0)
+        return max(versions) if versions else None
+
+    def _newer_than(self, version: int) -> Question[int | None]:
+        if not (yield from self._has(version + 1)):
+            return None
+        versions = yield _List(version + 1)
+        return max(versions) if versions else None
+
+    def _table_exists(self, known_version: int) -> Question[bool]:
+        if (yield from self._has(known_version)):
+            return True
+        return (yield from self._latest()) is not None
+
+    @staticmethod
+    def _first_present(low: int, high: int) -> Question[int]:
+        versions = yield _List(low)
+        present = [v for v in versions if v <= high]
+        return min(present) if present else high
+
+    @staticmethod
+    def _info(version: int) -> Question[VersionInfo]:
+        data = yield _Read(commit_name(version))
+        if data is None:
             return VersionInfo(version, None, None)
         commit_info = _commit_info(data)
         timestamp = commit_info.get("inCommitTimestamp", commit_info.get("timestamp"))
@@ -125,23 +195,49 @@ class VersionProbe:
             operation if isinstance(operation, str) else None,
         )
 
-    def _gallop(self, low: int) -> int:
-        """The latest version, given that ``low`` exists (or is 0 and exists).
+    # --- answering the requests ----------------------------------------------------
 
-        Doubles the step until a commit is missing, then bisects the gap.
-        """
-        step = 1
-        while self.has(low + step):
-            low += step
-            step *= 2
-        high = low + step  # missing
-        while high - low > 1:
-            mid = (low + high) // 2
-            if self.has(mid):
-                low = mid
-            else:
-                high = mid
-        return low
+    def _run(self, question: Question[T]) -> T:
+        try:
+            request = next(question)
+            while True:
+                request = question.send(self._answer(request))
+        except StopIteration as done:
+            return done.value
+
+    async def _run_async(self, question: Question[T]) -> T:
+        try:
+            request = next(question)
+            while True:
+                request = question.send(await self._answer_async(request))
+        except StopIteration as done:
+            return done.value
+
+    def _answer(self, request: Any) -> Any:
+        store = self.store
+        if isinstance(request, _Head):
+            return store.exists(commit_name(request.version))
+        if isinstance(request, _List):
+            return [f.version for f in store.list_from(request.version) if f.kind == "commit"]
+        try:
+            return store.read(request.name)
+        except FileNotFoundError:
+            return None
+
+    async def _answer_async(self, request: Any) -> Any:
+        storage = self.store.storage
+        if isinstance(request, _Head):
+            try:
+                await storage.head_async(self.store.path(commit_name(request.version)))
+            except FileNotFoundError:
+                return False
+            return True
+        if isinstance(request, _List):
+            return [f.version for f in await self.store.list_from_async(request.version) if f.kind == "commit"]
+        try:
+            return await self.store.read_async(request.name)
+        except FileNotFoundError:
+            return None
 
 
 def _commit_info(data: bytes) -> dict[str, Any]:
@@ -156,3 +252,6 @@ def _commit_info(data: bytes) -> dict[str, Any]:
         if isinstance(body, dict):
             return body
     return {}
+
+
+__all__ = ["VersionInfo", "VersionProbe"]

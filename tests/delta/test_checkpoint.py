@@ -21,6 +21,7 @@ from airflow_delta_provider.delta.checkpoint import write_checkpoint
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.log_store import checkpoint_name, commit_name
 from airflow_delta_provider.delta.table import DeltaTable
+from tests.delta_logs import local_log_path
 
 DAY = 86_400_000
 ARROW_SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
@@ -70,7 +71,7 @@ def _leaf_fields(t: pa.DataType, prefix: str = ""):
 def test_checkpoint_schema_and_content(table):
     snap = table.snapshot()
     info = write_checkpoint(table, snap)
-    path = table.log_store.path(checkpoint_name(snap.version))
+    path = local_log_path(table, checkpoint_name(snap.version))
     data = pq.read_table(path)
 
     # Every column, at every depth, is nullable; there is no commitInfo or cdc.
@@ -120,8 +121,8 @@ def test_last_checkpoint_has_exactly_version_size_bytes_and_add_count(table):
     assert hint == info
     assert set(hint) == {"version", "size", "sizeInBytes", "numOfAddFiles"}
     assert hint["version"] == snap.version and hint["numOfAddFiles"] == snap.num_files
-    assert hint["sizeInBytes"] == os.path.getsize(table.log_store.path(checkpoint_name(snap.version)))
-    assert hint["size"] == pq.ParquetFile(table.log_store.path(checkpoint_name(snap.version))).metadata.num_rows
+    assert hint["sizeInBytes"] == os.path.getsize(local_log_path(table, checkpoint_name(snap.version)))
+    assert hint["size"] == pq.ParquetFile(local_log_path(table, checkpoint_name(snap.version))).metadata.num_rows
 
 
 def test_checkpoint_replays_to_the_same_snapshot(table):
@@ -139,7 +140,7 @@ def test_checkpoint_replays_to_the_same_snapshot(table):
 
 def test_checkpoint_needs_its_commit(table):
     snap = table.snapshot()
-    os.unlink(table.log_store.path(commit_name(snap.version)))
+    os.unlink(local_log_path(table, commit_name(snap.version)))
     with pytest.raises(InvalidInputError, match="commit is missing"):
         write_checkpoint(table, snap)
     assert not table.log_store.exists(checkpoint_name(snap.version))
@@ -168,7 +169,7 @@ def _only_checkpoint_left(table: DeltaTable) -> int:
     snap = table.snapshot()
     write_checkpoint(table, snap)
     for v in range(snap.version):
-        os.unlink(table.log_store.path(commit_name(v)))
+        os.unlink(local_log_path(table, commit_name(v)))
     return snap.version
 
 
@@ -203,6 +204,6 @@ def test_metadata_with_null_optional_fields_round_trips(tmp_path):
     txn.add(AddFile("x.parquet", {}, 1, 1))
     txn.commit()
     write_checkpoint(t, t.snapshot())
-    os.unlink(t.log_store.path(commit_name(0)))
+    os.unlink(local_log_path(t, commit_name(0)))
     got = t.snapshot().metadata
     assert got == md

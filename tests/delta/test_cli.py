@@ -90,7 +90,7 @@ def test_describe_by_version(table, capsys):
 
 def test_describe_by_timestamp(table, capsys):
     t, _, _ = table
-    log = Path(t.log_store.log_dir)
+    log = Path(t.root) / "_delta_log"
     base = 1_700_000_000
     for v in range(3):
         os.utime(log / f"{v:020d}.json", (base + 100 * v, base + 100 * v))

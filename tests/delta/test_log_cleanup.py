@@ -12,6 +12,7 @@ from airflow_delta_provider.delta.actions import AddFile, Metadata
 from airflow_delta_provider.delta.errors import VersionNotFoundError
 from airflow_delta_provider.delta.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.table import DeltaTable
+from tests.delta_logs import local_log_path
 
 DAY = 86_400_000
 SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
@@ -40,7 +41,7 @@ def age(table: DeltaTable, upto: int, days: float) -> None:
     t = time.time() - days * 86_400
     for f in table.log_store.list_from(0):
         if f.version <= upto:
-            os.utime(table.log_store.path(f.name), (t, t))
+            os.utime(local_log_path(table, f.name), (t, t))
 
 
 def names(table: DeltaTable) -> list[tuple[int, str]]:
@@ -136,7 +137,7 @@ def test_a_file_below_the_checkpoint_that_has_not_expired_is_kept(tmp_path):
     """Each file's own time decides, as in delta-spark's MetadataCleanup."""
     table = build(tmp_path, 9, NO_AUTO)
     age(table, 5, days=40)
-    recent = table.log_store.path(f"{1:020d}.json")
+    recent = local_log_path(table, f"{1:020d}.json")
     os.utime(recent, None)  # touched now
     cleanup_expired_logs(table, table.snapshot())
     assert [v for v, k in names(table) if k == "commit"] == [1, 3, 4, 5, 6, 7, 8]

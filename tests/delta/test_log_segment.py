@@ -143,13 +143,12 @@ def test_skipped_checkpoints_fall_back_to_an_older_one_or_to_commits():
 
 @pytest.fixture
 def store(tmp_path) -> LogStore:
-    fs, root = resolve_table(str(tmp_path))
-    s = LogStore(fs, root)
-    os.makedirs(s.log_dir)
+    s = LogStore(resolve_table(str(tmp_path)))
+    os.makedirs(tmp_path / "_delta_log")
     for v in range(12):
-        open(s.path(f"{v:020d}.json"), "w").close()
+        open(tmp_path / "_delta_log" / f"{v:020d}.json", "w").close()
     for v in (5, 10):
-        open(s.path(f"{v:020d}.checkpoint.parquet"), "w").close()
+        open(tmp_path / "_delta_log" / f"{v:020d}.checkpoint.parquet", "w").close()
     return s
 
 
@@ -169,7 +168,7 @@ def test_missing_hint_lists_from_zero(store):
 
 
 def test_corrupt_hint_lists_from_zero(store):
-    with open(store.path("_last_checkpoint"), "w") as f:
+    with open(os.path.join(store.table_root, "_delta_log", "_last_checkpoint"), "w") as f:
         f.write('{"version": 10, "si')
     files = list_for_version(store, None)
     assert listed_from(files) == 0

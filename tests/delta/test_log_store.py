@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 
-import pyarrow.fs as pafs
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -14,12 +13,19 @@ from airflow_delta_provider.delta.log_store import LogFile, LogStore, checkpoint
 
 @pytest.fixture
 def store(tmp_path) -> LogStore:
-    fs, root = resolve_table(str(tmp_path / "t"))
-    return LogStore(fs, root)
+    return LogStore(resolve_table(str(tmp_path / "t")))
+
+
+def log_dir(store: LogStore) -> str:
+    return os.path.join(store.table_root, "_delta_log")
+
+
+def local(store: LogStore, name: str) -> str:
+    return os.path.join(log_dir(store), name)
 
 
 def log_names(store: LogStore) -> list[str]:
-    return sorted(os.listdir(store.log_dir))
+    return sorted(os.listdir(log_dir(store)))
 
 
 def test_names_are_zero_padded_to_20_digits():
@@ -36,10 +42,10 @@ def test_put_if_absent_creates_the_commit(store):
 
 def test_put_if_absent_never_overwrites(store):
     assert store.put_if_absent(0, b"first\n")
-    before = os.stat(store.path(commit_name(0)))
+    before = os.stat(local(store, commit_name(0)))
     assert store.put_if_absent(0, b"second\n") is False
     assert store.read_commit(0) == b"first\n"
-    assert os.stat(store.path(commit_name(0))).st_ino == before.st_ino
+    assert os.stat(local(store, commit_name(0))).st_ino == before.st_ino
     # The losing attempt leaves no temporary file behind.
     assert log_names(store) == [commit_name(0)]
 
@@ -66,11 +72,11 @@ def test_put_if_absent_under_a_race_has_exactly_one_winner(store):
 def test_commit_file_is_complete_when_visible(store):
     payload = b"x" * 1_000_000
     assert store.put_if_absent(1, payload)
-    assert os.path.getsize(store.path(commit_name(1))) == len(payload)
+    assert os.path.getsize(local(store, commit_name(1))) == len(payload)
 
 
 def test_list_from_filters_sorts_and_classifies(store):
-    os.makedirs(store.log_dir)
+    os.makedirs(log_dir(store))
     names = [
         "00000000000000000000.json",
         "00000000000000000001.json",
@@ -88,9 +94,9 @@ def test_list_from_filters_sorts_and_classifies(store):
         "not-a-log-file.txt",
     ]
     for n in names:
-        with open(store.path(n), "wb") as f:
+        with open(local(store, n), "wb") as f:
             f.write(b"{}")
-    os.makedirs(store.path("_commits"))
+    os.makedirs(local(store, "_commits"))
     files = store.list_from(2)
     assert [f.version for f in files] == sorted(f.version for f in files)
     got = {(f.name, f.kind, f.part, f.num_parts) for f in files}
@@ -109,7 +115,7 @@ def test_list_from_filters_sorts_and_classifies(store):
 
 def test_list_from_reports_mtime_in_ms(store):
     store.put_if_absent(0, b"{}\n")
-    os.utime(store.path(commit_name(0)), ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
+    os.utime(local(store, commit_name(0)), ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
     (f,) = store.list_from(0)
     assert f.mtime_ms == 1_600_000_000_123
     assert store.mtime_ms(commit_name(0)) == 1_600_000_000_123
@@ -133,23 +139,19 @@ def test_read_missing_file_raises_file_not_found(store):
 def test_file_uri_and_plain_path_resolve_to_the_same_root(tmp_path):
     plain = str(tmp_path / "my table")
     uri = "file://" + str(tmp_path / "my%20table")
-    fs1, root1 = resolve_table(plain)
-    fs2, root2 = resolve_table(uri)
-    fs3, root3 = resolve_table(plain + "/")
-    assert isinstance(fs1, pafs.LocalFileSystem) and isinstance(fs2, pafs.LocalFileSystem)
-    assert root1 == root2 == root3 == plain
+    s1, s2, s3 = resolve_table(plain), resolve_table(uri), resolve_table(plain + "/")
+    assert s1.is_local and s2.is_local
+    assert s1.root == s2.root == s3.root == plain
     # A commit written through one is read through the other.
-    assert LogStore(fs1, root1).put_if_absent(0, b"v0\n")
-    assert LogStore(fs2, root2).read_commit(0) == b"v0\n"
+    assert LogStore(s1).put_if_absent(0, b"v0\n")
+    assert LogStore(s2).read_commit(0) == b"v0\n"
     assert os.path.exists(os.path.join(plain, "_delta_log", commit_name(0)))
 
 
 def test_relative_paths_and_absolute_file_uris_are_made_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _, root = resolve_table("rel/t")
-    assert root == str(tmp_path / "rel" / "t")
-    _, root = resolve_table(f"file://{tmp_path}/x")
-    assert root == str(tmp_path / "x")
+    assert resolve_table("rel/t").root == str(tmp_path / "rel" / "t")
+    assert resolve_table(f"file://{tmp_path}/x").root == str(tmp_path / "x")
 
 
 def test_empty_table_path_is_invalid_input():
@@ -171,8 +173,8 @@ def test_last_checkpoint_round_trip_and_overwrite(store):
     [b"", b"{not json", b'{"version":10,"si', b"[1,2]", b'{"size": 3}', b'{"version": "10"}', b"\xff\xfe"],
 )
 def test_corrupt_last_checkpoint_reads_as_none(store, content):
-    os.makedirs(store.log_dir)
-    with open(store.path("_last_checkpoint"), "wb") as f:
+    os.makedirs(log_dir(store))
+    with open(local(store, "_last_checkpoint"), "wb") as f:
         f.write(content)
     assert store.read_last_checkpoint() is None
 
@@ -185,18 +187,3 @@ def test_write_atomic_replaces_whole_and_delete_is_idempotent(store):
     store.delete("x")
     store.delete("x")
     assert not store.exists("x")
-
-
-def test_non_local_store_refuses_commits_rather_than_risk_overwrite(tmp_path):
-    from airflow_delta_provider.delta.errors import CommitFailedError
-
-    local = pafs.LocalFileSystem()
-    sub = pafs.SubTreeFileSystem(str(tmp_path), local)
-    store = LogStore(sub, "t")
-    with pytest.raises(CommitFailedError, match="put-if-absent"):
-        store.put_if_absent(0, b"{}\n")
-    # Reading and listing still work through pyarrow.fs.
-    os.makedirs(tmp_path / "t" / "_delta_log")
-    (tmp_path / "t" / "_delta_log" / commit_name(0)).write_bytes(b"{}\n")
-    assert [f.name for f in store.list_from(0)] == [commit_name(0)]
-    assert store.read_commit(0) == b"{}\n"

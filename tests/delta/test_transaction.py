@@ -68,7 +68,7 @@ def commit_lines(table: DeltaTable, version: int) -> list[dict]:
 
 
 def log_names(table: DeltaTable) -> list[str]:
-    return sorted(os.listdir(table.log_store.log_dir))
+    return sorted(os.listdir(os.path.join(table.root, "_delta_log")))
 
 
 def append(table: DeltaTable, *adds: AddFile, snapshot=None):
