@@ -150,8 +150,11 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     part_lower = {c.lower() for c in part_cols}
     arrow_schema = to_arrow_schema(schema, metadata=False)
     pieces = []
+    storage = snapshot.log_store.storage
     for add in snapshot.files:
-        data = pq.read_table(snapshot.file_path(add))
+        rel = storage.location.relative(snapshot.file_path(add))
+        with storage.open_input_file(rel) as f:
+            data = pq.read_table(f)
         in_file = {n.lower(): n for n in data.column_names}
         typed = parse_partition_values(add.partition_values, schema, part_cols) if part_cols else {}
         typed_lower = {k.lower(): v for k, v in typed.items()}
@@ -227,15 +230,26 @@ def write_data_file(
     directory = partition_dir(list(serialized), serialized) if serialized else ""
     name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
     relative = f"{directory}/{name}" if directory else name
-    full = Path(table_root) / relative
-    full.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(data, full, compression="snappy")
-    st = full.stat()
+    if "://" in str(table_root):  # an object store, through the core's storage (credentials from env)
+        from airflow_delta_provider.delta.storage import open_storage
+
+        storage = open_storage(str(table_root))
+        buf = pa.BufferOutputStream()
+        pq.write_table(data, buf, compression="snappy")
+        storage.put(relative, buf.getvalue().to_pybytes())
+        meta = storage.head(relative)
+        size, mtime = meta.size, meta.mtime_ms
+    else:
+        full = Path(table_root) / relative
+        full.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(data, full, compression="snappy")
+        st = full.stat()
+        size, mtime = st.st_size, st.st_mtime_ns // 1_000_000
     return AddFile(
         path=encode_path(relative),
         partition_values=serialized,
-        size=st.st_size,
-        modification_time=st.st_mtime_ns // 1_000_000,
+        size=size,
+        modification_time=mtime,
         data_change=True,
         stats=file_stats(data),
     )
@@ -294,10 +308,12 @@ def new_table() -> Callable[..., Any]:
 def deltalake_rows() -> Callable[..., pa.Table]:
     """``deltalake_rows(path, version=None) -> pa.Table``: delta-rs's answer."""
 
-    def read(path: str | os.PathLike[str], version: int | None = None) -> pa.Table:
+    def read(
+        path: str | os.PathLike[str], version: int | None = None, storage_options: Mapping[str, str] | None = None
+    ) -> pa.Table:
         from deltalake import DeltaTable as RsTable
 
-        t = RsTable(str(path), version=version) if version is not None else RsTable(str(path))
+        t = RsTable(str(path), version=version, storage_options=dict(storage_options or {}) or None)
         return t.to_pyarrow_table()
 
     return read

@@ -32,7 +32,8 @@ SCHEMA = pa.schema([("writer", pa.int32()), ("seq", pa.int32())])
 
 
 def _append_worker(root: str, writer: int, count: int, start: mp.synchronize.Event, out: mp.Queue) -> None:
-    """One process: ``count`` blind appends of a one-row parquet file each."""
+    """One process: ``count`` blind appends of a one-row parquet file each,
+    data and log through the core's storage (credentials from the environment)."""
     import time
     import uuid
 
@@ -41,12 +42,14 @@ def _append_worker(root: str, writer: int, count: int, start: mp.synchronize.Eve
     results = []
     for seq in range(count):
         name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
-        pq.write_table(pa.table({"writer": [writer], "seq": [seq]}, schema=SCHEMA), os.path.join(root, name))
-        size = os.path.getsize(os.path.join(root, name))
+        buf = pa.BufferOutputStream()
+        pq.write_table(pa.table({"writer": [writer], "seq": [seq]}, schema=SCHEMA), buf)
+        payload = buf.getvalue().to_pybytes()
+        table.storage.put(name, payload)
         add = AddFile(
             path=name,
             partition_values={},
-            size=size,
+            size=len(payload),
             modification_time=int(time.time() * 1000),
             data_change=True,
             stats=json.dumps(
@@ -65,20 +68,31 @@ def _append_worker(root: str, writer: int, count: int, start: mp.synchronize.Eve
     out.put((writer, results))
 
 
-def _commit_tokens(root: Path) -> dict[int, str]:
+def _commit_tokens(table: DeltaTable) -> dict[int, str]:
     """Version -> the operation token its commitInfo carries."""
     tokens = {}
-    for f in sorted((root / "_delta_log").glob("*.json")):
-        for line in f.read_text().splitlines():
+    for f in table.log_store.list_from(0):
+        if f.kind != "commit":
+            continue
+        for line in table.log_store.read(f.name).decode().splitlines():
             action = json.loads(line)
             if "commitInfo" in action:
-                tokens[int(f.name[:20])] = (action["commitInfo"].get("tags") or {}).get(TOKEN_TAG)
+                tokens[f.version] = (action["commitInfo"].get("tags") or {}).get(TOKEN_TAG)
     return tokens
 
 
-def test_blind_appends_from_many_processes_all_land_once(tmp_path: Path, new_table) -> None:
-    root = tmp_path / "table"
+@pytest.fixture
+def backend(storage_backend, monkeypatch):
+    """The backend, its credentials in the environment (which spawned writers inherit)."""
+    for key, value in storage_backend.env.items():
+        monkeypatch.setenv(key, value)
+    return storage_backend
+
+
+def test_blind_appends_from_many_processes_all_land_once(backend, new_table) -> None:
+    root = backend.uri("table")
     new_table(root, SCHEMA)
+    table = DeltaTable(root)
 
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
@@ -97,7 +111,7 @@ def test_blind_appends_from_many_processes_all_land_once(tmp_path: Path, new_tab
     total = PROCESSES * APPENDS_PER_PROCESS
     retried = sum(a - 1 for results in reports.values() for *_, a in results)
     print(f"{retried} lost races were retried")
-    log_versions = sorted(int(f.name[:20]) for f in (root / "_delta_log").glob("*.json"))
+    log_versions = [f.version for f in table.log_store.list_from(0) if f.kind == "commit"]
     assert log_versions == list(range(total + 1)), "versions must be contiguous"
 
     # Each process saw its commits in increasing versions, and no two commits
@@ -109,25 +123,26 @@ def test_blind_appends_from_many_processes_all_land_once(tmp_path: Path, new_tab
         assert versions == sorted(versions)
 
     # Every token is in the log exactly once, at the version its writer was told.
-    tokens = _commit_tokens(root)
+    tokens = _commit_tokens(table)
     assert Counter(tokens.values()) == Counter({None: 1} | {f"w{w}-{s}": 1 for w in range(PROCESSES) for s in range(APPENDS_PER_PROCESS)})
     for writer, results in reports.items():
         for seq, version, _, _ in results:
             assert tokens[version] == f"w{writer}-{seq}"
 
-    snap = DeltaTable(str(root)).snapshot()
+    snap = DeltaTable(root).snapshot()
     assert snap.version == total
     assert sorted(a.path for a in snap.files) == sorted(name for r in reports.values() for _, _, name, _ in r)
     assert snap.num_records == total
     # Checkpoints every 10 versions were written along the way, by whichever writer won.
-    assert (root / "_delta_log" / f"{(total // 10) * 10:020d}.checkpoint.parquet").is_file()
+    assert table.log_store.exists(f"{(total // 10) * 10:020d}.checkpoint.parquet")
 
     deltalake = pytest.importorskip("deltalake")
-    rs = deltalake.DeltaTable(str(root))
+    rs = deltalake.DeltaTable(root, storage_options=backend.storage_options or None)
     assert rs.version() == total
     assert len(rs.file_uris()) == total
     assert rs.to_pyarrow_table().num_rows == total
-    assert not [f for f in os.listdir(root / "_delta_log") if f.startswith(".") or f.endswith(".tmp")]
+    leftovers = [m.name for m in table.storage.list_dir("_delta_log") if m.name.startswith(".") or m.name.endswith(".tmp")]
+    assert leftovers == []
 
 
 @pytest.fixture

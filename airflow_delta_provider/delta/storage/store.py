@@ -339,13 +339,13 @@ class ObjectStorage(TableStorage):
         """The exception to raise for a failed request (FileNotFoundError passes)."""
         import obstore.exceptions as oe
 
-        if isinstance(exc, FileNotFoundError):
-            return exc
         where = self.location.child(path)
         text = _message(exc)
-        if _is_missing_bucket(text):
+        if _is_missing_bucket(str(exc)):
             kind = "container" if self.location.scheme == "az" else "bucket"
             return StorageNotFoundError(f"{action} {where}: the {kind} {self.location.bucket!r} does not exist")
+        if isinstance(exc, FileNotFoundError):
+            return exc
         if isinstance(exc, (oe.PermissionDeniedError, oe.UnauthenticatedError)) or _is_denied(text):
             return StorageError(f"{action} {where}: access denied; check the store's credentials ({text})")
         return StorageError(f"{action} {where} failed: {text}")
@@ -368,9 +368,8 @@ class ObjectStorage(TableStorage):
         import obstore as obs
 
         prefix, offset = _dir_prefix(folder, after)
-        out: list[ObjectMeta] = []
-        for batch in self._call("listing", folder, obs.list, prefix, offset=offset, chunk_size=1000):
-            out.extend(_direct_children(batch, prefix))
+        batches = self._call("listing", folder, _collect, obs.list, prefix, offset=offset)
+        out = [meta for batch in batches for meta in _direct_children(batch, prefix)]
         out.sort(key=lambda m: m.path)
         return out
 
@@ -399,7 +398,7 @@ class ObjectStorage(TableStorage):
         import obstore as obs
 
         prefix = f"{folder.strip('/')}/" if folder.strip("/") else None
-        files = [_meta(m) for batch in self._call("listing", folder, obs.list, prefix, chunk_size=1000) for m in batch]
+        files = [_meta(m) for batch in self._call("listing", folder, _collect, obs.list, prefix) for m in batch]
         # Object stores have no folders; name each one a key implies, so a
         # planner that walks folders sees the same shape as on a disk.
         base = folder.strip("/")
@@ -440,8 +439,6 @@ class ObjectStorage(TableStorage):
     def put(self, path: str, data: bytes) -> None:
         import obstore as obs
 
-        if not data:
-            data = b""
         self._call("writing", path, obs.put, path, data)
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
@@ -583,6 +580,11 @@ def _make_store(location: TableLocation, options: StoreOptions) -> Any:
         raise InvalidInputError(f"storage options for {location.uri}: {_message(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - e.g. no credentials found for the store
         raise StorageError(f"cannot open {location.uri}: {_message(exc)}") from None
+
+
+def _collect(store: Any, list_fn: Any, prefix: str | None, offset: str | None = None) -> list[list[dict[str, Any]]]:
+    """Every batch of a listing; a stream fails lazily, so it is drained here."""
+    return list(list_fn(store, prefix, offset=offset, chunk_size=1000))
 
 
 def _dir_prefix(folder: str, after: str | None) -> tuple[str, str | None]:
