@@ -5,7 +5,6 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-export DELTA_GOLDEN_DIR ?= $(abspath ../shared/delta-golden)
 
 .PHONY: test demo docs bench java clean
 

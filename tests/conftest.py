@@ -19,10 +19,12 @@ pytest_plugins = ["tests.airflow_env", "tests.storage_servers"]
 
 @pytest.fixture(scope="session")
 def golden_dir() -> Path:
-    """The delta-spark golden tables (``DELTA_GOLDEN_DIR``); skip where absent."""
-    path = Path(os.environ.get("DELTA_GOLDEN_DIR", ROOT.parent / "shared" / "delta-golden"))
+    """The delta-spark golden tables: ``DELTA_GOLDEN_DIR`` when set, else the
+    copy vendored in ``tests/golden`` (Apache-2.0, from delta-io/delta)."""
+    configured = os.environ.get("DELTA_GOLDEN_DIR")
+    path = Path(configured) if configured else ROOT / "tests" / "golden"
     if not path.is_dir():
-        pytest.skip(f"golden tables not found at {path} (set DELTA_GOLDEN_DIR)")
+        pytest.skip(f"golden tables not found at {path} (DELTA_GOLDEN_DIR)")
     return path
 
 
@@ -43,6 +45,14 @@ def spark():
     )
     yield session
     session.stop()
+    # py4j logs "Closing down clientserver connection" (INFO) from each
+    # connection's __del__, which runs at interpreter exit. By then pytest has
+    # closed the captured stream that Airflow's logging setup (imported by the
+    # Airflow tests) bound a root INFO handler to: "--- Logging error ---".
+    # Spark is done here, so py4j has nothing left worth an INFO line.
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")

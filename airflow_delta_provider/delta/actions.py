@@ -23,7 +23,9 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class DeletionVector:
-    """A deletion vector descriptor. Only read (to key files); never written."""
+    """A ``deletionVector`` descriptor (PROTOCOL.md "Deletion Vector Descriptor
+    Schema"): where the bitmap of a file's deleted rows lives and how many rows
+    it holds. :mod:`airflow_delta_provider.delta.deletion_vectors` reads it."""
 
     storage_type: str
     path_or_inline_dv: str
@@ -210,9 +212,21 @@ class AddFile:
 
     @property
     def num_records(self) -> int | None:
+        """Rows in the data file (``numRecords`` stats), deleted ones included."""
         s = self.parsed_stats()
         n = s.get("numRecords") if s else None
         return int(n) if n is not None else None
+
+    @property
+    def num_deleted_records(self) -> int:
+        """Rows the file's deletion vector hides (0 without one)."""
+        return self.deletion_vector.cardinality if self.deletion_vector else 0
+
+    @property
+    def num_live_records(self) -> int | None:
+        """Rows of the file the table holds: ``numRecords`` minus the DV's cardinality."""
+        n = self.num_records
+        return n - self.num_deleted_records if n is not None else None
 
     def remove(self, deletion_timestamp: int, data_change: bool = True) -> RemoveFile:
         """The tombstone delta-spark writes for this file (``removeWithTimestamp``)."""

@@ -3,9 +3,11 @@
 A checkpoint holds the reconciled state of one version: protocol, metadata,
 ``txn`` and domain metadata, the live files and the unexpired tombstones
 (PROTOCOL.md "Checkpoints"). It is written in delta-spark's style: every
-column nullable, file actions with ``dataChange=false``, ``add.deletionVector``
-null at the struct level, no ``commitInfo``. Only after the parquet file is in
-place is ``_last_checkpoint`` replaced, so a torn write is never advertised.
+column nullable, file actions with ``dataChange=false``, each file's
+``deletionVector`` struct as the log has it (null at the struct level for a
+file without one, never a struct of nulls), no ``commitInfo``. Only after
+the parquet file is in place is ``_last_checkpoint`` replaced, so a torn
+write is never advertised.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions import AddFile, DeletionVector
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.log_store import checkpoint_name, commit_name
 
@@ -166,7 +168,7 @@ def _add_array(snapshot: Snapshot) -> pa.Array:
         pa.array([f.modification_time for f in files], pa.int64()),
         pa.array([False] * len(files), pa.bool_()),
         pa.array([_map(f.tags) for f in files], _STR_MAP),
-        pa.nulls(len(files), _DV),
+        _dv_array([f.deletion_vector for f in files]),
         pa.array([f.base_row_id for f in files], pa.int64()),
         pa.array([f.default_row_commit_version for f in files], pa.int64()),
         pa.array([_stats_json(f) for f in files], pa.string()),
@@ -184,11 +186,18 @@ def _remove_array(snapshot: Snapshot) -> pa.Array:
         pa.array([r.extended_file_metadata for r in removes], pa.bool_()),
         pa.array([_map(r.partition_values) for r in removes], _STR_MAP),
         pa.array([r.size for r in removes], pa.int64()),
-        pa.nulls(len(removes), _DV),
+        _dv_array([r.deletion_vector for r in removes]),
         pa.array([r.base_row_id for r in removes], pa.int64()),
         pa.array([r.default_row_commit_version for r in removes], pa.int64()),
     ]
     return pa.StructArray.from_arrays(children, fields=list(t))
+
+
+def _dv_array(dvs: list[DeletionVector | None]) -> pa.Array:
+    """The ``deletionVector`` column: a struct per vector, null where a file has none."""
+    if all(dv is None for dv in dvs):
+        return pa.nulls(len(dvs), _DV)
+    return pa.array([dv.to_json() if dv is not None else None for dv in dvs], _DV)
 
 
 def _stats_json(f: AddFile) -> str | None:

@@ -1,8 +1,11 @@
 """``python -m airflow_delta_provider.delta``: look at a table without Spark.
 
 ``describe`` prints one JSON object about a snapshot; ``history`` prints the
-commitInfo of recent commits, newest first. Errors exit with code 2 and one
-line on stderr.
+commitInfo of recent commits, newest first. In ``describe``, the top-level
+``numRecords`` counts live rows (the files' ``numRecords`` stats minus the
+rows their deletion vectors hide); each file shows its own ``numRecords``
+stats and ``deletionVector`` (``storageType`` and ``cardinality``, or null).
+Errors exit with code 2 and one line on stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 from typing import Any, Sequence
 from urllib.parse import unquote
 
+from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import DeltaError
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
@@ -43,10 +47,16 @@ def describe(snapshot: Snapshot) -> dict[str, Any]:
             "partitionValues": dict(f.partition_values),
             "size": f.size,
             "numRecords": f.num_records,
+            "deletionVector": _dv_summary(f),
         }
         for f in sorted(snapshot.files, key=lambda f: f.path)
     ]
     return doc
+
+
+def _dv_summary(f: AddFile) -> dict[str, Any] | None:
+    dv = f.deletion_vector
+    return {"storageType": dv.storage_type, "cardinality": dv.cardinality} if dv is not None else None
 
 
 class _ArgumentError(Exception):

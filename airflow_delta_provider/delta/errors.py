@@ -38,6 +38,12 @@ class CorruptCheckpointError(CorruptLogError):
     to an older checkpoint or to the commits."""
 
 
+class CorruptDeletionVectorError(CorruptLogError):
+    """A deletion vector cannot be read: its file is missing, its checksum or
+    size does not match, or its bitmap is damaged. The message names the DV
+    file (or says it is inline) and the data file it belongs to."""
+
+
 class UnsupportedFeatureError(DeltaError):
     """The table needs a reader or writer feature this implementation refuses
     to honour only partly. The message names the feature or version."""

@@ -13,10 +13,18 @@ from airflow_delta_provider.delta.errors import UnsupportedFeatureError
 
 #: Reader features we implement fully. ``vacuumProtocolCheck`` asks nothing of
 #: a reader; it makes VACUUM run the writer check, which it always does.
-SUPPORTED_READER_FEATURES = frozenset({"vacuumProtocolCheck"})
+#: ``deletionVectors``: the core decodes every vector
+#: (:mod:`airflow_delta_provider.delta.deletion_vectors`).
+SUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "vacuumProtocolCheck"})
 
 #: Writer features we implement: those of writer version 2.
 SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "invariants"})
+
+#: Features we read but do not write yet, with the reason a write is refused.
+READ_ONLY_FEATURES = {
+    "deletionVectors": "deletionVectors (tables with deletion vectors are read-only until DELETE, UPDATE "
+    "and the other writers honour them)",
+}
 
 #: What legacy writer versions 3 to 6 switch on (PROTOCOL.md "Writer Version Requirements").
 _LEGACY_WRITER_FEATURES = {
@@ -65,7 +73,8 @@ def unsupported_writer_features(protocol: Protocol) -> list[str]:
     if wv in _LEGACY_WRITER_FEATURES:
         return [f"{name} (writer version {wv})" for name in _LEGACY_WRITER_FEATURES[wv]]
     if wv == 7:
-        return sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES)
+        missing = sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES)
+        return [READ_ONLY_FEATURES.get(name, name) for name in missing]
     return []
 
 

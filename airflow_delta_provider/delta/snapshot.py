@@ -30,6 +30,9 @@ from airflow_delta_provider.delta.log_store import LogStore, commit_name
 from airflow_delta_provider.delta.replay import LogReplay
 
 if TYPE_CHECKING:
+    from pyroaring import BitMap64
+
+    from airflow_delta_provider.delta.deletion_vectors import DeletionVectorReader
     from airflow_delta_provider.delta.skipping import Predicate
 
 class Snapshot:
@@ -134,10 +137,11 @@ class Snapshot:
 
     @cached_property
     def num_records(self) -> int | None:
-        """Rows in the table, when every live file has ``numRecords`` stats."""
+        """Live rows in the table (each file's ``numRecords`` minus the rows its
+        deletion vector hides), when every live file has ``numRecords`` stats."""
         total = 0
         for f in self.files:
-            n = f.num_records
+            n = f.num_live_records
             if n is None:
                 return None
             total += n
@@ -153,6 +157,23 @@ class Snapshot:
         if isinstance(predicate, str):
             predicate = Predicate.parse(predicate)
         return prune_files(self.files, predicate, self.schema, self.partition_columns)
+
+    @cached_property
+    def deletion_vector_reader(self) -> DeletionVectorReader:
+        """Reads the deletion vectors of this table, each DV file once."""
+        from airflow_delta_provider.delta.deletion_vectors import DeletionVectorReader
+
+        return DeletionVectorReader(self._store.storage)
+
+    def deleted_rows(self, add: AddFile) -> BitMap64 | None:
+        """The row indexes ``add``'s deletion vector hides; None without one.
+
+        Raises :class:`~airflow_delta_provider.delta.errors.CorruptDeletionVectorError`
+        naming the DV file when it is missing or damaged.
+        """
+        if add.deletion_vector is None:
+            return None
+        return self.deletion_vector_reader.read(add.deletion_vector, add.path)
 
     def file_path(self, add: AddFile | RemoveFile) -> str:
         """The filesystem path of a data file of this table."""

@@ -7,7 +7,9 @@ rules can be tested without Spark or real waiting. The rules are delta-spark's
 
 - a file is deleted when its mtime is older than ``now - retention``, it is not
   referenced by a live ``add`` and not by a tombstone deleted at or after
-  ``now - retention``;
+  ``now - retention``; the deletion vector files (``[<prefix>/]deletion_vector_<uuid>.bin``,
+  or an absolute ``p`` path under the root) of those actions are kept the
+  same way, and unreferenced ones go like any other file;
 - names starting with ``_`` or ``.`` are hidden and never touched (nor is
   anything below them), except ``_change_data``, ``_delta_index`` and
   partition folders ``<partition column>=...``
@@ -35,11 +37,8 @@ from typing import Iterable, Sequence
 from urllib.parse import unquote, urlparse
 
 from airflow_delta_provider.delta.actions import AddFile, RemoveFile
-from airflow_delta_provider.delta.errors import (
-    InvalidInputError,
-    RetentionTooShortError,
-    UnsupportedFeatureError,
-)
+from airflow_delta_provider.delta.deletion_vectors import dv_location
+from airflow_delta_provider.delta.errors import InvalidInputError, RetentionTooShortError
 from airflow_delta_provider.delta.storage import ObjectMeta, TableStorage, parse_location
 
 LOG_DIR = "_delta_log"
@@ -145,13 +144,17 @@ def relative_path(log_path: str, table_root: str) -> str | None:
     return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
 
 
-def _check_no_deletion_vector(action: AddFile | RemoveFile) -> None:
-    # Reader-1/writer-2 tables carry no deletion vectors, and the writer gate
-    # refuses tables that may. Refuse here too rather than delete a DV file.
-    if action.deletion_vector is not None:
-        raise UnsupportedFeatureError(
-            f"VACUUM of a table with deletion vectors is not supported (file {action.path})"
-        )
+def _referenced_paths(action: AddFile | RemoveFile, table_root: str) -> Iterable[str]:
+    """The relative paths of the data file and of the deletion vector file an
+    action refers to (those outside the root are never touched, so not listed)."""
+    rel = relative_path(action.path, table_root)
+    if rel is not None:
+        yield rel
+    location = dv_location(action.deletion_vector, table_root) if action.deletion_vector else None
+    if location is not None:  # None: no DV, or an inline one
+        rel = relative_path(location, table_root)
+        if rel is not None:
+            yield rel
 
 
 # --- planning -----------------------------------------------------------------
@@ -180,16 +183,10 @@ def plan_vacuum(
 
     valid: set[str] = set()
     for add in adds:
-        _check_no_deletion_vector(add)
-        rel = relative_path(add.path, table_root)
-        if rel is not None:
-            valid.add(rel)
+        valid.update(_referenced_paths(add, table_root))
     for tomb in tombstones:
-        _check_no_deletion_vector(tomb)
         if (tomb.deletion_timestamp or 0) >= delete_before:
-            rel = relative_path(tomb.path, table_root)
-            if rel is not None:
-                valid.add(rel)
+            valid.update(_referenced_paths(tomb, table_root))
     # A folder holding a kept file must stay.
     protected_dirs = {parent for rel in valid for parent in _parents(rel)}
 

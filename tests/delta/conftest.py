@@ -135,9 +135,22 @@ def _cast_column(arr: pa.ChunkedArray | pa.Array, target: pa.DataType) -> pa.Chu
         return arr
 
 
+def _drop_deleted_rows(snapshot: Any, add: AddFile, data: pa.Table) -> pa.Table:
+    """``data`` (one file's rows) without the rows its deletion vector hides."""
+    deleted = snapshot.deleted_rows(add)
+    if deleted is None:
+        return data
+    from airflow_delta_provider.delta.deletion_vectors import row_indexes
+
+    assert not deleted or deleted.max() < data.num_rows, f"{add.path}: DV row index past the file's end"
+    positions = pa.array(range(data.num_rows), pa.uint64())
+    return data.filter(pc.invert(pc.is_in(positions, value_set=row_indexes(deleted))))
+
+
 def read_snapshot(snapshot: Any) -> pa.Table:
-    """Every row of a snapshot: live files read with pyarrow, partition
-    columns filled from the log's typed partition values, missing columns null.
+    """Every row of a snapshot: live files read with pyarrow, the rows their
+    deletion vectors hide left out, partition columns filled from the log's
+    typed partition values, missing columns null.
 
     Columns come out in the table schema's order, typed as
     :func:`schema.to_arrow_schema` maps them.
@@ -154,7 +167,7 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     for add in snapshot.files:
         rel = storage.location.relative(snapshot.file_path(add))
         with storage.open_input_file(rel) as f:
-            data = pq.read_table(f)
+            data = _drop_deleted_rows(snapshot, add, pq.read_table(f))
         in_file = {n.lower(): n for n in data.column_names}
         typed = parse_partition_values(add.partition_values, schema, part_cols) if part_cols else {}
         typed_lower = {k.lower(): v for k, v in typed.items()}

@@ -68,7 +68,8 @@ def test_describe_latest(table, capsys):
     assert {f["path"]: (f["partitionValues"], f["numRecords"]) for f in doc["files"]} == {
         f.path: (f.partition_values, f.num_records) for f in snap.files
     }
-    assert all(set(f) == {"path", "partitionValues", "size", "numRecords"} for f in doc["files"])
+    assert all(set(f) == {"path", "partitionValues", "size", "numRecords", "deletionVector"} for f in doc["files"])
+    assert all(f["deletionVector"] is None for f in doc["files"])
 
 
 def test_describe_paths_are_uri_decoded(table, capsys):
@@ -104,7 +105,9 @@ def test_describe_omits_num_records_without_stats(tmp_path, new_table, capsys):
     new_table(tmp_path, SCHEMA, ["p"], {}, [AddFile("p=a/f.parquet", {"p": "a"}, 10, 1)])
     _, doc, _ = run(capsys, "describe", str(tmp_path))
     assert "numRecords" not in doc
-    assert doc["files"] == [{"path": "p=a/f.parquet", "partitionValues": {"p": "a"}, "size": 10, "numRecords": None}]
+    assert doc["files"] == [
+        {"path": "p=a/f.parquet", "partitionValues": {"p": "a"}, "size": 10, "numRecords": None, "deletionVector": None}
+    ]
 
 
 def test_describe_accepts_a_file_uri(table, capsys):
@@ -149,18 +152,39 @@ def test_errors_exit_2_with_one_stderr_line(table, tmp_path, capsys, argv, messa
     assert message in err
 
 
+def test_describe_counts_live_rows_of_a_deletion_vector_table(golden_dir, capsys):
+    """dv-partitioned-with-checkpoint: each file's DV is shown, and the
+    top-level numRecords is the stats' numRecords minus the DV cardinalities."""
+    path = golden_dir / "dv-partitioned-with-checkpoint"
+    snap = DeltaTable(path).snapshot()
+    code, doc, _ = run(capsys, "describe", str(path))
+    assert code == 0 and doc["version"] == snap.version
+    files = {f["path"]: f for f in doc["files"]}
+    with_dv = [f for f in doc["files"] if f["deletionVector"] is not None]
+    assert with_dv and all(set(f["deletionVector"]) == {"storageType", "cardinality"} for f in with_dv)
+    for add in snap.files:
+        shown = files[add.path]
+        assert shown["numRecords"] == add.num_records  # the file's own stats
+        dv = add.deletion_vector
+        assert shown["deletionVector"] == (
+            {"storageType": dv.storage_type, "cardinality": dv.cardinality} if dv else None
+        )
+    hidden = sum(f["deletionVector"]["cardinality"] for f in with_dv)
+    assert doc["numRecords"] == sum(f["numRecords"] for f in doc["files"]) - hidden == 35  # rows DuckDB reads
+
+
 def test_unsupported_feature_is_an_error_naming_it(tmp_path, capsys):
     log = tmp_path / "_delta_log"
     log.mkdir()
     (log / f"{0:020d}.json").write_text(
         json.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                                 "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}) + "\n"
+                                 "readerFeatures": ["v2Checkpoint"], "writerFeatures": ["v2Checkpoint"]}}) + "\n"
         + json.dumps({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
                                    "schemaString": '{"type":"struct","fields":[]}', "partitionColumns": [],
                                    "configuration": {}}}) + "\n"
     )
     code, _, err = run(capsys, "describe", str(tmp_path))
-    assert code == 2 and err.startswith("UnsupportedFeatureError: ") and "deletionVectors" in err
+    assert code == 2 and err.startswith("UnsupportedFeatureError: ") and "v2Checkpoint" in err
 
 
 def _subprocess(*argv: str) -> subprocess.CompletedProcess:

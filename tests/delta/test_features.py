@@ -25,8 +25,8 @@ def test_unknown_reader_version_is_refused_naming_it(version):
 
 
 def test_unknown_reader_feature_is_refused_naming_it():
-    p = Protocol(3, 7, ("deletionVectors", "vacuumProtocolCheck"), ("deletionVectors", "vacuumProtocolCheck"))
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors") as err:
+    p = Protocol(3, 7, ("someFutureFeature", "vacuumProtocolCheck"), ("someFutureFeature", "vacuumProtocolCheck"))
+    with pytest.raises(UnsupportedFeatureError, match="someFutureFeature") as err:
         check_readable(p)
     assert "vacuumProtocolCheck" not in str(err.value)
 
@@ -67,5 +67,5 @@ def test_writer_version_above_7_is_refused():
 
 
 def test_write_gate_runs_the_read_gate_too():
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
-        check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)))
+    with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
+        check_writable(Protocol(3, 7, ("someFutureFeature",), ("appendOnly",)))

@@ -61,7 +61,7 @@ def test_files_are_keyed_on_path_and_deletion_vector_id():
 
 
 def test_golden_log_replay_dv_key_cases(golden_dir):
-    """delta-spark's own DV key cases; replayed directly because the snapshot gate refuses DVs."""
+    """delta-spark's own DV key cases, replayed action by action (no snapshot)."""
     log = Path(golden_dir) / "log-replay-dv-key-cases" / "_delta_log"
     r = LogReplay(str(log.parent))
     for f in sorted(log.glob("*.json")):

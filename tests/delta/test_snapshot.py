@@ -275,7 +275,8 @@ def test_commits_after_a_checkpoint_override_its_rows(tmp_path):
 @pytest.mark.parametrize(
     ("proto", "feature"),
     [
-        (protocol(3, 7, readerFeatures=["deletionVectors"], writerFeatures=["deletionVectors"]), "deletionVectors"),
+        (protocol(3, 7, readerFeatures=["deletionVectors", "columnMapping"], writerFeatures=["deletionVectors"]),
+         "columnMapping"),
         (protocol(3, 7, readerFeatures=["timestampNtz", "v2Checkpoint"], writerFeatures=["timestampNtz", "v2Checkpoint"]), "timestampNtz"),
         (protocol(4, 7), "reader version 4"),
     ],

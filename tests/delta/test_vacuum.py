@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.actions import AddFile, DeletionVector, RemoveFile
-from airflow_delta_provider.delta.errors import RetentionTooShortError, UnsupportedFeatureError
+from airflow_delta_provider.delta.errors import RetentionTooShortError
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.vacuum import (
     STAGING_PREFIX,
@@ -203,10 +203,104 @@ def test_empty_folders_go_deepest_first_but_not_folders_of_kept_files():
     assert p.dirs == ["a/b", "a", "emptyold"]
 
 
-def test_deletion_vectors_are_refused():
-    dv = DeletionVector("u", "ab" * 10, 10, 1)
-    with pytest.raises(UnsupportedFeatureError):
-        plan([], adds=[AddFile("x.parquet", {}, 1, 1, deletion_vector=dv)])
+# --- deletion vector files -------------------------------------------------------
+
+#: A ``u`` descriptor's path: a random prefix ("ab") and a Z85 UUID (PROTOCOL.md example 1).
+DV_PREFIXED = DeletionVector("u", "ab^-aqEH.-t@S}K{vb[*k^", 40, 6, offset=4)
+DV_PREFIXED_FILE = "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"
+DV_ROOT = DeletionVector("u", "^jP?.<zvDfIGb{C.FPij", 38, 3, offset=1)
+DV_ROOT_FILE = "deletion_vector_d12e7d16-e46d-48c9-8a71-b222c26dfc3b.bin"
+
+
+def dv_add(path: str, dv: DeletionVector) -> AddFile:
+    return AddFile(path=path, partition_values={}, size=1, modification_time=OLD, deletion_vector=dv)
+
+
+def test_dv_files_of_live_adds_are_kept_and_unreferenced_old_ones_go():
+    listing = [
+        f("a.parquet"),
+        f(DV_ROOT_FILE),
+        d("ab"),
+        f(DV_PREFIXED_FILE),
+        f("deletion_vector_00000000-0000-0000-0000-000000000000.bin"),  # old, referenced by nothing
+        f("deletion_vector_11111111-1111-1111-1111-111111111111.bin", YOUNG),  # young: a write in progress
+        d("cd"),
+        f("cd/deletion_vector_22222222-2222-2222-2222-222222222222.bin"),  # a prefix folder nothing needs
+    ]
+    p = plan(listing, adds=[dv_add("a.parquet", DV_ROOT), dv_add("b.parquet", DV_PREFIXED)])
+    assert [e.path for e in p.files] == [
+        "cd/deletion_vector_22222222-2222-2222-2222-222222222222.bin",
+        "deletion_vector_00000000-0000-0000-0000-000000000000.bin",
+    ]
+    assert p.dirs == ["cd"]  # "ab" holds a live vector
+
+
+def test_dv_files_of_retained_tombstones_are_kept_and_of_expired_ones_go():
+    kept = tomb("a.parquet", YOUNG)
+    kept.deletion_vector = DV_ROOT
+    expired = tomb("b.parquet", OLD)
+    expired.deletion_vector = DV_PREFIXED
+    listing = [f(DV_ROOT_FILE), d("ab"), f(DV_PREFIXED_FILE)]
+    p = plan(listing, tombstones=[kept, expired])
+    assert [e.path for e in p.files] == [DV_PREFIXED_FILE]
+    assert p.dirs == ["ab"]
+
+
+def test_absolute_path_dv_under_the_root_is_kept_and_inline_dvs_name_no_file():
+    absolute = DeletionVector("p", "file:/t/sub/deletion_vector_x.bin", 34, 1, offset=1)
+    inline = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 6)
+    outside = DeletionVector("p", "s3://elsewhere/deletion_vector_y.bin", 34, 1, offset=1)
+    listing = [d("sub"), f("sub/deletion_vector_x.bin"), f("deletion_vector_z.bin")]
+    p = plan(listing, adds=[dv_add("a.parquet", absolute), dv_add("b.parquet", inline), dv_add("c.parquet", outside)])
+    assert [e.path for e in p.files] == ["deletion_vector_z.bin"]
+    assert p.dirs == []
+
+
+def test_dv_paths_on_an_object_store_root():
+    listing = [f(DV_ROOT_FILE), d("ab"), f(DV_PREFIXED_FILE), f("deletion_vector_old.bin")]
+    p = plan(listing, adds=[dv_add("a.parquet", DV_ROOT), dv_add("b.parquet", DV_PREFIXED)], root="s3://bkt/t")
+    assert [e.path for e in p.files] == ["deletion_vector_old.bin"]
+
+
+def test_vacuum_of_a_golden_dv_table_keeps_every_live_row(tmp_path, golden_dir, snapshot_rows, duckdb_delta):
+    """dv-partitioned-with-checkpoint with every file aged past the retention:
+    the vectors of the live files stay (rows unchanged, as DuckDB reads them),
+    those only expired tombstones named go."""
+    import shutil
+
+    from airflow_delta_provider.delta.deletion_vectors import relative_dv_path
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    root = tmp_path / "t"
+    shutil.copytree(golden_dir / "dv-partitioned-with-checkpoint", root)
+    for path in root.rglob("*"):
+        os.utime(path, ((OLD - WEEK) / 1000, (OLD - WEEK) / 1000))
+    table = DeltaTable(root)
+    snap = table.snapshot()
+    before = snapshot_rows(snap)
+    storage = open_storage(str(root))
+    p = plan_vacuum(
+        table_root=snap.table_root,
+        listing=list_table(storage, snap.partition_columns),
+        adds=snap.files,
+        tombstones=snap.all_tombstones,
+        partition_columns=snap.partition_columns,
+        now_ms=NOW,
+        retention_ms=WEEK,
+    )
+    live_dvs = {relative_dv_path(a.deletion_vector) for a in snap.files if a.deletion_vector}
+    on_disk_dvs = {p.name for p in root.glob("deletion_vector_*.bin")}
+    planned = {e.path for e in p.files}
+    assert live_dvs and not planned & live_dvs
+    assert planned & on_disk_dvs == on_disk_dvs - live_dvs != set()  # the golden tombstones expired long ago
+    storage.delete_many(sorted(planned))
+
+    after = DeltaTable(root).snapshot()
+    got = snapshot_rows(after)
+    assert got.num_rows == before.num_rows == after.num_records
+    expected = duckdb_delta.execute(f"SELECT * FROM delta_scan('{root}')").fetch_arrow_table()
+    assert got.num_rows == expected.num_rows
+    assert sorted(got.column("col1").to_pylist()) == sorted(expected.column("col1").to_pylist())
 
 
 def test_list_table_does_not_descend_into_hidden_folders(tmp_path):
