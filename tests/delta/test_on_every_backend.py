@@ -56,8 +56,9 @@ def test_snapshots_and_time_travel_match_deltalake(backend, new_table, data_file
     new_table(uri, SCHEMA, ["p"], adds=[rows(data_file, uri, [1, 2])])
     table = DeltaTable(uri)
     append(table, rows(data_file, uri, [3], "b"))
-    time.sleep(1.1)  # object stores stamp files to the second
-    between = int(time.time() * 1000) - 500
+    time.sleep(1.1)  # object stores stamp files to the second: whole seconds on both sides
+    between = int(time.time() * 1000)
+    time.sleep(1.1)
     append(table, rows(data_file, uri, [4, 5], "b"))
 
     assert table.latest_version() == 2
