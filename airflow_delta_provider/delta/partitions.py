@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping
 from urllib.parse import unquote, urlsplit
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.storage.location import SCHEMES, parse_location
 
 #: Hive's directory name for a null (or empty string) partition value.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -135,7 +136,7 @@ def to_absolute(table_root: str, add_path: str) -> str:
 
     ``add.path`` may be relative to the table root (the normal case), an
     absolute ``file:`` URI (``file:/x``, ``file:///x``), another URI
-    (``s3://b/x``, returned with its path decoded), or an absolute path
+    (``s3a://b/x``, returned canonical and decoded: ``s3://b/x``), or an absolute path
     (delta-spark canonicalizes these; golden ``canonicalized-paths-*``). A
     ``table_root`` given as a ``file:`` URI is treated as its local path.
     """
@@ -143,6 +144,8 @@ def to_absolute(table_root: str, add_path: str) -> str:
     if len(split.scheme) > 1:  # one letter would be a Windows drive
         if split.scheme == "file":
             return posixpath.normpath(decode_path(split.path))
+        if split.scheme.lower() in SCHEMES:  # the canonical spelling: s3a:// is s3://
+            return parse_location(add_path).uri
         return f"{split.scheme}://{split.netloc}{decode_path(split.path)}"
     if add_path.startswith("/"):
         return posixpath.normpath(decode_path(add_path))

@@ -143,7 +143,7 @@ def test_uuid_path_without_prefix_and_other_storage_types():
     assert relative_dv_path(DeletionVector("u", z85_encode(file_id.bytes), 1, 1)) == f"deletion_vector_{file_id}.bin"
     assert dv_location(DeletionVector("i", "00000", 1, 1), "/t") is None
     assert dv_location(DeletionVector("p", "file:/x/a%20b.bin", 1, 1), "/t") == "/x/a b.bin"
-    assert dv_location(DeletionVector("p", "s3a://bkt/t/d.bin", 1, 1), "s3://bkt/t") == "s3a://bkt/t/d.bin"
+    assert dv_location(DeletionVector("p", "s3a://bkt/t/d.bin", 1, 1), "s3://bkt/t") == "s3://bkt/t/d.bin"
 
 
 @pytest.mark.parametrize("encoded", ["short", "ab" + "~" * 20])

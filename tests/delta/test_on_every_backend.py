@@ -207,3 +207,29 @@ def test_vacuum_plan_from_a_listing_by_prefix(backend, new_table, data_file):
     assert storage.delete_many(planned) == 2
     assert not storage.exists(orphan.path) and storage.exists(keep.path)
     assert {e.path for e in list_table(storage, ["p"]) if not e.is_dir} == {keep.path}
+
+
+def test_absolute_paths_from_other_writers_are_resolved(backend, new_table, data_file, snapshot_rows):
+    """An ``add`` may name its file by an absolute URI, in Spark's spelling
+    (``s3a://``, ``file:``); it is the same file as its relative name."""
+    from dataclasses import replace
+
+    from airflow_delta_provider.delta.storage import parse_location
+
+    uri = backend.uri("t")
+    relative = rows(data_file, uri, [1])
+    location = parse_location(uri)
+    absolute_uri = location.spark_uri() if backend.name == "s3" else (
+        "file:" + location.path if location.is_local else location.uri
+    )
+    absolute = replace(relative, path=f"{absolute_uri}/{relative.path}")
+    new_table(uri, SCHEMA, ["p"], adds=[absolute])
+    table = DeltaTable(uri)
+    snap = table.snapshot()
+    assert ids_of(snapshot_rows(snap)) == [1]
+    assert snap.file_path(snap.files[0]) == location.child(relative.path)
+    # A remove by the relative name cancels the absolute add.
+    txn = table.transaction("DELETE", parameters={}, snapshot=snap)
+    txn.add(relative.remove(int(time.time() * 1000)))
+    txn.commit(metrics={}, token=None)
+    assert table.snapshot().num_files == 0
