@@ -6,7 +6,8 @@ so "is there anything after version ``v``?" is one existence check of
 ``v+1``'s commit, and "which is the latest?" is one listing that starts after
 ``v`` (or after the version ``_last_checkpoint`` names). No question lists
 the whole log, so a poll costs the same on a log of 100 versions and of
-10,000. Sensors and triggers poll through this module.
+10,000. Where a store cannot list from a name (Azure), the latest version is
+found by existence checks at doubling steps instead. Sensors and triggers poll through this module.
 
 Each question is written once, as a generator that yields the requests it
 needs (:class:`_Head`, :class:`_List`, :class:`_Read`) and receives their
@@ -74,6 +75,7 @@ class VersionProbe:
     def __init__(self, table_path: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.table_path = table_path
         self.store = LogStore(open_storage(table_path, storage_options))
+        self._offset_listing = self.store.storage.lists_from_offset
 
     # --- the questions --------------------------------------------------------
 
@@ -158,17 +160,42 @@ class VersionProbe:
     def _latest(self) -> Question[int | None]:
         hint = yield from self._checkpoint_hint()
         if hint >= 0:
-            versions = yield _List(hint)
-            if versions:
-                return max(versions)
+            if not self._offset_listing:
+                if (yield from self._has(hint)):
+                    return (yield from self._gallop(hint))
+            else:
+                versions = yield _List(hint)
+                if versions:
+                    return max(versions)
         versions = yield _List(0)
         return max(versions) if versions else None
 
     def _newer_than(self, version: int) -> Question[int | None]:
         if not (yield from self._has(version + 1)):
             return None
+        if not self._offset_listing:
+            return (yield from self._gallop(version + 1))
         versions = yield _List(version + 1)
         return max(versions) if versions else None
+
+    @staticmethod
+    def _gallop(low: int) -> Question[int]:
+        """The latest version, given that ``low`` exists: existence checks at
+        doubling steps, then a bisection of the gap. ``2*log2(k)`` requests for
+        ``k`` new versions, whatever the log's length (for stores that cannot
+        list from a name)."""
+        step = 1
+        while (yield _Head(low + step)):
+            low += step
+            step *= 2
+        high = low + step
+        while high - low > 1:
+            mid = (low + high) // 2
+            if (yield _Head(mid)):
+                low = mid
+            else:
+                high = mid
+        return low
 
     def _table_exists(self, known_version: int) -> Question[bool]:
         if (yield from self._has(known_version)):

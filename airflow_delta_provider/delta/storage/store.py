@@ -80,6 +80,13 @@ class TableStorage(ABC):
     def is_local(self) -> bool:
         return self.location.is_local
 
+    @property
+    def lists_from_offset(self) -> bool:
+        """Whether a listing can start after a name on the server (S3
+        ``start-after``, GCS ``startOffset``; a local folder is cheap to scan).
+        Azure lists every blob from the start."""
+        return self.location.scheme != "az"
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
 
@@ -369,7 +376,7 @@ class ObjectStorage(TableStorage):
 
         prefix, offset = _dir_prefix(folder, after)
         batches = self._call("listing", folder, _collect, obs.list, prefix, offset=offset)
-        out = [meta for batch in batches for meta in _direct_children(batch, prefix)]
+        out = [meta for batch in batches for meta in _direct_children(batch, prefix, offset)]
         out.sort(key=lambda m: m.path)
         return out
 
@@ -380,7 +387,7 @@ class ObjectStorage(TableStorage):
         out: list[ObjectMeta] = []
         try:
             async for batch in obs.list(self._store, prefix, offset=offset, chunk_size=1000):
-                out.extend(_direct_children(batch, prefix))
+                out.extend(_direct_children(batch, prefix, offset))
         except Exception as exc:  # noqa: BLE001 - translated
             raise self._error("listing", folder, exc) from None
         out.sort(key=lambda m: m.path)
@@ -592,11 +599,13 @@ def _dir_prefix(folder: str, after: str | None) -> tuple[str, str | None]:
     return prefix, (prefix + after if after is not None else None)
 
 
-def _direct_children(batch: list[dict[str, Any]], prefix: str) -> list[ObjectMeta]:
+def _direct_children(batch: list[dict[str, Any]], prefix: str, offset: str | None) -> list[ObjectMeta]:
     out = []
     for m in batch:
         if "/" in m["path"][len(prefix) :]:
             continue  # below a sub-folder (e.g. _delta_log/_sidecars/)
+        if offset is not None and m["path"] <= offset:
+            continue  # stores without a server-side offset (Azure) list from the start
         out.append(_meta(m))
     return out
 
