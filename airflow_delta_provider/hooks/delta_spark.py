@@ -26,6 +26,7 @@ import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -132,6 +133,12 @@ class DeltaSparkHook(SparkSubmitHook):
     ``spark_default``); type ``delta_spark`` is read the same way.
 
     :param conn_id: The Spark connection.
+    :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
+        ``google_cloud_platform`` connection holding the table store's
+        credentials (see :mod:`~airflow_delta_provider.hooks.storage_connection`).
+        They reach the Spark application through the spark-submit process's
+        environment only, never its command line; the driver copies them to
+        remote executors. None: each cloud's own chain, on both sides.
     :param package_cache_dir: Where the ``--py-files`` zip is cached
         (default ``~/.cache/airflow-delta-provider``).
     """
@@ -146,11 +153,13 @@ class DeltaSparkHook(SparkSubmitHook):
         conn_id: str = default_conn_name,
         *,
         name: str | None = None,
+        storage_conn_id: str | None = None,
         package_cache_dir: str | os.PathLike[str] | None = None,
         **spark_submit_kwargs: Any,
     ) -> None:
         if "application_args" in spark_submit_kwargs:
             raise TypeError("DeltaSparkHook builds application_args itself; pass them to run()")
+        self.storage_conn_id = storage_conn_id
         self._explicit_name = name
         self._package_cache_dir = package_cache_dir
         self._output = _SparkOutput()
@@ -163,6 +172,18 @@ class DeltaSparkHook(SparkSubmitHook):
         if conn.conn_type == cls.conn_type:
             conn.conn_type = "spark"
         return conn
+
+    @cached_property
+    def storage_options(self) -> dict[str, str]:
+        """The store settings of ``storage_conn_id`` (empty without one)."""
+        from airflow_delta_provider.hooks.storage_connection import storage_settings
+
+        return storage_settings(self.storage_conn_id)
+
+    def _delta_table(self, table: str) -> Any:
+        from airflow_delta_provider.delta.table import DeltaTable
+
+        return DeltaTable(table, self.storage_options or None)
 
     # --- The public entry point --------------------------------------------
 
@@ -225,6 +246,22 @@ class DeltaSparkHook(SparkSubmitHook):
             self._name = f"delta-{operation}: {table}"
         self._conf = {**self._python_conf(), **self._conf}
         self._output = _SparkOutput()
+        if self.storage_options and (self._connection["deploy_mode"] or "client") == "cluster":
+            raise AirflowFailException(
+                f"storage_conn_id {self.storage_conn_id!r} cannot be used in cluster deploy mode: the driver "
+                "runs remotely, and its credentials could only travel on the spark-submit command line. Give "
+                "the cluster its own credentials (instance profile, workload identity, Hadoop settings) and "
+                "drop storage_conn_id"
+            )
+
+    def _build_spark_submit_command(self, application: str) -> list[str]:
+        command = super()._build_spark_submit_command(application)
+        # Credentials go into the spark-submit process's environment: never
+        # on its command line (SparkSubmitHook's env_vars become --conf on
+        # YARN and Kubernetes), never in a log line.
+        if self.storage_options:
+            self._env = {**(self._env or {}), **self.storage_options}
+        return command
 
     def _python_conf(self) -> dict[str, str]:
         """Point the local Python processes at this interpreter unless told otherwise.
@@ -315,21 +352,15 @@ class DeltaSparkHook(SparkSubmitHook):
 
     # --- Reading the result from the log ---------------------------------------
 
-    @staticmethod
-    def _latest_version(table: str) -> int:
-        from airflow_delta_provider.delta.table import DeltaTable
-
-        delta_table = DeltaTable(table)
+    def _latest_version(self, table: str) -> int:
+        delta_table = self._delta_table(table)
         return delta_table.latest_version() if delta_table.exists() else -1
 
-    @staticmethod
     def _last_commit_with_token(
-        table: str, token: str, since_version: int = 0, not_before: datetime | None = None
+        self, table: str, token: str, since_version: int = 0, not_before: datetime | None = None
     ) -> tuple[int, CommitInfo] | None:
         """The newest commit carrying ``token``, or None."""
-        from airflow_delta_provider.delta.table import DeltaTable
-
-        delta_table = DeltaTable(table)
+        delta_table = self._delta_table(table)
         if not delta_table.exists():
             return None
         not_before_ms = None
@@ -371,9 +402,6 @@ class DeltaSparkHook(SparkSubmitHook):
             metrics=_metrics(printed.get("metrics")),
         )
 
-    @staticmethod
-    def _last_checkpoint_version(table: str) -> int | None:
-        from airflow_delta_provider.delta.table import DeltaTable
-
-        last = DeltaTable(table).log_store.read_last_checkpoint()
+    def _last_checkpoint_version(self, table: str) -> int | None:
+        last = self._delta_table(table).log_store.read_last_checkpoint()
         return None if last is None else last.get("version")

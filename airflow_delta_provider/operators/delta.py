@@ -24,14 +24,24 @@ if TYPE_CHECKING:
 
 #: XCom key under which each operator pushes the committed version.
 VERSION_XCOM_KEY = "version"
+#: Values of ``io`` (the Spark CLI's ``--io``).
+IO_MODES = ("auto", "hadoop", "arrow")
 
 
 class DeltaSparkOperator(BaseOperator):
     """Base of the Delta operators: one operation, one spark-submit, one commit.
 
-    :param table_path: The table's path or ``file://`` URI, as the Spark
-        driver sees it. (templated)
+    :param table_path: The table's location, as the Spark driver sees it: a
+        path, or a ``file://``, ``s3://`` (``s3a://``), ``abfss://`` (``az://``)
+        or ``gs://`` URI. (templated)
     :param conn_id: The Spark connection (default ``spark_default``).
+    :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
+        ``google_cloud_platform`` connection with the store's credentials;
+        None uses each cloud's own chain. Secrets travel by environment only.
+    :param io: How Spark reads and writes data files: ``hadoop`` (Spark's own
+        filesystem and the cluster's connector), ``arrow`` (pyarrow on the
+        executors, no connector jar needed) or ``auto`` (``hadoop`` when
+        Spark has a filesystem for the scheme).
     :param conf: Spark configuration properties. (templated)
     :param env_vars: Environment variables for spark-submit. (templated)
     :param executor_cores: Cores per executor.
@@ -58,6 +68,8 @@ class DeltaSparkOperator(BaseOperator):
         *,
         table_path: str,
         conn_id: str = DeltaSparkHook.default_conn_name,
+        storage_conn_id: str | None = None,
+        io: str = "auto",
         conf: dict[str, Any] | None = None,
         env_vars: dict[str, Any] | None = None,
         executor_cores: int | None = None,
@@ -72,8 +84,12 @@ class DeltaSparkOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if io not in IO_MODES:
+            raise ValueError(f"io must be one of {IO_MODES}, not {io!r}")
         self.table_path = table_path
         self.conn_id = conn_id
+        self.storage_conn_id = storage_conn_id
+        self.io = io
         self.conf = conf
         self.env_vars = env_vars
         self.executor_cores = executor_cores
@@ -95,6 +111,7 @@ class DeltaSparkOperator(BaseOperator):
         """The hook, built once per try from the rendered arguments."""
         return DeltaSparkHook(
             conn_id=self.conn_id,
+            storage_conn_id=self.storage_conn_id,
             conf=dict(self.conf or {}),
             env_vars=self.env_vars,
             executor_cores=self.executor_cores,
@@ -115,7 +132,7 @@ class DeltaSparkOperator(BaseOperator):
         result = self.hook.run(
             self.operation,
             self.table_path,
-            self.cli_arguments(),
+            [*self.cli_arguments(), "--io", self.io],
             token=token,
             not_before=getattr(dag_run, "start_date", None),
         )

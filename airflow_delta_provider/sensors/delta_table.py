@@ -48,13 +48,17 @@ class DeltaTableVersionSensor(BaseSensorOperator):
     that version's ``commitInfo``. The same dict is set as the ``extra`` of the
     task's outlet asset events, when it has outlets.
 
-    :param table_path: The table root: a local path or a ``file://`` URI. Templated.
+    :param table_path: The table root: a path or a ``file://``, ``s3://``,
+        ``abfss://``/``az://`` or ``gs://`` URI. Templated.
     :param after_version: Wait for a version greater than this one. Templated,
         so it can come from an XCom, e.g. ``"{{ ti.xcom_pull('update')['version'] }}"``.
         -1 waits for any version, that is for the table to exist. When absent,
         the baseline is the latest version at the first poke.
     :param wait_for_creation: Keep waiting while the table does not exist,
         instead of failing at once with ``TableNotFoundError``.
+    :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
+        ``google_cloud_platform`` connection with the store's credentials;
+        None uses each cloud's own chain. A deferred trigger carries the id only.
     :param deferrable: Wait in the triggerer with
         :class:`~airflow_delta_provider.triggers.delta_table.DeltaTableVersionTrigger`,
         freeing the worker slot. Defaults to ``[operators] default_deferrable``.
@@ -69,11 +73,13 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         table_path: str,
         after_version: int | str | None = None,
         wait_for_creation: bool = False,
+        storage_conn_id: str | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.table_path = table_path
+        self.storage_conn_id = storage_conn_id
         self.after_version = after_version
         self.wait_for_creation = wait_for_creation
         self.deferrable = deferrable
@@ -83,7 +89,9 @@ class DeltaTableVersionSensor(BaseSensorOperator):
     # --- poke ----------------------------------------------------------------
 
     def poke(self, context: Context) -> PokeReturnValue:
-        probe = open_probe(self.table_path)
+        from airflow_delta_provider.hooks.storage_connection import storage_settings
+
+        probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
         if self._baseline is None:
             self._baseline, is_latest = self._initial_baseline(probe, context)
             if is_latest:
@@ -164,6 +172,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
                 after_version=self._baseline,
                 poll_interval=self.poke_interval,
                 wait_for_creation=self.wait_for_creation,
+                storage_conn_id=self.storage_conn_id,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),

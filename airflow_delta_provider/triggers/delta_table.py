@@ -9,8 +9,11 @@ Two triggers, one probe:
   new table version, in order, and keeps its watermark in the asset state store.
 
 Both read ``_delta_log`` through the core's
-:class:`~airflow_delta_provider.delta.version_probe.VersionProbe`, which never
-lists the log: a steady poll costs one existence check.
+:class:`~airflow_delta_provider.delta.version_probe.VersionProbe`, with its
+async methods (obstore's async API), so the triggerer's event loop never
+waits on storage; a steady poll costs one existence check. A
+``storage_conn_id`` is resolved in the triggerer when the trigger runs: the
+serialized trigger holds the connection's id, never a secret.
 
 The core (and with it pyarrow) is imported when a probe is built, never when
 this module is imported: DAG files that use these triggers must parse fast.
@@ -31,11 +34,19 @@ if TYPE_CHECKING:
 WATERMARK_KEY = "last_seen_version"
 
 
-def open_probe(table_path: str) -> VersionProbe:
-    """A :class:`VersionProbe` on ``table_path``; imports the core (and pyarrow) only now."""
+def open_probe(table_path: str, storage_options: dict[str, str] | None = None) -> VersionProbe:
+    """A :class:`VersionProbe` on ``table_path``; imports the core only now."""
     from airflow_delta_provider.delta.version_probe import VersionProbe
 
-    return VersionProbe(table_path)
+    return VersionProbe(table_path, storage_options or None)
+
+
+async def open_probe_async(table_path: str, storage_conn_id: str | None) -> VersionProbe:
+    """:func:`open_probe` for a trigger: the connection is read without blocking."""
+    from airflow_delta_provider.hooks.storage_connection import storage_settings_async
+
+    settings = await storage_settings_async(storage_conn_id)
+    return await asyncio.to_thread(open_probe, table_path, settings)  # first import of the core
 
 
 def missing_table_message(table_path: str) -> str:
@@ -67,6 +78,23 @@ def poll_once(
     return None, table_seen
 
 
+async def poll_once_async(
+    probe: VersionProbe, after_version: int, *, table_seen: bool, wait_for_creation: bool
+) -> tuple[VersionInfo | None, bool]:
+    """:func:`poll_once` through the probe's async methods."""
+    from airflow_delta_provider.delta.errors import TableNotFoundError
+
+    found = await probe.newer_than_async(after_version)
+    if found is not None:
+        return await probe.info_async(found), True
+    if not table_seen:
+        if await probe.table_exists_async(after_version):
+            table_seen = True
+        elif not wait_for_creation:
+            raise TableNotFoundError(missing_table_message(probe.table_path))
+    return None, table_seen
+
+
 class DeltaTableVersionTrigger(BaseTrigger):
     """Fire once when a version newer than ``after_version`` exists.
 
@@ -75,10 +103,12 @@ class DeltaTableVersionTrigger(BaseTrigger):
     at that moment; or ``{"status": "error", "error_type", "message", "table"}``
     when the table is missing (and ``wait_for_creation`` is off) or unreadable.
 
-    :param table_path: The table root: a local path or a ``file://`` URI.
+    :param table_path: The table root: a path or a ``file://``, ``s3://``,
+        ``abfss://``/``az://`` or ``gs://`` URI.
     :param after_version: The baseline; -1 means any version at all.
     :param poll_interval: Seconds between two probes.
     :param wait_for_creation: Keep waiting while the table does not exist.
+    :param storage_conn_id: The store's connection (None: the cloud's own chain).
     """
 
     def __init__(
@@ -87,12 +117,14 @@ class DeltaTableVersionTrigger(BaseTrigger):
         after_version: int,
         poll_interval: float = 60.0,
         wait_for_creation: bool = False,
+        storage_conn_id: str | None = None,
     ) -> None:
         super().__init__()
         self.table_path = table_path
         self.after_version = after_version
         self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
+        self.storage_conn_id = storage_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -102,6 +134,7 @@ class DeltaTableVersionTrigger(BaseTrigger):
                 "after_version": self.after_version,
                 "poll_interval": self.poll_interval,
                 "wait_for_creation": self.wait_for_creation,
+                "storage_conn_id": self.storage_conn_id,
             },
         )
 
@@ -109,11 +142,10 @@ class DeltaTableVersionTrigger(BaseTrigger):
         from airflow_delta_provider.delta.errors import DeltaError
 
         try:
-            probe = await asyncio.to_thread(open_probe, self.table_path)
+            probe = await open_probe_async(self.table_path, self.storage_conn_id)
             table_seen = False
             while True:
-                info, table_seen = await asyncio.to_thread(
-                    poll_once,
+                info, table_seen = await poll_once_async(
                     probe,
                     self.after_version,
                     table_seen=table_seen,
@@ -163,18 +195,25 @@ class DeltaTableEventTrigger(BaseEventTrigger):
     cleanup (the watcher was off for longer than the log retention), the
     trigger logs the gap and resumes at the oldest commit still in the log.
 
-    :param table_path: The table root: a local path or a ``file://`` URI.
+    :param table_path: The table root: a path or a ``file://``, ``s3://``,
+        ``abfss://``/``az://`` or ``gs://`` URI.
     :param poll_interval: Seconds between two probes when nothing is new.
     :param after_version: Baseline used only when no watermark is stored yet.
+    :param storage_conn_id: The store's connection (None: the cloud's own chain).
     """
 
     def __init__(
-        self, table_path: str, poll_interval: float = 60.0, after_version: int | None = None
+        self,
+        table_path: str,
+        poll_interval: float = 60.0,
+        after_version: int | None = None,
+        storage_conn_id: str | None = None,
     ) -> None:
         super().__init__()
         self.table_path = table_path
         self.poll_interval = poll_interval
         self.after_version = after_version
+        self.storage_conn_id = storage_conn_id
         self._memory_watermark: int | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -184,18 +223,21 @@ class DeltaTableEventTrigger(BaseEventTrigger):
                 "table_path": self.table_path,
                 "poll_interval": self.poll_interval,
                 "after_version": self.after_version,
+                "storage_conn_id": self.storage_conn_id,
             },
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        probe = await asyncio.to_thread(open_probe, self.table_path)
+        from airflow_delta_provider.delta.errors import StorageError
+
+        probe = await open_probe_async(self.table_path, self.storage_conn_id)
         last = await self._start_watermark(probe)
         while True:
             version = last + 1
             try:
-                found = await asyncio.to_thread(probe.has, version)
-                info = await asyncio.to_thread(probe.info, version) if found else None
-            except OSError as exc:  # storage hiccup: a watcher keeps watching
+                found = await probe.has_async(version)
+                info = await probe.info_async(version) if found else None
+            except (OSError, StorageError) as exc:  # storage hiccup: a watcher keeps watching
                 self.log.warning("Cannot read the log of %s: %s", self.table_path, exc)
                 info = None
             if info is None:
@@ -211,16 +253,16 @@ class DeltaTableEventTrigger(BaseEventTrigger):
             if self.after_version is not None:
                 start = self.after_version
             else:
-                latest = await asyncio.to_thread(probe.latest)
+                latest = await probe.latest_async()
                 start = -1 if latest is None else latest
             await self._save_watermark(start)
             self.log.info("Watching %s for versions after %s", self.table_path, start)
             return start
         last = int(stored)
-        if not await asyncio.to_thread(probe.has, last + 1):
-            hint = await asyncio.to_thread(probe.checkpoint_hint)
+        if not await probe.has_async(last + 1):
+            hint = await probe.checkpoint_hint_async()
             if hint > last + 1:
-                first = await asyncio.to_thread(probe.first_present, last + 1, hint)
+                first = await probe.first_present_async(last + 1, hint)
                 self.log.warning(
                     "Versions %s to %s of %s were removed by log cleanup before they were seen; "
                     "resuming at version %s",

@@ -248,3 +248,40 @@ def test_on_kill_stops_the_running_spark_submit():
     finally:
         if process.poll() is None:
             process.kill()
+
+
+# --- store credentials (storage_conn_id) ---------------------------------------------
+
+
+@pytest.mark.parametrize("master", ["local[2]", "yarn"])
+def test_store_credentials_travel_in_the_environment_only(cache_dir: Path, monkeypatch, master: str) -> None:
+    """On every master, YARN included (where SparkSubmitHook turns
+    env_vars into --conf arguments), the secret is in the process environment
+    and nowhere on the command line."""
+    secret = "s3cr3t-" + "x" * 12
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": secret})
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": master}))
+    printed = {"table": "s3://b/t", "operation": "CHECKPOINT", "version": 1, "metrics": {}}
+    popen = _fake_popen([json.dumps(printed)])
+    hook = DeltaSparkHook(conn_id="spark_test", storage_conn_id="my_s3", package_cache_dir=cache_dir)
+    with mock.patch(POPEN, popen):
+        hook.run("checkpoint", "s3://b/t", ["--io", "arrow"])
+    argv = popen.call_args.args[0]
+    assert not any(secret in arg for arg in argv)
+    env = popen.call_args.kwargs["env"]
+    assert env["AWS_SECRET_ACCESS_KEY"] == secret and env["AWS_ACCESS_KEY_ID"] == "AKIA1"
+
+
+def test_store_credentials_are_refused_in_cluster_deploy_mode(cache_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": "pw"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_CLUSTER",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}),
+    )
+    popen = _fake_popen([])
+    hook = DeltaSparkHook(conn_id="spark_cluster", storage_conn_id="my_s3", package_cache_dir=cache_dir)
+    with mock.patch(POPEN, popen), pytest.raises(AirflowFailException, match="cluster deploy mode"):
+        hook.run("checkpoint", "s3://b/t")
+    popen.assert_not_called()

@@ -197,6 +197,7 @@ def test_defers_to_the_version_trigger_with_the_baseline(tmp_path):
         "after_version": 4,
         "poll_interval": 0.01,
         "wait_for_creation": True,
+        "storage_conn_id": None,
     }
     assert deferred.value.method_name == "execute_complete"
     assert deferred.value.timeout.total_seconds() == 120

@@ -48,7 +48,7 @@ class FakeAssetStateStore:
 
 def test_version_trigger_serialize_round_trip(tmp_path):
     trigger = DeltaTableVersionTrigger(
-        table_path=str(tmp_path), after_version=7, poll_interval=2.5, wait_for_creation=True
+        table_path=str(tmp_path), after_version=7, poll_interval=2.5, wait_for_creation=True, storage_conn_id="s3"
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_delta_provider.triggers.delta_table.DeltaTableVersionTrigger"
@@ -57,6 +57,7 @@ def test_version_trigger_serialize_round_trip(tmp_path):
         "after_version": 7,
         "poll_interval": 2.5,
         "wait_for_creation": True,
+        "storage_conn_id": "s3",
     }
     assert _rebuild(trigger).serialize() == (classpath, kwargs)
 
@@ -115,7 +116,7 @@ def test_event_trigger_is_an_event_trigger_and_round_trips(tmp_path):
     assert isinstance(trigger, BaseEventTrigger)
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_delta_provider.triggers.delta_table.DeltaTableEventTrigger"
-    assert kwargs == {"table_path": str(tmp_path), "poll_interval": 3.0, "after_version": 4}
+    assert kwargs == {"table_path": str(tmp_path), "poll_interval": 3.0, "after_version": 4, "storage_conn_id": None}
     assert _rebuild(trigger).serialize() == (classpath, kwargs)
     # The triggerer identifies watchers by this hash: it must be stable across a rebuild.
     assert BaseEventTrigger.hash(classpath, kwargs) == BaseEventTrigger.hash(*_rebuild(trigger).serialize())
