@@ -18,7 +18,7 @@ def dagbag():
 
 def test_examples_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
-    assert set(dagbag.dag_ids) == {"delta_pipeline", "delta_downstream", "delta_asset_events"}
+    assert set(dagbag.dag_ids) == {"delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline"}
 
 
 def test_pipeline_runs_every_operator_on_the_demo_table(dagbag) -> None:
@@ -50,3 +50,14 @@ def test_asset_dag_is_scheduled_by_the_event_trigger(dagbag) -> None:
     (asset,) = dag.timetable.asset_condition.objects
     assert asset.uri.startswith("file:///") and asset.uri.endswith("/delta/orders")
     assert [type(w.trigger) for w in asset.watchers] == [DeltaTableEventTrigger]
+
+
+def test_s3_example_takes_its_credentials_from_a_connection(dagbag) -> None:
+    dag = dagbag.dags["delta_s3_pipeline"]
+    assert {t.task_id for t in dag.tasks} == {
+        "load", "flag_large_orders", "drop_cancelled", "changed", "checkpoint", "vacuum"
+    }  # fmt: skip
+    for task in dag.tasks:
+        assert task.table_path.startswith("s3://")
+        assert task.storage_conn_id == "aws_lake"
+    assert dag.get_task("changed").deferrable
