@@ -2,6 +2,10 @@
 
 ``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum> TABLE [options]``
 
+``--io auto|hadoop|arrow`` picks how data files are read and written
+(:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
+file accept it and ignore it.
+
 The last stdout line is the result as one JSON object
 (``{"table","operation","version","metrics"}``, plus ``"files"`` for a dry-run
 vacuum). Bad input (Spark errors of SQLSTATE class 22 or 42 included),
@@ -18,6 +22,7 @@ import traceback
 from typing import Any, Callable, Sequence
 
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+from airflow_delta_provider.spark.io_mode import IO_MODES
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -45,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--token", help="operation token recorded in the commit")
     common.add_argument(
         "--spark-conf", action="append", type=_key_value, default=[], metavar="K=V", help="Spark setting"
+    )
+    common.add_argument(
+        "--io",
+        choices=list(IO_MODES),
+        default="auto",
+        help="data file I/O: Spark's Hadoop filesystem, or pyarrow through the storage layer (default: auto)",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -83,11 +94,11 @@ def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
     if args.command == "update":
         from airflow_delta_provider.spark.commands.update import run_update
 
-        return run_update(spark, args.table, args.condition, dict(args.set_exprs), token)
+        return run_update(spark, args.table, args.condition, dict(args.set_exprs), token, io=args.io)
     if args.command == "delete":
         from airflow_delta_provider.spark.commands.delete import run_delete
 
-        return run_delete(spark, args.table, args.condition, token)
+        return run_delete(spark, args.table, args.condition, token, io=args.io)
     if args.command == "append":
         from airflow_delta_provider.spark.commands.append import run_append
 
@@ -104,6 +115,7 @@ def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
             txn_version=args.txn_version,
             options=dict(args.option),
             token=token,
+            io=args.io,
         )
     if args.command == "checkpoint":
         from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint

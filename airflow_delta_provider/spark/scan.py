@@ -6,6 +6,14 @@ hold the data columns only; partition columns are added from
 ``add.partitionValues`` as typed values, and a column an older file lacks
 reads as null because the files are read with the table's data schema.
 
+Data files are read in one of two I/O modes (:mod:`.io_mode`): ``hadoop``,
+Spark's own parquet reader through its Hadoop FileSystem; or ``arrow``, a
+Python data source reading the files with pyarrow through the storage seam
+(:mod:`.arrow_scan`). Only the reader differs: the literal plan below is
+the same in both (so Spark folds the same literals and a rewrite writes the
+same files); where the file join would be used, the arrow source yields
+each row's partition values and ``add.path`` itself and no join is needed.
+
 Two plans are used:
 
 - **literals**: one parquet read per partition, each with its partition
@@ -23,8 +31,9 @@ has.
 
 :func:`count_matches` is the touched-file scan of UPDATE and DELETE: per
 file, how many rows match a condition. It reads only the condition's
-columns and groups the matching rows by a long key per file before anything
-is mapped back to the log's paths, so no row is joined on a string.
+columns and groups the matching rows by a long key per file (``arrow``: the
+file's position, an int) before anything is mapped back to the log's paths,
+so no row is joined on a string.
 """
 
 from __future__ import annotations
@@ -33,18 +42,21 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from py4j.protocol import Py4JError
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
-from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError, UnsupportedFeatureError
 from airflow_delta_provider.delta.partitions import (
     encode_path,
     parse_partition_values,
     to_absolute,
 )
+from airflow_delta_provider.delta.storage import TableLocation, parse_location
+from airflow_delta_provider.spark.io_mode import ARROW, resolve_io
 
 #: Default name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
 FILE_COLUMN = "_file"
@@ -53,6 +65,17 @@ _URI_COLUMN = "__delta_file_uri"
 _KEY_COLUMN = "__delta_file_key"
 #: Above this many partitions, the file-join plan is used.
 MAX_LITERAL_PARTITIONS = 16
+
+
+def refuse_deletion_vectors(files: Sequence[AddFile]) -> None:
+    """Refuse to scan files that carry deletion vectors: the engine does not
+    apply them yet, and the rows they delete would come back."""
+    marked = [f.path for f in files if f.deletion_vector is not None]
+    if marked:
+        raise UnsupportedFeatureError(
+            f"deletionVectors: {len(marked)} file(s) of this table carry deletion vectors (e.g. {marked[0]}), "
+            "which the Spark engine does not apply yet; reading them would bring deleted rows back"
+        )
 
 
 def spark_schema(schema: dict[str, Any]) -> StructType:
@@ -67,11 +90,35 @@ def data_schema(schema: dict[str, Any], partition_columns: Iterable[str]) -> Str
 
 
 def file_uri(absolute_path: str) -> str:
-    """How Spark spells a local file in ``_metadata.file_path``: a ``file:``
-    URI quoted like ``java.net.URI`` (which is what ``encode_path`` mimics)."""
-    if "://" in absolute_path:
-        return absolute_path
+    """How Spark spells a file in ``_metadata.file_path``: a URI quoted like
+    ``java.net.URI`` (which is what ``encode_path`` mimics); ``file:`` for a
+    local path. ``absolute_path`` is decoded (a path, or a Spark URI such as
+    ``s3a://bucket/key``)."""
+    scheme, sep, rest = absolute_path.partition("://")
+    if sep:
+        authority, slash, path = rest.partition("/")
+        return f"{scheme}://{authority}{encode_path(slash + path)}"
     return "file:" + encode_path(absolute_path)
+
+
+def table_location(snapshot: Any) -> TableLocation:
+    """Where a snapshot's table lives (its storage's location, which keeps
+    an Azure account the canonical root drops)."""
+    storage = getattr(getattr(snapshot, "log_store", None), "storage", None)
+    location = getattr(storage, "location", None)
+    return location if isinstance(location, TableLocation) else parse_location(snapshot.table_root)
+
+
+def hadoop_path(location: TableLocation, add_path: str) -> str:
+    """The decoded absolute path of a data file as Spark's Hadoop FileSystem
+    names it: a local path, or ``s3a://``, ``abfss://``, ``gs://``."""
+    absolute = to_absolute(location.uri, add_path)
+    if location.is_local:
+        return absolute
+    rel = location.relative(absolute)
+    if rel is not None:
+        return f"{location.spark_uri().rstrip('/')}/{rel}"
+    return parse_location(absolute).spark_uri()
 
 
 def scan(
@@ -81,6 +128,7 @@ def scan(
     *,
     with_file_path: bool = False,
     file_column: str = FILE_COLUMN,
+    io: str = "auto",
 ) -> DataFrame:
     """The rows of ``files`` (default: every live file of ``snapshot``).
 
@@ -88,8 +136,10 @@ def scan(
     a string column ``file_column`` (default ``_file``) follows, holding each
     row's ``add.path`` exactly as the log spells it. A ``file_column`` that
     names a table column (case-insensitively) is an InvalidInputError.
+    ``io`` is the I/O mode (:mod:`.io_mode`).
     """
     files = list(snapshot.files if files is None else files)
+    refuse_deletion_vectors(files)
     schema = snapshot.schema
     partition_columns = list(snapshot.partition_columns)
     table_struct = spark_schema(schema)
@@ -107,16 +157,23 @@ def scan(
             fields.append(StructField(file_column, StringType(), True))
         return spark.createDataFrame([], StructType(fields))
 
-    read_schema = data_schema(schema, partition_columns)
-    root = snapshot.table_root
-
     groups = _partition_groups(files)
-    if not with_file_path and (not partition_columns or len(groups) <= MAX_LITERAL_PARTITIONS):
-        return _union(_literal_reads(spark, snapshot, groups)).select(*columns)
+    literal = not with_file_path and (not partition_columns or len(groups) <= MAX_LITERAL_PARTITIONS)
+    location = table_location(snapshot)
+    mode = resolve_io(spark, location, io)
+    if literal:
+        return _union(_literal_reads(spark, snapshot, groups, io=mode)).select(*columns)
+    if mode == ARROW:
+        from airflow_delta_provider.spark.arrow_scan import arrow_read
+
+        named = file_column if with_file_path else None
+        return arrow_read(spark, location, schema, partition_columns, files, file_column=named).select(*columns)
+
+    read_schema = data_schema(schema, partition_columns)
 
     # File join: one read, each row matched to its file by Spark's own path.
     uri_column = _free_name(_URI_COLUMN, taken)
-    absolute = [to_absolute(root, f.path) for f in files]
+    absolute = [hadoop_path(location, f.path) for f in files]
     fields_by_name = {f.name.lower(): f for f in table_struct.fields}
     partition_struct = [(c, fields_by_name[c.lower()]) for c in partition_columns]
     lookup_schema = StructType(
@@ -136,7 +193,11 @@ def scan(
 
 
 def count_matches(
-    spark: SparkSession, snapshot: Any, files: Sequence[AddFile], condition: Column | None
+    spark: SparkSession,
+    snapshot: Any,
+    files: Sequence[AddFile],
+    condition: Column | None,
+    io: str = "auto",
 ) -> dict[str, int]:
     """How many rows of each file match ``condition`` (None: every row),
     keyed by ``add.path``; files without a match are left out.
@@ -154,13 +215,20 @@ def count_matches(
       data columns serves unless the condition references a partition
       column, and only then is every row joined to its file
       (:func:`scan` with ``with_file_path``).
+    - In ``arrow`` mode (``io``), one read yields the condition's columns and
+      each row's file position, an int, which the count groups by.
     """
     files = list(files)
+    refuse_deletion_vectors(files)
     if not files:
         return {}
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
     partition_columns = list(snapshot.partition_columns)
-    taken = {f.name.lower() for f in spark_schema(snapshot.schema).fields}
+    table_struct = spark_schema(snapshot.schema)
+    taken = {f.name.lower() for f in table_struct.fields}
+    location = table_location(snapshot)
+    if resolve_io(spark, location, io) == ARROW:
+        return _count_matches_arrow(spark, snapshot, location, files, matched, table_struct, taken)
     groups = _partition_groups(files)
     if partition_columns and len(groups) > MAX_LITERAL_PARTITIONS:
         if _needs_columns_outside(spark, data_schema(snapshot.schema, partition_columns), matched):
@@ -172,7 +240,7 @@ def count_matches(
     reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, partition_columns=partition_columns)
     rows = _union([df.filter(matched).select(uri_column) for df in reads])
 
-    uris = {file_uri(to_absolute(snapshot.table_root, f.path)): f.path for f in files}
+    uris = {file_uri(hadoop_path(location, f.path)): f.path for f in files}
     by_key: dict[Any, str] = {xxhash64(uri): path for uri, path in uris.items()}
     if len(by_key) == len(uris):
         key = F.xxhash64(F.col(uri_column))
@@ -183,6 +251,40 @@ def count_matches(
     if unknown:
         raise DeltaError(f"internal error: Spark read files that were not asked for (keys {unknown[:3]})")
     return {by_key[r[_KEY_COLUMN]]: int(r["count"]) for r in counts}
+
+
+def _count_matches_arrow(
+    spark: SparkSession,
+    snapshot: Any,
+    location: TableLocation,
+    files: list[AddFile],
+    matched: Column,
+    table_struct: StructType,
+    taken: set[str],
+) -> dict[str, int]:
+    from airflow_delta_provider.spark.arrow_scan import arrow_read
+
+    index = _free_name(_KEY_COLUMN, taken)
+    columns = _referenced_columns(spark, table_struct, matched)
+    frame = arrow_read(
+        spark, location, snapshot.schema, snapshot.partition_columns, files, columns=columns, index_column=index
+    )
+    counts = frame.filter(matched).groupBy(_quote(index)).count().collect()
+    return {files[r[index]].path: int(r["count"]) for r in counts}
+
+
+def _referenced_columns(spark: SparkSession, struct: StructType, condition: Column) -> list[str] | None:
+    """The top-level columns of ``struct`` that ``condition`` reads, from
+    Spark's analyzer over an empty frame (no job runs); None when unknown."""
+    try:
+        plan = spark.createDataFrame([], struct).filter(condition)._jdf.queryExecution().analyzed()
+        names = set()
+        refs = plan.references().iterator()
+        while refs.hasNext():
+            names.add(refs.next().name())
+    except (AnalysisException, Py4JError, AttributeError):
+        return None
+    return [f.name for f in struct.fields if f.name in names]
 
 
 _MASK = (1 << 64) - 1
@@ -277,20 +379,26 @@ def _literal_reads(
     *,
     uri_column: str | None = None,
     partition_columns: Sequence[str] | None = None,
+    io: str = "hadoop",
 ) -> list[DataFrame]:
-    """One parquet read per partition group, its ``partition_columns``
-    (default: the table's) added as typed literals and, given ``uri_column``
-    (a name no table column has), each row's file URI (Spark's
-    ``_metadata.file_path``) in that column."""
+    """One parquet read per partition group (in I/O mode ``io``), its
+    ``partition_columns`` (default: the table's) added as typed literals and,
+    given ``uri_column`` (a name no table column has; hadoop mode), each
+    row's file URI (Spark's ``_metadata.file_path``) in that column."""
     schema = snapshot.schema
     table_partitions = list(snapshot.partition_columns)
     wanted = table_partitions if partition_columns is None else list(partition_columns)
     read_schema = data_schema(schema, table_partitions)
     by_type = {f.name.lower(): f.dataType for f in spark_schema(schema).fields}
     parts: list[DataFrame] = []
+    location = table_location(snapshot)
     for group in groups.values():
-        paths = [to_absolute(snapshot.table_root, f.path) for f in group]
-        df = read_files(spark, read_schema, paths)
+        if io == ARROW:
+            from airflow_delta_provider.spark.arrow_scan import arrow_read
+
+            df = arrow_read(spark, location, schema, table_partitions, group, columns=read_schema.names)
+        else:
+            df = read_files(spark, read_schema, [hadoop_path(location, f.path) for f in group])
         if uri_column is not None:  # straight off the read: _metadata does not pass through projections
             df = df.withColumn(uri_column, _spark_file_path(df))
         if wanted:
@@ -347,7 +455,9 @@ __all__ = [
     "count_matches",
     "data_schema",
     "file_uri",
+    "hadoop_path",
     "read_files",
     "scan",
     "spark_schema",
+    "table_location",
 ]

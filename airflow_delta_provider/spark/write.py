@@ -1,14 +1,22 @@
 """Write a DataFrame into a table folder as Delta data files.
 
-Spark writes the data once, into a hidden staging folder inside the table
-root (``_delta_staging_<uuid>/``; names starting with ``_`` are invisible to
-readers, and VACUUM reclaims such a folder a killed driver left once it is
-older than the retention). The driver then moves each file to its Delta name
-and Hive folder (a rename on the local filesystem) and reads its parquet
-footer for the stats, so there is no second pass over the data. Nothing becomes
-part of the table until the caller commits the returned ``add`` actions;
-:class:`WrittenFiles` (or :func:`delete_written_files`) removes them when
-that commit does not happen.
+Two ways to write, by I/O mode (:mod:`.io_mode`):
+
+- ``hadoop``: Spark writes the data once, into a hidden staging folder
+  inside the table root (``_delta_staging_<uuid>/``; names starting with
+  ``_`` are invisible to readers, and VACUUM reclaims such a folder a killed
+  driver left once it is older than the retention), through its Hadoop
+  FileSystem. The driver then moves each file to its Delta name and Hive
+  folder (a rename on the local filesystem; through the storage seam on an
+  object store) and reads its parquet footer for the stats, so there is no
+  second pass over the data.
+- ``arrow``: ``mapInArrow`` tasks write the files in place with pyarrow
+  through the storage seam (:mod:`.arrow_write`), stats from the writer's
+  own footer.
+
+Nothing becomes part of the table until the caller commits the returned
+``add`` actions; :class:`WrittenFiles` (or :func:`delete_written_files`)
+removes them when that commit does not happen.
 
 Before writing, the frame is conformed to the table schema (column order,
 names, types, missing columns as null), and NOT NULL columns and
@@ -27,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, Iterable, Mapping, Sequence
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -36,6 +45,7 @@ from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
+    decode_path,
     encode_path,
     parse_partition_value,
     partition_dir,
@@ -43,9 +53,11 @@ from airflow_delta_provider.delta.partitions import (
     to_absolute,
     unescape_partition_value,
 )
+from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.vacuum import STAGING_PREFIX
+from airflow_delta_provider.spark.io_mode import ARROW, resolve_io
 from airflow_delta_provider.spark.scan import column, spark_schema
-from airflow_delta_provider.spark.stats import file_stats, stats_json, stats_leaves
+from airflow_delta_provider.spark.stats import file_stats, stats_from_footer, stats_json, stats_leaves
 
 _SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 _VIOLATION_MARK = "[delta-constraint] "
@@ -60,62 +72,118 @@ def table_root_of(target: Any) -> str:
     return os.fspath(target)
 
 
+def storage_of(target: Any) -> TableStorage:
+    """The storage of a table given as a TableStorage, a DeltaTable, a snapshot or a root."""
+    if isinstance(target, TableStorage):
+        return target
+    storage = getattr(target, "storage", None)  # DeltaTable
+    if isinstance(storage, TableStorage):
+        return storage
+    storage = getattr(getattr(target, "log_store", None), "storage", None)  # Snapshot
+    if isinstance(storage, TableStorage):
+        return storage
+    return open_storage(table_root_of(target))
+
+
 def write_files(
     df: DataFrame,
-    snapshot_or_table_root: Any,
+    target: Any,
     schema: Mapping[str, Any],
     partition_columns: Sequence[str],
     *,
     target_file_count: int | None = None,
     configuration: Mapping[str, str] | None = None,
+    io: str = "auto",
 ) -> list[AddFile]:
     """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
 
-    ``configuration`` (table properties) picks the stats columns; it
-    defaults to the snapshot's when a snapshot is given. Files holding no
-    rows are not kept.
+    ``target`` is the table: a snapshot, a DeltaTable, a TableStorage or a
+    root. ``configuration`` (table properties) picks the stats columns; it
+    defaults to the snapshot's when a snapshot is given. ``io`` is the I/O
+    mode (:mod:`.io_mode`). Files holding no rows are not kept.
     """
-    root = table_root_of(snapshot_or_table_root)
+    storage = storage_of(target)
     if configuration is None:
-        configuration = getattr(snapshot_or_table_root, "configuration", None) or {}
+        configuration = getattr(target, "configuration", None) or {}
     partition_columns = list(partition_columns)
+    types = _partition_types(schema, partition_columns)
+    leaves = stats_leaves(schema, partition_columns, configuration)
+    mode = resolve_io(df.sparkSession, storage.location, io)
     conformed = enforce_constraints(conform(df, schema), schema)
     if target_file_count:
         conformed = conformed.repartition(target_file_count)
-    staging = os.path.join(root, f"{STAGING_PREFIX}{uuid.uuid4()}")
+    if mode == ARROW:
+        from airflow_delta_provider.spark.arrow_write import write_arrow
+
+        excluded = {c.lower() for c in partition_columns}
+        data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
+        try:
+            return write_arrow(conformed, storage, data_columns, partition_columns, types, leaves)
+        except (PySparkException, Py4JJavaError) as exc:
+            _raise_violation(exc)
+            raise
+    return _write_hadoop(conformed, storage, partition_columns, types, leaves)
+
+
+def _write_hadoop(
+    conformed: DataFrame,
+    storage: TableStorage,
+    partition_columns: list[str],
+    types: dict[str, str],
+    leaves: list[tuple[tuple[str, ...], Any]],
+) -> list[AddFile]:
+    """Spark writes into a staging folder; the files are then moved into the table."""
+    staging = f"{STAGING_PREFIX}{uuid.uuid4()}"
+    location = storage.location
     adds: list[AddFile] = []
     try:
         writer = conformed.write.mode("errorifexists").option("compression", "snappy")
         if partition_columns:
             writer = writer.partitionBy(*partition_columns)
         try:
-            writer.parquet(staging)
+            writer.parquet(f"{location.spark_uri().rstrip('/')}/{staging}")
         except PySparkException as exc:
             _raise_violation(exc)
             raise
-        adds = _publish(staging, root, schema, partition_columns, configuration)
+        adds = _publish(storage, staging, partition_columns, types, leaves)
         return adds
     except BaseException:
-        delete_written_files(root, adds)
+        delete_written_files(storage, adds)
         raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_staging(storage, staging)
 
 
-def delete_written_files(table_root: str, adds: Iterable[AddFile]) -> None:
-    """Remove data files written for a commit that did not happen."""
+def delete_written_files(target: Any, adds: Iterable[AddFile]) -> None:
+    """Remove data files written for a commit that did not happen.
+
+    ``target`` is the table (a TableStorage, a DeltaTable, a snapshot or a root).
+    """
+    adds = list(adds)
+    if not adds:
+        return
+    storage = storage_of(target)
+    paths = []
     for add in adds:
-        try:
-            os.remove(to_absolute(table_root, add.path))
-        except FileNotFoundError:
-            pass
+        rel = _relative_path(storage, add.path)
+        if rel is not None:
+            paths.append(rel)
+    storage.delete_many(paths)
+
+
+def _relative_path(storage: TableStorage, add_path: str) -> str | None:
+    """The decoded path under the root of a file named by ``add.path``."""
+    if "://" not in add_path and not add_path.startswith("/"):
+        return decode_path(add_path)
+    return storage.location.relative(to_absolute(storage.root, add_path))
 
 
 class WrittenFiles:
     """Data files written for one commit, deleted if a failure means it did not land.
 
-    Wrap the steps from the write to the commit in ``with WrittenFiles(root,
-    adds) as written:`` and call :meth:`committing` just before the
+    Wrap the steps from the write to the commit in ``with WrittenFiles(table,
+    adds) as written:`` (``table``: a TableStorage, a DeltaTable, a snapshot
+    or a root) and call :meth:`committing` just before the
     transaction's ``commit``. When an exception leaves the block the files
     are deleted only if the commit surely did not happen: the failure came
     before :meth:`committing`, or the commit raised :class:`CommitFailedError`
@@ -129,8 +197,8 @@ class WrittenFiles:
     (several writes) is covered whole.
     """
 
-    def __init__(self, table_root: str, adds: list[AddFile]) -> None:
-        self.table_root = table_root
+    def __init__(self, table: Any, adds: list[AddFile]) -> None:
+        self.table = table
         self.adds = adds
         self._committing = False
 
@@ -147,68 +215,95 @@ class WrittenFiles:
         if exc is None:
             return
         if not self._committing or isinstance(exc, CommitFailedError):
-            delete_written_files(self.table_root, self.adds)
+            delete_written_files(self.table, self.adds)
 
 
 # --- Moving staged files into the table ----------------------------------------
 
 
 def _publish(
+    storage: TableStorage,
     staging: str,
-    root: str,
-    schema: Mapping[str, Any],
     partition_columns: list[str],
-    configuration: Mapping[str, str],
+    types: dict[str, str],
+    leaves: list[tuple[tuple[str, ...], Any]],
 ) -> list[AddFile]:
-    types = _partition_types(schema, partition_columns)
-    leaves = stats_leaves(schema, partition_columns, configuration)
-    moved: list[tuple[str, str, dict[str, str | None]]] = []  # (abs path, rel path, values)
+    """Move the part files Spark wrote under ``staging`` to their Delta
+    names and folders; their ``add`` actions (files of no rows are dropped)."""
+    prefix = staging + "/"
+    moved: list[tuple[str, dict[str, str | None], int, int]] = []  # (rel path, values, size, mtime)
     try:
-        for dirpath, _dirs, names in os.walk(staging):
-            rel_dir = os.path.relpath(dirpath, staging)
-            for name in sorted(names):
-                m = _SPARK_PART.match(name)
-                if not m:
-                    continue  # _SUCCESS, .crc checksums
-                values = _spark_dir_values(rel_dir, partition_columns, types)
-                folder = partition_dir(partition_columns, values, types) if partition_columns else ""
-                final = f"part-{int(m.group(1)):05d}-{uuid.uuid4()}.c000.snappy.parquet"
-                rel = f"{folder}/{final}" if folder else final
-                dest = os.path.join(root, rel)
-                if folder:
-                    os.makedirs(os.path.join(root, folder), exist_ok=True)
-                os.rename(os.path.join(dirpath, name), dest)
-                moved.append((dest, rel, values))
+        for meta in sorted(storage.list_tree(staging), key=lambda m: m.path):
+            rel_dir, _, name = meta.path[len(prefix) :].rpartition("/")
+            m = _SPARK_PART.match(name)
+            if meta.is_dir or not m:
+                continue  # folders, _SUCCESS, .crc checksums
+            values = _spark_dir_values(rel_dir, partition_columns, types)
+            folder = partition_dir(partition_columns, values, types) if partition_columns else ""
+            final = f"part-{int(m.group(1)):05d}-{uuid.uuid4()}.c000.snappy.parquet"
+            rel = f"{folder}/{final}" if folder else final
+            _move(storage, meta.path, rel)
+            moved.append((rel, values, meta.size, meta.mtime_ms))
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(moved)))) as pool:
-            all_stats = list(pool.map(lambda m: file_stats(m[0], leaves), moved))
+            all_stats = list(pool.map(lambda m: _footer_stats(storage, m[0], leaves), moved))
     except BaseException:
-        for dest, _rel, _values in moved:
-            _remove_quietly(dest)
+        storage.delete_many([rel for rel, _values, _size, _mtime in moved])
         raise
     adds: list[AddFile] = []
-    for (dest, rel, values), stats in zip(moved, all_stats):
+    empty: list[str] = []
+    for (rel, values, size, mtime), stats in zip(moved, all_stats):
         if stats["numRecords"] == 0:
-            _remove_quietly(dest)
+            empty.append(rel)
             continue
-        st = os.stat(dest)
+        if storage.is_local:
+            st = os.stat(storage.location.child(rel))
+            size, mtime = st.st_size, st.st_mtime_ns // 1_000_000
         adds.append(
             AddFile(
                 path=encode_path(rel),
                 partition_values=values,
-                size=st.st_size,
-                modification_time=st.st_mtime_ns // 1_000_000,
+                size=size,
+                modification_time=mtime,
                 data_change=True,
                 stats=stats_json(stats),
             )
         )
+    if empty:
+        storage.delete_many(empty)
     return adds
 
 
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
+def _move(storage: TableStorage, source: str, dest: str) -> None:
+    """Move a file within the table: a rename locally. The seam has no
+    server-side copy yet, so on an object store the bytes pass through the
+    driver (get, put, delete)."""
+    if storage.is_local:
+        target = storage.location.child(dest)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.rename(storage.location.child(source), target)
+        return
+    storage.put(dest, storage.get(source))
+    storage.delete(source)
+
+
+def _footer_stats(storage: TableStorage, rel: str, leaves: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
+    """Delta stats from the footer of a file of the table."""
+    if storage.is_local:
+        return file_stats(storage.location.child(rel), leaves)
+    import pyarrow.parquet as pq
+
+    with storage.open_input_file(rel) as f:
+        return stats_from_footer(pq.ParquetFile(f).metadata, leaves)
+
+
+def _remove_staging(storage: TableStorage, staging: str) -> None:
+    """Remove a staging folder and whatever is left in it."""
+    if storage.is_local:
+        shutil.rmtree(storage.location.child(staging), ignore_errors=True)
+        return
+    leftovers = [m.path for m in storage.list_tree(staging) if not m.is_dir]
+    if leftovers:
+        storage.delete_many(leftovers)
 
 
 def _partition_types(schema: Mapping[str, Any], partition_columns: list[str]) -> dict[str, str]:
@@ -232,7 +327,7 @@ def _spark_dir_values(rel_dir: str, partition_columns: list[str], types: dict[st
     """
     if not partition_columns:
         return {}
-    parts = [] if rel_dir in (".", "") else rel_dir.split(os.sep)
+    parts = [] if rel_dir in (".", "") else rel_dir.split("/")
     if len(parts) != len(partition_columns):
         raise InvalidInputError(f"unexpected partition folder {rel_dir!r} for columns {partition_columns}")
     values: dict[str, str | None] = {}
@@ -395,6 +490,7 @@ __all__ = [
     "conform",
     "delete_written_files",
     "enforce_constraints",
+    "storage_of",
     "table_root_of",
     "write_files",
 ]

@@ -321,3 +321,22 @@ def test_xxhash64_equals_sparks(spark, text):
 
     df = spark.createDataFrame([(text,)], "s string")
     assert xxhash64(text) == df.select(F.xxhash64("s")).first()[0]
+
+
+def test_files_with_deletion_vectors_are_refused_not_read_whole(spark, golden_dir, tmp_path):
+    """Until the engine applies deletion vectors, scanning such files is an
+    error that names the feature, never a read that brings deleted rows back."""
+    import shutil
+
+    from airflow_delta_provider.delta.errors import UnsupportedFeatureError
+    from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.spark.scan import count_matches, scan
+
+    table = tmp_path / "dv"
+    shutil.copytree(golden_dir / "dv-partitioned-with-checkpoint", table)
+    snapshot = DeltaTable(str(table)).snapshot()
+    assert any(f.deletion_vector is not None for f in snapshot.files)
+    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
+        scan(spark, snapshot)
+    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
+        count_matches(spark, snapshot, snapshot.files, None)

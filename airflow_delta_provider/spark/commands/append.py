@@ -19,6 +19,11 @@ checks (NOT NULL, ``delta.invariants``) run inside the write job. A failure
 after files were written deletes them when the commit surely did not land
 (see :class:`~airflow_delta_provider.spark.write.WrittenFiles`), so the table
 is left as it was; files a landed commit references are never deleted.
+
+Data files are written in the I/O mode ``io`` asks for
+(:mod:`~airflow_delta_provider.spark.io_mode`). A source on an object store
+is read by Spark in ``hadoop`` mode; in ``arrow`` mode a parquet folder or
+file, or a Delta table, is read with pyarrow (other formats need ``hadoop``).
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ from airflow_delta_provider.delta.schema import (
     merge_schemas,
     schema_string,
 )
+from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.scan import scan
 from airflow_delta_provider.spark.write import WrittenFiles, write_files
@@ -68,11 +75,17 @@ def run_append(
     txn_version: int | None = None,
     options: Mapping[str, str] | None = None,
     token: str | None = None,
+    io: str = "auto",
 ) -> CommandResult:
-    """Append (or overwrite with) the rows at ``source`` to ``table``."""
+    """Append (or overwrite with) the rows at ``source`` to ``table``.
+
+    ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    """
     partition_by = list(partition_by or [])
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
+    check_io(io)
     target = DeltaTable(table)
+    table_io = resolve_io(spark, target.storage.location, io)
     snapshot = target.snapshot() if target.exists() else None
 
     if snapshot is not None and txn_app_id is not None:
@@ -80,7 +93,7 @@ def run_append(
         if recorded is not None and recorded >= int(txn_version):  # type: ignore[arg-type]
             return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
 
-    data = read_source(spark, source, format, options or {})
+    data = read_source(spark, source, format, options or {}, io=io)
     data_schema = data.schema.jsonValue()
     check_column_names(data_schema)
     metadata, schema, partition_columns = _plan_metadata(
@@ -90,9 +103,9 @@ def run_append(
     parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
     adds = write_files(
-        data, target.root, schema, partition_columns, configuration=dict(metadata.configuration)
+        data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io
     )
-    with WrittenFiles(target.root, adds) as written:
+    with WrittenFiles(target, adds) as written:
         now = int(time.time() * 1000)
         removes = []
         if snapshot is not None and mode == "overwrite":
@@ -116,10 +129,29 @@ def run_append(
     return CommandResult(table, OPERATION, result.version, metrics)
 
 
-def read_source(spark: SparkSession, source: str, format: str, options: Mapping[str, str]) -> DataFrame:
-    """The source rows; a Delta source is read through our own scan."""
+def read_source(
+    spark: SparkSession, source: str, format: str, options: Mapping[str, str], io: str = "auto"
+) -> DataFrame:
+    """The source rows; a Delta source is read through our own scan.
+
+    A source on an object store that ``io`` reads in ``arrow`` mode must be
+    parquet (a file, or a flat folder of files) or Delta.
+    """
     if format == "delta":
-        return scan(spark, DeltaTable(source).snapshot())
+        return scan(spark, DeltaTable(source).snapshot(), io=io)
+    try:
+        location = parse_location(source)
+    except InvalidInputError:
+        location = None  # a scheme only Spark knows (hdfs://, ...): Spark reads it
+    if location is not None and not location.is_local and resolve_io(spark, location, io) == ARROW:
+        if format != "parquet":
+            raise InvalidInputError(
+                f"cannot read the {format} source {source} with io=arrow: arrow I/O reads parquet and "
+                "delta sources on object stores; use io=hadoop with the store's connector on the cluster"
+            )
+        from airflow_delta_provider.spark.arrow_scan import arrow_read_parquet
+
+        return arrow_read_parquet(spark, location)
     try:
         return spark.read.format(format).options(**dict(options)).load(source)
     except AnalysisException as exc:

@@ -44,12 +44,15 @@ class DeleteCommand(DmlCommand):
         return {"numDeletedRows": self.result.rows_changed, **super().metrics()}
 
 
-def run_delete(spark: SparkSession, table: str, condition: str | None, token: str | None = None):
+def run_delete(
+    spark: SparkSession, table: str, condition: str | None, token: str | None = None, io: str = "auto"
+):
     """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult.
 
-    ``version`` is None when no row matched (nothing is committed).
+    ``version`` is None when no row matched (nothing is committed). ``io``:
+    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
     """
-    return DeleteCommand(spark, table, condition, token).run()
+    return DeleteCommand(spark, table, condition, token, io).run()
 
 
 __all__ = ["DeleteCommand", "run_delete"]

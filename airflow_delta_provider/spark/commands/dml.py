@@ -14,6 +14,9 @@ a concurrent writer slipped in between them in tests):
 
 :meth:`DmlCommand.run` chains them and deletes the files it wrote if any
 later step fails, so a failed command leaves no data file behind.
+
+Data files are read and written in the I/O mode ``io`` asks for
+(:mod:`~airflow_delta_provider.spark.io_mode`), resolved once per command.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
+from airflow_delta_provider.spark.io_mode import check_io, resolve_io
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +68,14 @@ class DmlCommand:
 
     operation: str = ""
 
-    def __init__(self, spark: SparkSession, table: str, condition: str | None, token: str | None) -> None:
+    def __init__(
+        self, spark: SparkSession, table: str, condition: str | None, token: str | None, io: str = "auto"
+    ) -> None:
         self.spark = spark
         self.table_uri = table
         self.condition_sql = condition
         self.token = token
+        self.io = check_io(io)  # resolved to hadoop or arrow by prepare()
         self.table = DeltaTable(table)
         self.snapshot: Any = None
         self.txn: Any = None
@@ -87,6 +94,7 @@ class DmlCommand:
     def prepare(self) -> None:
         """Snapshot, gate, input checks, pruning and read tracking. Writes nothing."""
         self._started = time.monotonic()
+        self.io = resolve_io(self.spark, self.table.storage.location, self.io)
         self.snapshot = self.table.snapshot()
         self.txn = self.table.transaction(self.operation, parameters=self.parameters, snapshot=self.snapshot)
         schema = self.snapshot.schema
@@ -155,7 +163,7 @@ class DmlCommand:
     def scan(self, files: list[AddFile], *, with_file_path: bool = False) -> DataFrame:
         from airflow_delta_provider.spark.scan import scan
 
-        return scan(self.spark, self.snapshot, files, with_file_path=with_file_path)
+        return scan(self.spark, self.snapshot, files, with_file_path=with_file_path, io=self.io)
 
     def touched_files(self) -> tuple[list[AddFile], dict[str, int]]:
         """The candidates holding at least one matching row, and how many
@@ -166,7 +174,7 @@ class DmlCommand:
         start = time.monotonic()
         if not self.candidates:
             return [], {}
-        counts = count_matches(self.spark, self.snapshot, self.candidates, self.condition)
+        counts = count_matches(self.spark, self.snapshot, self.candidates, self.condition, io=self.io)
         self.result.scan_ms += elapsed_ms(start)
         return [f for f in self.candidates if f.path in counts], counts
 
@@ -187,7 +195,7 @@ class DmlCommand:
         snap = self.snapshot
         start = time.monotonic()
         try:
-            adds = write_files(frame, snap.table_root, snap.schema, snap.partition_columns)
+            adds = write_files(frame, snap, snap.schema, snap.partition_columns, io=self.io)
         finally:
             self.result.rewrite_ms += elapsed_ms(start)
         self.result.added.extend(adds)
@@ -233,7 +241,7 @@ class DmlCommand:
         if self.result.added:
             from airflow_delta_provider.spark.write import delete_written_files
 
-            delete_written_files(self.snapshot.table_root, self.result.added)
+            delete_written_files(self.table.storage, self.result.added)
             self.result.added = []
 
     def run(self):
@@ -242,7 +250,7 @@ class DmlCommand:
         from airflow_delta_provider.spark.write import WrittenFiles
 
         self.prepare()
-        with WrittenFiles(self.snapshot.table_root, self.result.added) as written:
+        with WrittenFiles(self.table.storage, self.result.added) as written:
             self.rewrite()
             written.committing()
             return self.commit()

@@ -35,8 +35,9 @@ class UpdateCommand(DmlCommand):
         condition: str | None,
         set_exprs: Mapping[str, str],
         token: str | None,
+        io: str = "auto",
     ) -> None:
-        super().__init__(spark, table, condition, token)
+        super().__init__(spark, table, condition, token, io)
         self.set_exprs = dict(set_exprs)
         self.assignments: dict[str, Column] = {}
 
@@ -83,12 +84,14 @@ def run_update(
     condition: str | None,
     set_exprs: Mapping[str, str],
     token: str | None = None,
+    io: str = "auto",
 ):
     """UPDATE ``table`` SET ``set_exprs`` [WHERE ``condition``]; a CommandResult.
 
-    ``version`` is None when no row matched (nothing is committed).
+    ``version`` is None when no row matched (nothing is committed). ``io``:
+    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
     """
-    return UpdateCommand(spark, table, condition, set_exprs, token).run()
+    return UpdateCommand(spark, table, condition, set_exprs, token, io).run()
 
 
 __all__ = ["UpdateCommand", "run_update"]

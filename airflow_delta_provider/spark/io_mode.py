@@ -1,0 +1,73 @@
+"""How the Spark engine reads and writes data files: ``hadoop`` or ``arrow``.
+
+- ``hadoop``: Spark's own parquet reader and writer, through the Hadoop
+  FileSystem of the table's scheme (the cluster's ``hadoop-aws`` for
+  ``s3a://``, the GCS connector, ABFS; the local filesystem always has one).
+- ``arrow``: the executors' Python workers read and write parquet with
+  pyarrow through the core's storage seam (obstore), so no connector jar is
+  needed (:mod:`.arrow_scan`, :mod:`.arrow_write`).
+- ``auto``: ``hadoop`` when Spark has a FileSystem for the scheme, else ``arrow``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.storage import TableLocation, parse_location
+
+IO_MODES = ("auto", "hadoop", "arrow")
+HADOOP = "hadoop"
+ARROW = "arrow"
+
+
+def check_io(io: str) -> str:
+    """``io`` when it names a mode; InvalidInputError otherwise."""
+    if io not in IO_MODES:
+        raise InvalidInputError(f"unknown io mode {io!r}; use one of {', '.join(IO_MODES)}")
+    return io
+
+
+def resolve_io(spark: Any, location: TableLocation | str, io: str = "auto") -> str:
+    """The mode (``hadoop`` or ``arrow``) for data files under ``location``.
+
+    An explicit ``hadoop`` on a store Spark has no FileSystem for is an
+    InvalidInputError raised here, before anything is read or written.
+    """
+    check_io(io)
+    if isinstance(location, str):
+        location = parse_location(location)
+    if io == ARROW:
+        return ARROW
+    if location.is_local:
+        return HADOOP
+    scheme = location.spark_uri().split("://", 1)[0]
+    available = hadoop_filesystem_available(spark, scheme)
+    if io == HADOOP and not available:
+        raise InvalidInputError(
+            f"io=hadoop needs a Hadoop FileSystem for {scheme}:// in Spark (the connector jar, e.g. "
+            f"hadoop-aws for s3a://), and this Spark has none; use io=arrow (or auto) for {location.uri}"
+        )
+    return HADOOP if available else ARROW
+
+
+def hadoop_filesystem_available(spark: Any, scheme: str) -> bool:
+    """Whether Spark's JVM can load a Hadoop FileSystem class for ``scheme``.
+
+    Asks Hadoop itself (``FileSystem.getFileSystemClass``, which honours
+    ``fs.<scheme>.impl`` and the FileSystems on the classpath) with the
+    session's Hadoop configuration. A session without a JVM (Spark Connect)
+    has none we can use.
+    """
+    from py4j.protocol import Py4JError
+
+    try:
+        jvm = spark.sparkContext._jvm
+        conf = spark._jsparkSession.sessionState().newHadoopConf()
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+    except (Py4JError, AttributeError):  # UnsupportedFileSystemException, ClassNotFoundException; no JVM
+        return False
+    return True
+
+
+__all__ = ["ARROW", "HADOOP", "IO_MODES", "check_io", "hadoop_filesystem_available", "resolve_io"]

@@ -1,0 +1,186 @@
+"""Spark end to end on S3 (moto's server) in ``arrow`` mode.
+
+The pip pyspark has no ``hadoop-aws``, so ``io=auto`` picks ``arrow`` for an
+``s3://`` table: the executors' Python workers read and write through
+obstore. Each test runs one operation on a table in a bucket and the same
+operation in ``hadoop`` mode on a local copy, then ``deltalake`` reads the
+bucket's table from the same endpoint and must see the local copy's rows;
+the two commits must be the same change.
+
+The shared SparkSession started before any bucket existed: the credentials
+reach the workers only because the engine forwards the driver's store
+variables to them (:mod:`airflow_delta_provider.spark.worker_env`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
+from airflow_delta_provider.delta.storage import open_storage
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.commands.append import run_append
+from airflow_delta_provider.spark.commands.delete import run_delete
+from airflow_delta_provider.spark.commands.update import run_update
+from airflow_delta_provider.spark.io_mode import hadoop_filesystem_available
+from airflow_delta_provider.spark.stats import stats_leaves
+from airflow_delta_provider.spark.write import _publish
+
+from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
+from .commands.dml_support import _sorted, deltalake_table, rows_deltalake
+
+pytestmark = pytest.mark.usefixtures("arrow_workers")
+
+
+@pytest.fixture
+def bucket(s3_bucket, spark, monkeypatch):
+    """A moto bucket, its credentials in the driver's environment only."""
+    if hadoop_filesystem_available(spark, "s3a"):
+        pytest.skip("this Spark has hadoop-aws: io=auto would not pick arrow")
+    for key, value in s3_bucket.env.items():
+        monkeypatch.setenv(key, value)
+    return s3_bucket
+
+
+def upload(local: str, uri: str) -> None:
+    """Copy a local table (or folder) into the store, file by file."""
+    storage = open_storage(uri)
+    for dirpath, _dirs, names in os.walk(local):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as fh:
+                storage.put(os.path.relpath(full, local).replace(os.sep, "/"), fh.read())
+
+
+def remote_rows(bucket, uri: str) -> list[tuple]:
+    from deltalake import DeltaTable as RsTable
+
+    return _sorted(RsTable(uri, storage_options=bucket.storage_options).to_pyarrow_table())
+
+
+def remote_commit(uri: str) -> list[dict]:
+    table = DeltaTable(uri)
+    raw = table.storage.get(f"_delta_log/{table.latest_version():020d}.json")
+    return [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
+
+
+def object_names(uri: str) -> set[str]:
+    return {m.path for m in open_storage(uri).list_tree("") if not m.is_dir}
+
+
+def _same_change(bucket, uri: str, local: str) -> None:
+    assert remote_rows(bucket, uri) == rows_deltalake(local)
+    assert commit_shape(uri, actions=remote_commit(uri)) == commit_shape(local)
+    assert not [n for n in object_names(uri) if n.startswith("_delta_staging_")]
+
+
+@pytest.fixture
+def tables(bucket, tmp_path):
+    """(s3 uri, local path) of two copies of one partitioned table."""
+    local = deltalake_table(tmp_path / "local", partition_by=["part"])
+    uri = bucket.uri("t")
+    upload(local, uri)
+    return uri, local
+
+
+def test_update(spark, bucket, tables):
+    uri, local = tables
+    result = run_update(spark, uri, "id % 3 = 0", {"val": "val * 2", "name": "upper(name)"})
+    run_update(spark, local, "id % 3 = 0", {"val": "val * 2", "name": "upper(name)"}, io="hadoop")
+    assert result.version == 3 and result.metrics["numUpdatedRows"] == 20
+    _same_change(bucket, uri, local)
+
+
+def test_delete(spark, bucket, tables):
+    uri, local = tables
+    result = run_delete(spark, uri, "id > 40 OR part = 'b'")
+    run_delete(spark, local, "id > 40 OR part = 'b'", io="hadoop")
+    assert result.version == 3
+    _same_change(bucket, uri, local)
+
+
+def test_append_with_merge_schema(spark, bucket, tables, tmp_path):
+    uri, local = tables
+    source = tmp_path / "src"
+    source.mkdir()
+    data = pa.table({"id": pa.array([100, 101], pa.int64()), "part": ["a", "c"], "extra": [{"k": 1}, None]})
+    pq.write_table(data, str(source / "part-0.parquet"))
+    result = run_append(spark, uri, str(source), "parquet", merge_schema=True)
+    run_append(spark, local, str(source), "parquet", merge_schema=True, io="hadoop")
+    assert result.metrics["numOutputRows"] == 2
+    assert [f["name"] for f in DeltaTable(uri).snapshot().schema["fields"]][-1] == "extra"
+    _same_change(bucket, uri, local)
+
+
+def test_append_creates_a_table_from_a_parquet_folder_in_the_bucket(spark, bucket, tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"id": [i * 10 + j for j in range(10)], "p": [f"v{j % 2}" for j in range(10)]}),
+                       str(source / f"part-{i}.parquet"))
+    (source / "_SUCCESS").write_bytes(b"")
+    upload(str(source), bucket.uri("src"))
+    uri, local = bucket.uri("t"), str(tmp_path / "local")
+    run_append(spark, uri, bucket.uri("src"), "parquet", partition_by=["p"])
+    run_append(spark, local, str(source), "parquet", partition_by=["p"], io="hadoop")
+    _same_change(bucket, uri, local)
+    with pytest.raises(InvalidInputError, match="csv source .*io=arrow"):
+        run_append(spark, uri, bucket.uri("src"), "csv")
+
+
+def test_not_null_violation_leaves_the_bucket_unchanged(spark, bucket, tmp_path):
+    from deltalake import write_deltalake
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string())])
+    local = str(tmp_path / "local")
+    write_deltalake(local, pa.table({"id": [1], "p": ["a"]}, schema=schema), partition_by=["p"])
+    uri = bucket.uri("t")
+    upload(local, uri)
+    source = tmp_path / "src"
+    source.mkdir()
+    for i in range(3):
+        ids = [None] if i == 2 else [i * 10 + j for j in range(10)]
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "p": ["b"] * len(ids)}), str(source / f"{i}.parquet"))
+    before = object_names(uri)
+    with pytest.raises(InvariantViolationError, match="id"):
+        run_append(spark, uri, str(source), "parquet")
+    assert object_names(uri) == before
+
+
+def test_hadoop_mode_is_refused_without_a_connector(spark, bucket, tables):
+    uri, _local = tables
+    before = object_names(uri)
+    with pytest.raises(InvalidInputError, match="s3a://"):
+        run_update(spark, uri, "id = 1", {"val": "0"}, io="hadoop")
+    assert object_names(uri) == before
+
+
+def test_hadoop_staging_is_published_through_the_store(spark, bucket, tmp_path):
+    """hadoop mode on a store: the files Spark staged are moved, measured and
+    cleaned up through the storage layer, as on a local disk."""
+    df = spark.createDataFrame([(i, f"v{i % 2}") for i in range(20)], "id long, p string")
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+    ]}
+    staged = tmp_path / "staged"
+    df.repartition(2).write.partitionBy("p").parquet(str(staged))
+    results = {}
+    for name, root in (("local", str(tmp_path / "t")), ("s3", bucket.uri("t"))):
+        storage = open_storage(root)
+        if storage.is_local:
+            import shutil
+
+            shutil.copytree(staged, os.path.join(root, "_delta_staging_x"))
+        else:
+            upload(str(staged), bucket.uri("t/_delta_staging_x"))
+        adds = _publish(storage, "_delta_staging_x", ["p"], {"p": "string"}, stats_leaves(schema, ["p"]))
+        assert all(storage.exists(a.path) for a in adds)
+        assert all(not m.path.endswith(".parquet") for m in storage.list_tree("_delta_staging_x") if not m.is_dir)
+        results[name] = sorted((json.dumps(a.partition_values), a.stats, a.size) for a in adds)
+    assert results["s3"] == results["local"] and len(results["s3"]) == 4
