@@ -64,6 +64,30 @@ def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: floa
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s")
 
 
+def stop_process(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """Terminate a server, and kill it if it lingers (a threaded server with
+    open keep-alive connections may not exit on SIGTERM in time)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=grace)
+
+
+def upload_tree(local: str | os.PathLike[str], uri: str, options: dict[str, str] | None = None) -> None:
+    """Copy a local folder (a table, a source) into a store, 16 files at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from airflow_delta_provider.delta.storage import open_storage
+
+    storage = open_storage(uri, options)
+    root = Path(local)
+    files = [p for p in root.rglob("*") if p.is_file()]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: storage.put(p.relative_to(root).as_posix(), p.read_bytes()), files))
+
+
 @dataclass
 class Backend:
     """One storage backend for a test: where, and how to reach it."""
@@ -116,8 +140,7 @@ class MotoServer:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
+            stop_process(self.proc)
 
     def create_bucket(self, name: str | None = None) -> str:
         name = name or f"b-{uuid.uuid4().hex[:16]}"
@@ -176,6 +199,8 @@ class FaultProxy:
         self.down = False
         self.strip_if_none_match = False
         self.delay: tuple[float, str] | None = None
+        #: Every request forwarded, as (method, path and query).
+        self.requests: list[tuple[str, str]] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -189,6 +214,7 @@ class FaultProxy:
                     self.close_connection = True
                     self.connection.close()
                     return
+                proxy.requests.append((self.command, self.path))
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items()}
@@ -346,8 +372,7 @@ class Azurite:
         return name
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
 
 @pytest.fixture(scope="session")

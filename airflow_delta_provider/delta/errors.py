@@ -57,6 +57,11 @@ class StorageError(DeltaError):
     a network failure). The message names the store, never a secret."""
 
 
+class StorageAccessDeniedError(StorageError):
+    """The store refused the credentials (HTTP 401 or 403). Nothing the
+    request asked for was done, so a refused commit surely did not land."""
+
+
 class UnsafeStorageError(UnsupportedFeatureError):
     """The store does not honour an atomic create, so commits are refused."""
 

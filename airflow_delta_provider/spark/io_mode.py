@@ -7,6 +7,9 @@
   pyarrow through the core's storage seam (obstore), so no connector jar is
   needed (:mod:`.arrow_scan`, :mod:`.arrow_write`).
 - ``auto``: ``hadoop`` when Spark has a FileSystem for the scheme, else ``arrow``.
+
+In ``hadoop`` mode on an object store, the connector is given the same
+credentials the core uses (:mod:`.hadoop_store_conf`).
 """
 
 from __future__ import annotations
@@ -48,7 +51,12 @@ def resolve_io(spark: Any, location: TableLocation | str, io: str = "auto") -> s
             f"io=hadoop needs a Hadoop FileSystem for {scheme}:// in Spark (the connector jar, e.g. "
             f"hadoop-aws for s3a://), and this Spark has none; use io=arrow (or auto) for {location.uri}"
         )
-    return HADOOP if available else ARROW
+    if not available:
+        return ARROW
+    from airflow_delta_provider.spark.hadoop_store_conf import apply_hadoop_store_settings
+
+    apply_hadoop_store_settings(spark, location)  # the connector gets the credentials the core uses
+    return HADOOP
 
 
 def hadoop_filesystem_available(spark: Any, scheme: str) -> bool:

@@ -242,7 +242,7 @@ def _publish(
             folder = partition_dir(partition_columns, values, types) if partition_columns else ""
             final = f"part-{int(m.group(1)):05d}-{uuid.uuid4()}.c000.snappy.parquet"
             rel = f"{folder}/{final}" if folder else final
-            _move(storage, meta.path, rel)
+            storage.move(meta.path, rel)
             moved.append((rel, values, meta.size, meta.mtime_ms))
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(moved)))) as pool:
             all_stats = list(pool.map(lambda m: _footer_stats(storage, m[0], leaves), moved))
@@ -271,19 +271,6 @@ def _publish(
     if empty:
         storage.delete_many(empty)
     return adds
-
-
-def _move(storage: TableStorage, source: str, dest: str) -> None:
-    """Move a file within the table: a rename locally. The seam has no
-    server-side copy yet, so on an object store the bytes pass through the
-    driver (get, put, delete)."""
-    if storage.is_local:
-        target = storage.location.child(dest)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        os.rename(storage.location.child(source), target)
-        return
-    storage.put(dest, storage.get(source))
-    storage.delete(source)
 
 
 def _footer_stats(storage: TableStorage, rel: str, leaves: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:

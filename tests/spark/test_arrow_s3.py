@@ -32,6 +32,8 @@ from airflow_delta_provider.spark.stats import stats_leaves
 from airflow_delta_provider.spark.write import _publish
 
 from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
+from tests.storage_servers import upload_tree
+
 from .commands.dml_support import _sorted, deltalake_table, rows_deltalake
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")
@@ -45,16 +47,6 @@ def bucket(s3_bucket, spark, monkeypatch):
     for key, value in s3_bucket.env.items():
         monkeypatch.setenv(key, value)
     return s3_bucket
-
-
-def upload(local: str, uri: str) -> None:
-    """Copy a local table (or folder) into the store, file by file."""
-    storage = open_storage(uri)
-    for dirpath, _dirs, names in os.walk(local):
-        for name in names:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as fh:
-                storage.put(os.path.relpath(full, local).replace(os.sep, "/"), fh.read())
 
 
 def remote_rows(bucket, uri: str) -> list[tuple]:
@@ -84,7 +76,7 @@ def tables(bucket, tmp_path):
     """(s3 uri, local path) of two copies of one partitioned table."""
     local = deltalake_table(tmp_path / "local", partition_by=["part"])
     uri = bucket.uri("t")
-    upload(local, uri)
+    upload_tree(local, uri)
     return uri, local
 
 
@@ -124,7 +116,7 @@ def test_append_creates_a_table_from_a_parquet_folder_in_the_bucket(spark, bucke
         pq.write_table(pa.table({"id": [i * 10 + j for j in range(10)], "p": [f"v{j % 2}" for j in range(10)]}),
                        str(source / f"part-{i}.parquet"))
     (source / "_SUCCESS").write_bytes(b"")
-    upload(str(source), bucket.uri("src"))
+    upload_tree(str(source), bucket.uri("src"))
     uri, local = bucket.uri("t"), str(tmp_path / "local")
     run_append(spark, uri, bucket.uri("src"), "parquet", partition_by=["p"])
     run_append(spark, local, str(source), "parquet", partition_by=["p"], io="hadoop")
@@ -140,7 +132,7 @@ def test_not_null_violation_leaves_the_bucket_unchanged(spark, bucket, tmp_path)
     local = str(tmp_path / "local")
     write_deltalake(local, pa.table({"id": [1], "p": ["a"]}, schema=schema), partition_by=["p"])
     uri = bucket.uri("t")
-    upload(local, uri)
+    upload_tree(local, uri)
     source = tmp_path / "src"
     source.mkdir()
     for i in range(3):
@@ -178,9 +170,66 @@ def test_hadoop_staging_is_published_through_the_store(spark, bucket, tmp_path):
 
             shutil.copytree(staged, os.path.join(root, "_delta_staging_x"))
         else:
-            upload(str(staged), bucket.uri("t/_delta_staging_x"))
+            upload_tree(str(staged), bucket.uri("t/_delta_staging_x"))
         adds = _publish(storage, "_delta_staging_x", ["p"], {"p": "string"}, stats_leaves(schema, ["p"]))
         assert all(storage.exists(a.path) for a in adds)
         assert all(not m.path.endswith(".parquet") for m in storage.list_tree("_delta_staging_x") if not m.is_dir)
         results[name] = sorted((json.dumps(a.partition_values), a.stats, a.size) for a in adds)
     assert results["s3"] == results["local"] and len(results["s3"]) == 4
+
+
+def test_checkpoint_then_vacuum(spark, bucket, tables):
+    """CHECKPOINT and VACUUM on the bucket's copy do what they do on the local
+    copy: the same checkpointed version, the same files deleted, the same
+    rows for deltalake (which reads the bucket's table from the checkpoint)."""
+    from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
+    from airflow_delta_provider.spark.commands.vacuum import run_vacuum
+
+    uri, local = tables
+    for root, io in ((uri, "arrow"), (local, "hadoop")):
+        run_update(spark, root, "id % 2 = 0", {"val": "val + 1"}, io=io)
+    remote = run_checkpoint(spark, uri, cleanup_logs=True)
+    here = run_checkpoint(spark, local, cleanup_logs=True)
+    assert remote.version == here.version == 3
+    # pyarrow and Spark encode the rewritten files differently: sizes differ.
+    assert remote.metrics["numAddFiles"] == here.metrics["numAddFiles"]
+    names = object_names(uri)
+    assert f"_delta_log/{3:020d}.checkpoint.parquet" in names and "_delta_log/_last_checkpoint" in names
+    assert remote_rows(bucket, uri) == rows_deltalake(local)
+
+    live = {f.path for f in DeltaTable(uri).snapshot().files}
+    planned = run_vacuum(spark, uri, retention_hours=0, dry_run=True, enforce_retention=False)
+    remote = run_vacuum(spark, uri, retention_hours=0, enforce_retention=False)
+    here = run_vacuum(spark, local, retention_hours=0, enforce_retention=False)
+    assert remote.metrics["numDeletedFiles"] == here.metrics["numDeletedFiles"] == len(planned.files) > 0
+    data_files = {n for n in object_names(uri) if not n.startswith("_delta_log/")}
+    from urllib.parse import unquote
+
+    assert data_files == {unquote(p) for p in live}
+    assert remote_rows(bucket, uri) == rows_deltalake(local)
+    assert [c["operation"] for c in _history(uri)[:2]] == ["VACUUM END", "VACUUM START"]
+
+
+def _history(uri: str) -> list[dict]:
+    return DeltaTable(uri).history()
+
+
+def test_bad_input_on_a_bucket_changes_nothing(spark, bucket, tables, tmp_path):
+    from airflow_delta_provider.delta.errors import StorageNotFoundError
+
+    uri, _local = tables
+    before = object_names(uri)
+    with pytest.raises(InvalidInputError, match="nosuchcol"):
+        run_update(spark, uri, "nosuchcol > 3", {"val": "0"})
+    with pytest.raises(InvalidInputError, match="nosuchcol"):
+        run_update(spark, uri, "id > 3", {"nosuchcol": "0"})
+    with pytest.raises(InvalidInputError):
+        run_delete(spark, uri, "id >>> 3")
+    assert object_names(uri) == before
+
+    source = tmp_path / "src"
+    source.mkdir()
+    pq.write_table(pa.table({"id": [1]}), str(source / "part-0.parquet"))
+    missing = f"s3://no-such-{bucket.bucket}/t"
+    with pytest.raises(StorageNotFoundError, match=f"bucket 'no-such-{bucket.bucket}' does not exist"):
+        run_append(spark, missing, str(source), "parquet")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_delta_provider.delta.errors import (
     CommitFailedError,
     CommitOutcomeUnknownError,
+    StorageAccessDeniedError,
     StorageError,
     StorageNotFoundError,
     UnsafeStorageError,
@@ -144,6 +145,12 @@ class TableStorage(ABC):
         first attempt landed and only its answer was lost. When the outcome
         cannot be learned, :class:`CommitOutcomeUnknownError`.
         """
+
+    @abstractmethod
+    def move(self, source: str, dest: str) -> None:
+        """Move a file within the store, replacing ``dest``: a rename on a
+        filesystem, a server-side copy then delete on an object store (the
+        bytes never pass through this process)."""
 
     @abstractmethod
     def delete(self, path: str) -> None:
@@ -297,6 +304,11 @@ class LocalStorage(TableStorage):
             raise
         return tmp
 
+    def move(self, source: str, dest: str) -> None:
+        target = self._abs(dest)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(self._abs(source), target)
+
     def delete(self, path: str) -> None:
         _unlink_quietly(self._abs(path))
 
@@ -354,7 +366,7 @@ class ObjectStorage(TableStorage):
         if isinstance(exc, FileNotFoundError):
             return exc
         if isinstance(exc, (oe.PermissionDeniedError, oe.UnauthenticatedError)) or _is_denied(text):
-            return StorageError(f"{action} {where}: access denied; check the store's credentials ({text})")
+            return StorageAccessDeniedError(f"{action} {where}: access denied; check the store's credentials ({text})")
         return StorageError(f"{action} {where} failed: {text}")
 
     def _call(self, action: str, path: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -462,8 +474,8 @@ class ObjectStorage(TableStorage):
             return self._holds(path, data)
         except Exception as exc:  # noqa: BLE001 - the outcome is settled by reading back
             error = self._error("writing", path, exc)
-            if isinstance(error, StorageNotFoundError):
-                raise error from None
+            if isinstance(error, (StorageNotFoundError, StorageAccessDeniedError)):
+                raise error from None  # refused outright: nothing was created
             return self._settle(path, data, error)
 
     def _settle(self, path: str, data: bytes, error: BaseException) -> bool:
@@ -531,6 +543,11 @@ class ObjectStorage(TableStorage):
             "supports conditional writes; set delta_atomic_create=trust only if the probe is wrong"
         )
 
+    def move(self, source: str, dest: str) -> None:
+        import obstore as obs
+
+        self._call("moving", source, obs.rename, source, dest)
+
     def delete(self, path: str) -> None:
         import obstore as obs
 
@@ -549,7 +566,10 @@ class ObjectStorage(TableStorage):
             try:
                 self._call("deleting", batch[0], obs.delete, batch)
             except FileNotFoundError:
-                pass
+                # Azure and GCS fail a batch on one missing key (S3 does not):
+                # the rest of the batch goes one by one.
+                for path in batch:
+                    self.delete(path)
 
         if len(batches) <= 1:
             for batch in batches:

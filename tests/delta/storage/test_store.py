@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_delta_provider.delta.errors import (
+    StorageAccessDeniedError,
     StorageError,
     StorageNotFoundError,
     TableNotFoundError,
@@ -67,6 +68,29 @@ def test_deletes(storage):
     assert [m for m in storage.list_tree("d") if not m.is_dir] == []
 
 
+def test_move(storage):
+    storage.put("_staging/p=1/part-0.parquet", b"data")
+    storage.put("p=1/old.parquet", b"old")
+    storage.move("_staging/p=1/part-0.parquet", "p=1/new.parquet")
+    storage.move("p=1/new.parquet", "p=1/old.parquet")  # replaces
+    assert storage.get("p=1/old.parquet") == b"data"
+    assert [m.path for m in storage.list_tree("") if not m.is_dir] == ["p=1/old.parquet"]
+    with pytest.raises(FileNotFoundError):
+        storage.move("_staging/none.parquet", "x.parquet")
+
+
+def test_delete_many_deletes_the_rest_when_some_keys_are_gone(storage, monkeypatch):
+    """Azure (and GCS) fail a whole bulk delete on one missing key; the other
+    keys of the batch must still go. Small batches make several run at once."""
+    from airflow_delta_provider.delta.storage import store
+
+    monkeypatch.setattr(store, "DELETE_BATCH", 3)
+    for i in range(10):
+        storage.put(f"d/{i}.bin", b"x")
+    storage.delete_many([f"d/{i}.bin" for i in range(12)])  # 10 and 11 never existed
+    assert [m.path for m in storage.list_tree("d") if not m.is_dir] == []
+
+
 def test_async_twins(storage):
     storage.put("_delta_log/00000000000000000000.json", b"v0")
     storage.put("_delta_log/00000000000000000001.json", b"v1")
@@ -109,6 +133,11 @@ def test_wrong_credentials_are_named_without_the_secret(azure_container):
     with pytest.raises(StorageError, match="access denied; check the store's credentials") as info:
         DeltaTable(azure_container.uri("t"), bad).latest_version()
     assert wrong_key not in str(info.value) and good["AZURE_STORAGE_ACCOUNT_KEY"] not in str(info.value)
+    # A commit with the wrong key is refused, and nothing is written.
+    with pytest.raises(StorageAccessDeniedError, match="access denied"):
+        open_storage(azure_container.uri("t"), bad).put_if_absent("_delta_log/00000000000000000001.json", b"{}")
+    listed = open_storage(azure_container.uri("t"), good).list_tree("")
+    assert [m.path for m in listed if not m.is_dir] == ["_delta_log/00000000000000000000.json"]
 
 
 def test_a_store_without_atomic_create_gets_no_commit(stoppable_s3, new_table, monkeypatch):
