@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 
@@ -227,6 +227,15 @@ class AddFile:
         """Rows of the file the table holds: ``numRecords`` minus the DV's cardinality."""
         n = self.num_records
         return n - self.num_deleted_records if n is not None else None
+
+    def with_deletion_vector(self, dv: DeletionVector) -> AddFile:
+        """This file with ``dv`` (a new vector, the old one's rows included),
+        as delta-spark re-adds it: a data change, and stats marked no longer
+        tight (``tightBounds: false``: the bounds may cover deleted rows;
+        ``numRecords`` stays the physical count)."""
+        stats = self.parsed_stats()
+        text = json.dumps({**stats, "tightBounds": False}, separators=(",", ":")) if stats is not None else None
+        return replace(self, data_change=True, deletion_vector=dv, stats=text, stats_parsed=None)
 
     def remove(self, deletion_timestamp: int, data_change: bool = True) -> RemoveFile:
         """The tombstone delta-spark writes for this file (``removeWithTimestamp``)."""

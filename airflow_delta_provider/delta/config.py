@@ -17,6 +17,9 @@ DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
 ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 APPEND_ONLY = "delta.appendOnly"
+ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
+#: Table properties whose values are booleans.
+BOOLEAN_PROPERTIES = frozenset({APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP})
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
 CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
@@ -89,6 +92,11 @@ def expired_log_cleanup_enabled(md: Metadata) -> bool:
 
 def append_only(md: Metadata) -> bool:
     return _bool(md, APPEND_ONLY, False)
+
+
+def deletion_vectors_enabled(md: Metadata) -> bool:
+    """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
+    return _bool(md, ENABLE_DELETION_VECTORS, False)
 
 
 def num_indexed_cols(md: Metadata) -> int:

@@ -50,6 +50,8 @@ FILE_FORMAT_VERSION = 1
 UUID_Z85_LENGTH = 20
 DV_FILE_PREFIX = "deletion_vector_"
 DV_FILE_SUFFIX = ".bin"
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
 
 # --- Z85 -------------------------------------------------------------------------
 
@@ -75,6 +77,16 @@ def z85_decode(text: str) -> bytes:
     if bad:
         raise ValueError(f"not Z85 characters: {''.join(sorted(bad))!r}")
     return base64.b85decode(text.translate(_Z85_TO_B85))
+
+
+def z85_encode(data: bytes) -> str:
+    """Z85 text of ``data`` (a multiple of 4 bytes long), the inverse of :func:`z85_decode`."""
+    if len(data) % 4:
+        raise ValueError(f"Z85 encodes a multiple of 4 bytes, got {len(data)}")
+    return base64.b85encode(data).decode("ascii").translate(_B85_TO_Z85)
+
+
+_B85_TO_Z85 = str.maketrans(_B85_ALPHABET, Z85_ALPHABET)
 
 
 # --- where a vector lives -----------------------------------------------------------
@@ -195,6 +207,55 @@ def deleted_row_indexes(storage: TableStorage, dv: DeletionVector, data_file: st
     return row_indexes(read_deletion_vector(storage, dv, data_file))
 
 
+# --- writing ------------------------------------------------------------------------
+
+
+def serialize_bitmap(bitmap: BitMap64) -> bytes:
+    """A bitmap in the portable ``RoaringBitmapArray`` form: the magic number
+    (little-endian), then the 64-bit portable Roaring layout."""
+    bitmap = bitmap.copy()
+    bitmap.run_optimize()
+    return PORTABLE_MAGIC.to_bytes(4, "little") + bitmap.serialize()
+
+
+class DeletionVectorFile:
+    """The deletion vectors one commit writes, framed into one file,
+    ``deletion_vector_<uuid>.bin`` in the table root, as delta-spark writes
+    them: the format version byte, then per vector its big-endian size, its
+    bytes and their big-endian CRC-32. :meth:`add` returns the ``u``
+    descriptor of each vector; :attr:`path` is where :meth:`data` must be put.
+    """
+
+    def __init__(self) -> None:
+        self.file_id = uuid.uuid4()
+        self._parts: list[bytes] = [bytes([FILE_FORMAT_VERSION])]
+        self._size = 1
+
+    @property
+    def path(self) -> str:
+        return dv_file_name(self.file_id)
+
+    def __len__(self) -> int:
+        return len(self._parts) - 1
+
+    def add(self, bitmap: BitMap64) -> DeletionVector:
+        payload = serialize_bitmap(bitmap)
+        offset = self._size
+        frame = _INT32.pack(len(payload)) + payload + _UINT32.pack(zlib.crc32(payload))
+        self._parts.append(frame)
+        self._size += len(frame)
+        return DeletionVector(
+            storage_type="u",
+            path_or_inline_dv=z85_encode(self.file_id.bytes),
+            size_in_bytes=len(payload),
+            cardinality=len(bitmap),
+            offset=offset,
+        )
+
+    def data(self) -> bytes:
+        return b"".join(self._parts)
+
+
 # --- the bytes ----------------------------------------------------------------------
 
 
@@ -207,10 +268,6 @@ def _describe(dv: DeletionVector, table_root: str, data_file: str | None) -> str
     except CorruptDeletionVectorError as exc:
         raise CorruptDeletionVectorError(f"deletion vector{owner}: {exc}") from exc
     return f"deletion vector{owner} in {location}" + (f" at offset {dv.offset}" if dv.offset is not None else "")
-
-
-_INT32 = struct.Struct(">i")
-_UINT32 = struct.Struct(">I")
 
 
 def _frame(data: bytes, dv: DeletionVector, where: str) -> bytes:
@@ -261,6 +318,7 @@ def _parse_bitmap(payload: bytes, where: str) -> BitMap64:
 
 __all__ = [
     "DV_FILE_PREFIX",
+    "DeletionVectorFile",
     "DeletionVectorReader",
     "PORTABLE_MAGIC",
     "Z85_ALPHABET",
@@ -270,5 +328,7 @@ __all__ = [
     "read_deletion_vector",
     "relative_dv_path",
     "row_indexes",
+    "serialize_bitmap",
     "z85_decode",
+    "z85_encode",
 ]

@@ -17,14 +17,14 @@ from airflow_delta_provider.delta.errors import UnsupportedFeatureError
 #: (:mod:`airflow_delta_provider.delta.deletion_vectors`).
 SUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "vacuumProtocolCheck"})
 
-#: Writer features we implement: those of writer version 2.
-SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "invariants"})
+#: Writer features we implement: those of writer version 2, and deletion
+#: vectors (every scan applies them, every remove carries them, DELETE and
+#: UPDATE write them when ``delta.enableDeletionVectors`` is true).
+SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "deletionVectors", "invariants"})
 
-#: Features we read but do not write yet, with the reason a write is refused.
-READ_ONLY_FEATURES = {
-    "deletionVectors": "deletionVectors (tables with deletion vectors are read-only until DELETE, UPDATE "
-    "and the other writers honour them)",
-}
+#: Writer features that legacy writer version 2 implies, listed when a table
+#: moves to writer version 7 (delta-spark's protocol upgrade does the same).
+_LEGACY_WRITER_2_FEATURES = ("appendOnly", "invariants")
 
 #: What legacy writer versions 3 to 6 switch on (PROTOCOL.md "Writer Version Requirements").
 _LEGACY_WRITER_FEATURES = {
@@ -74,8 +74,39 @@ def unsupported_writer_features(protocol: Protocol) -> list[str]:
         return [f"{name} (writer version {wv})" for name in _LEGACY_WRITER_FEATURES[wv]]
     if wv == 7:
         missing = sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES)
-        return [READ_ONLY_FEATURES.get(name, name) for name in missing]
+        return missing
     return []
+
+
+def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
+    """``protocol``, upgraded as the table properties of ``metadata`` need.
+
+    ``delta.enableDeletionVectors=true`` needs the ``deletionVectors`` reader
+    and writer feature: a table below reader 3 / writer 7 moves there, its
+    legacy writer features listed, as delta-spark upgrades it.
+    """
+    from airflow_delta_provider.delta import config
+
+    if metadata is None or not config.deletion_vectors_enabled(metadata):
+        return protocol
+    readers = set(protocol.reader_features or ())
+    writers = set(protocol.writer_features or ())
+    if protocol.min_writer_version < 7:
+        if protocol.min_writer_version >= 2:
+            writers.update(_LEGACY_WRITER_2_FEATURES)
+        writers.update(_LEGACY_WRITER_FEATURES.get(protocol.min_writer_version, ()))
+    if protocol.min_reader_version == 2:
+        readers.add("columnMapping")
+    if "deletionVectors" in readers and "deletionVectors" in writers and protocol.min_writer_version == 7:
+        return protocol
+    readers.add("deletionVectors")
+    writers.add("deletionVectors")
+    return Protocol(
+        min_reader_version=3,
+        min_writer_version=7,
+        reader_features=tuple(sorted(readers)),
+        writer_features=tuple(sorted(writers)),
+    )
 
 
 def check_writable(protocol: Protocol, metadata: Metadata | None = None) -> None:

@@ -189,6 +189,11 @@ class Transaction:
         self._validate()
         creating = self.read_snapshot is None
         protocol = self._protocol or (DEFAULT_PROTOCOL if creating else None)
+        if self._metadata is not None:  # new table properties may need table features
+            current = protocol or self.read_snapshot.protocol  # type: ignore[union-attr]
+            upgraded = features.protocol_for(current, self._metadata)
+            if upgraded != current or protocol is not None:
+                protocol = upgraded
         if protocol is not None:
             features.check_writable(protocol, self.metadata)
         version = 0 if creating else self.read_snapshot.version + 1  # type: ignore[union-attr]

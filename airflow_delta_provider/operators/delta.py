@@ -241,6 +241,9 @@ class DeltaAppendOperator(DeltaSparkOperator):
         marker: a write whose (app id, version) the table has seen is skipped. (templated)
     :param txn_version: See ``txn_app_id``.
     :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
+    :param table_properties: Delta table properties to set in the same commit,
+        e.g. ``{"delta.enableDeletionVectors": "true"}`` (which upgrades the
+        table's protocol, as delta-spark does). (templated)
     """
 
     operation = "append"
@@ -250,6 +253,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "partition_by",
         "txn_app_id",
         "options",
+        "table_properties",
     )
     _FORMATS = ("parquet", "csv", "json", "delta")
     _MODES = ("append", "overwrite")
@@ -266,6 +270,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         txn_app_id: str | None = None,
         txn_version: int | None = None,
         options: Mapping[str, str] | None = None,
+        table_properties: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -284,6 +289,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         self.txn_app_id = txn_app_id
         self.txn_version = txn_version
         self.options = dict(options or {})
+        self.table_properties = dict(table_properties or {})
 
     def cli_arguments(self) -> list[str]:
         args = ["--source", self.source, "--format", self.source_format, "--mode", self.mode]
@@ -295,6 +301,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
             args += ["--txn-app-id", self.txn_app_id, "--txn-version", str(self.txn_version)]
         for key, value in self.options.items():
             args += ["--option", f"{key}={value}"]
+        for key, value in self.table_properties.items():
+            args += ["--property", f"{key}={value}"]
         return args
 
     def _lineage_inputs(self) -> list[Any]:

@@ -18,7 +18,13 @@ rule for parquet). An output column is one of
 - ``partition``: the file's partition value, a typed constant;
 - ``path``: the file's ``add.path`` (a Python data source has no ``_metadata``);
 - ``index``: the file's position in the plan's list, an int, which is far
-  cheaper to group by than a path (``count_matches``).
+  cheaper to group by than a path (``count_matches``);
+- ``row_index``: the row's position in its parquet file, a long (what a
+  deletion vector names).
+
+Rows a file's deletion vector deletes are left out: each task decodes the
+vectors of its own files (the descriptor travels in the plan) and filters
+every batch by its rows' indexes.
 
 A Python data source cannot prune columns itself, so the caller names the
 columns it needs (``columns``).
@@ -30,9 +36,10 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -47,7 +54,7 @@ READ_BATCH_ROWS = 65536
 _DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
 _DEFAULT_OPEN_COST = 4 * 1024 * 1024
 
-DATA, PARTITION, PATH, INDEX = "data", "partition", "path", "index"
+DATA, PARTITION, PATH, INDEX, ROW_INDEX = "data", "partition", "path", "index", "row_index"
 
 
 def arrow_read(
@@ -60,14 +67,15 @@ def arrow_read(
     columns: Sequence[str] | None = None,
     file_column: str | None = None,
     index_column: str | None = None,
+    row_index_column: str | None = None,
 ) -> DataFrame:
-    """The rows of ``files`` of the table at ``location`` with ``schema``.
+    """The live rows of ``files`` of the table at ``location`` with ``schema``.
 
     Columns: ``columns`` (default every table column, in table order), then
-    ``file_column`` (each row's ``add.path``) and ``index_column`` (each
-    row's file position in ``files``) when named. Every column is nullable,
-    as Spark's file sources read them, except the file column and the index,
-    which never are null.
+    ``file_column`` (each row's ``add.path``), ``index_column`` (each row's
+    file position in ``files``) and ``row_index_column`` (its row index in
+    the file) when named. Every column is nullable, as Spark's file sources
+    read them, except those three, which never are null.
     """
     table = _spark_struct(as_nullable(schema))
     by_name = {f.name.lower(): f for f in table.fields}
@@ -88,6 +96,9 @@ def arrow_read(
     if index_column is not None:
         out_fields.append(StructField(index_column, IntegerType(), False))
         out_columns.append([index_column, INDEX, None])
+    if row_index_column is not None:
+        out_fields.append(StructField(row_index_column, LongType(), False))
+        out_columns.append([row_index_column, ROW_INDEX, None])
 
     entries = []
     for f in files:
@@ -98,6 +109,7 @@ def arrow_read(
                 None if rel is not None else to_absolute(location.uri, f.path),
                 f.path,
                 [_partition_value(f, name) if role == PARTITION else None for name, role, _ in out_columns],
+                f.deletion_vector.to_json() if f.deletion_vector is not None else None,
             ]
         )
     plan = {
@@ -315,14 +327,18 @@ def read_entries(
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from airflow_delta_provider.delta.actions import DeletionVector
+    from airflow_delta_provider.delta.deletion_vectors import DeletionVectorReader
     from airflow_delta_provider.delta.partitions import parse_partition_value
     from airflow_delta_provider.delta.storage import open_storage
     from airflow_delta_provider.spark.arrow_conform import conform_array, constant
 
     target = to_arrow_schema(StructType.fromJson(schema), timezone="UTC")
     data = [(pos, name) for pos, (name, role, _) in enumerate(columns) if role == DATA]
+    row_index_at = next((pos for pos, (_n, role, _t) in enumerate(columns) if role == ROW_INDEX), None)
     storage = open_storage(root)
-    for index, rel, uri, add_path, values, start, length in entries:
+    vectors = DeletionVectorReader(storage)
+    for index, rel, uri, add_path, values, dv, start, length in entries:
         fixed: dict[int, Any] = {}
         for pos, (_name, role, delta_type) in enumerate(columns):
             if role == PARTITION:
@@ -331,45 +347,68 @@ def read_entries(
                 fixed[pos] = add_path
             elif role == INDEX:
                 fixed[pos] = index
+        deleted = None
+        if dv is not None:
+            deleted = vectors.read(DeletionVector.from_json(dv), add_path).to_array()
         if rel is None:  # a file outside the table root, named by an absolute URI
             parent, rel = uri.rsplit("/", 1)
             source = open_storage(parent)
         else:
             source = storage
         with source.open_input_file(rel) as f:
-            for rows, found in _file_batches(f, [name for _, name in data], start, length):
+            for first_row, rows, found in _file_batches(f, [name for _, name in data], start, length):
                 arrays: list[pa.Array] = [None] * len(columns)  # type: ignore[list-item]
                 for (pos, _name), array in zip(data, found):
                     field_type = target.field(pos).type
                     arrays[pos] = pa.nulls(rows, field_type) if array is None else conform_array(array, field_type)
                 for pos, value in fixed.items():
                     arrays[pos] = constant(value, target.field(pos).type, rows)
-                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+                if row_index_at is not None:
+                    arrays[row_index_at] = pa.array(np.arange(first_row, first_row + rows, dtype=np.int64))
+                batch = pa.RecordBatch.from_arrays(arrays, schema=target)
+                if deleted is not None:
+                    batch = _live_rows(batch, deleted, first_row)
+                if batch.num_rows:
+                    yield batch
+
+
+def _live_rows(batch: Any, deleted: Any, first_row: int) -> Any:
+    """``batch`` (rows ``first_row`` onwards of its file) without the rows in
+    ``deleted`` (sorted row indexes)."""
+    lo, hi = np.searchsorted(deleted, [first_row, first_row + batch.num_rows])
+    if lo == hi:
+        return batch
+    keep = np.ones(batch.num_rows, dtype=bool)
+    keep[(deleted[lo:hi] - np.uint64(first_row)).astype(np.int64)] = False
+    return batch.filter(keep)
 
 
 def _file_batches(
     f: Any, wanted: list[str], start: int, length: int | None
-) -> Iterator[tuple[int, list[Any]]]:
-    """(rows, the wanted columns' arrays, None for a column the file lacks)
-    per batch of a file piece. Only the wanted columns are decoded; with
-    none, only the row counts are read."""
+) -> Iterator[tuple[int, int, list[Any]]]:
+    """(first row index, rows, the wanted columns' arrays, None for a column
+    the file lacks) per batch of a file piece. Only the wanted columns are
+    decoded; with none, only the row counts are read."""
     import pyarrow.parquet as pq
 
     from airflow_delta_provider.spark.arrow_conform import match_columns
 
     pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
-    groups = _row_groups(pf.metadata, start, length)
+    metadata = pf.metadata
+    groups = _row_groups(metadata, start, length)
     found = match_columns(pf.schema_arrow.names, wanted)
     read = sorted({c for c in found if c is not None})
-    if not groups:
-        return
-    if not read:
-        n = sum(pf.metadata.row_group(g).num_rows for g in groups)
-        for s in range(0, n, READ_BATCH_ROWS):
-            yield min(READ_BATCH_ROWS, n - s), [None] * len(wanted)
-        return
-    for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=groups, columns=read):
-        yield batch.num_rows, [None if c is None else batch.column(c) for c in found]
+    firsts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
+    for g in groups:
+        first = int(firsts[g])
+        if not read:
+            n = metadata.row_group(g).num_rows
+            for s in range(0, n, READ_BATCH_ROWS):
+                yield first + s, min(READ_BATCH_ROWS, n - s), [None] * len(wanted)
+            continue
+        for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[g], columns=read):
+            yield first, batch.num_rows, [None if c is None else batch.column(c) for c in found]
+            first += batch.num_rows
 
 
 def _row_groups(metadata: Any, start: int, length: int | None) -> list[int]:

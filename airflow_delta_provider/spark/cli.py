@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     append.add_argument("--txn-app-id")
     append.add_argument("--txn-version", type=int)
     append.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V")
+    append.add_argument(
+        "--property", action="append", type=_key_value, default=[], metavar="K=V", help="table property (delta.*)"
+    )
 
     checkpoint = sub.add_parser("checkpoint", parents=[common], help="checkpoint the latest version")
     checkpoint.add_argument("--cleanup-logs", action="store_true")
@@ -116,6 +119,7 @@ def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
             options=dict(args.option),
             token=token,
             io=args.io,
+            table_properties=dict(args.property),
         )
     if args.command == "checkpoint":
         from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint

@@ -49,7 +49,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
-from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
 from airflow_delta_provider.delta.partitions import (
     encode_path,
     parse_partition_values,
@@ -63,19 +63,9 @@ FILE_COLUMN = "_file"
 # Base names of helper columns; _free_name picks one no table column has.
 _URI_COLUMN = "__delta_file_uri"
 _KEY_COLUMN = "__delta_file_key"
+_ROW_INDEX_COLUMN = "__delta_row_index"
 #: Above this many partitions, the file-join plan is used.
 MAX_LITERAL_PARTITIONS = 16
-
-
-def refuse_deletion_vectors(files: Sequence[AddFile]) -> None:
-    """Refuse to scan files that carry deletion vectors: the engine does not
-    apply them yet, and the rows they delete would come back."""
-    marked = [f.path for f in files if f.deletion_vector is not None]
-    if marked:
-        raise UnsupportedFeatureError(
-            f"deletionVectors: {len(marked)} file(s) of this table carry deletion vectors (e.g. {marked[0]}), "
-            "which the Spark engine does not apply yet; reading them would bring deleted rows back"
-        )
 
 
 def spark_schema(schema: dict[str, Any]) -> StructType:
@@ -139,7 +129,6 @@ def scan(
     ``io`` is the I/O mode (:mod:`.io_mode`).
     """
     files = list(snapshot.files if files is None else files)
-    refuse_deletion_vectors(files)
     schema = snapshot.schema
     partition_columns = list(snapshot.partition_columns)
     table_struct = spark_schema(schema)
@@ -187,8 +176,7 @@ def scan(
         own = (f.path,) if with_file_path else ()
         rows.append((file_uri(path), *own, *(values[c] for c, _ in partition_struct)))
     lookup = spark.createDataFrame(rows, lookup_schema)
-    data = read_files(spark, read_schema, absolute)
-    data = data.withColumn(uri_column, _spark_file_path(data))
+    data = _read_with_metadata(spark, snapshot, location, read_schema, files, uri_column=uri_column)
     return data.join(F.broadcast(lookup), on=uri_column, how="inner").select(*columns)
 
 
@@ -219,7 +207,6 @@ def count_matches(
       each row's file position, an int, which the count groups by.
     """
     files = list(files)
-    refuse_deletion_vectors(files)
     if not files:
         return {}
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
@@ -240,13 +227,8 @@ def count_matches(
     reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, partition_columns=partition_columns)
     rows = _union([df.filter(matched).select(uri_column) for df in reads])
 
-    uris = {file_uri(hadoop_path(location, f.path)): f.path for f in files}
-    by_key: dict[Any, str] = {xxhash64(uri): path for uri, path in uris.items()}
-    if len(by_key) == len(uris):
-        key = F.xxhash64(F.col(uri_column))
-    else:  # a hash collision among the candidates
-        key, by_key = F.col(uri_column), dict(uris)
-    counts = rows.groupBy(key.alias(_KEY_COLUMN)).count().collect()
+    by_key, hashed = file_keys({file_uri(hadoop_path(location, f.path)): f.path for f in files})
+    counts = rows.groupBy(key_column(uri_column, hashed).alias(_KEY_COLUMN)).count().collect()
     unknown = [r[_KEY_COLUMN] for r in counts if r[_KEY_COLUMN] not in by_key]
     if unknown:
         raise DeltaError(f"internal error: Spark read files that were not asked for (keys {unknown[:3]})")
@@ -285,6 +267,20 @@ def _referenced_columns(spark: SparkSession, struct: StructType, condition: Colu
     except (AnalysisException, Py4JError, AttributeError):
         return None
     return [f.name for f in struct.fields if f.name in names]
+
+
+def file_keys(uris: dict[str, str]) -> tuple[dict[Any, str], bool]:
+    """``{key: add.path}`` for ``{Spark file URI: add.path}``, and whether the
+    key is the ``xxhash64`` of the URI (True) or, when two URIs share a hash,
+    the URI itself (False)."""
+    hashed = {xxhash64(uri): path for uri, path in uris.items()}
+    if len(hashed) == len(uris):
+        return hashed, True
+    return dict(uris), False
+
+
+def key_column(uri_column: str, hashed: bool) -> Column:
+    return F.xxhash64(F.col(uri_column)) if hashed else F.col(uri_column)
 
 
 _MASK = (1 << 64) - 1
@@ -378,13 +374,15 @@ def _literal_reads(
     groups: dict[tuple, list[AddFile]],
     *,
     uri_column: str | None = None,
+    row_index_column: str | None = None,
     partition_columns: Sequence[str] | None = None,
     io: str = "hadoop",
 ) -> list[DataFrame]:
     """One parquet read per partition group (in I/O mode ``io``), its
     ``partition_columns`` (default: the table's) added as typed literals and,
-    given ``uri_column`` (a name no table column has; hadoop mode), each
-    row's file URI (Spark's ``_metadata.file_path``) in that column."""
+    given ``uri_column`` or ``row_index_column`` (names no table column has;
+    hadoop mode), each row's file URI (Spark's ``_metadata.file_path``) or
+    row index in that column. Rows deleted by a deletion vector are left out."""
     schema = snapshot.schema
     table_partitions = list(snapshot.partition_columns)
     wanted = table_partitions if partition_columns is None else list(partition_columns)
@@ -398,9 +396,9 @@ def _literal_reads(
 
             df = arrow_read(spark, location, schema, table_partitions, group, columns=read_schema.names)
         else:
-            df = read_files(spark, read_schema, [hadoop_path(location, f.path) for f in group])
-        if uri_column is not None:  # straight off the read: _metadata does not pass through projections
-            df = df.withColumn(uri_column, _spark_file_path(df))
+            df = _read_with_metadata(
+                spark, snapshot, location, read_schema, group, uri_column=uri_column, row_index_column=row_index_column
+            )
         if wanted:
             values = parse_partition_values(group[0].partition_values, schema, wanted)
             df = df.withColumns({c: F.lit(v).cast(by_type[c.lower()]) for c, v in values.items()})
@@ -408,10 +406,73 @@ def _literal_reads(
     return parts
 
 
-def _spark_file_path(read: DataFrame) -> Column:
-    """Spark's ``_metadata.file_path`` of a parquet read, even when the table
-    has a data column named ``_metadata`` (which ``F.col`` would resolve to)."""
-    return read.metadataColumn("_metadata").getField("file_path")
+def _read_with_metadata(
+    spark: SparkSession,
+    snapshot: Any,
+    location: TableLocation,
+    read_schema: StructType,
+    files: Sequence[AddFile],
+    *,
+    uri_column: str | None = None,
+    row_index_column: str | None = None,
+) -> DataFrame:
+    """A ``hadoop`` parquet read of ``files`` without the rows their deletion
+    vectors delete, with each row's file URI and row index in the named
+    columns when asked for. The metadata columns are taken straight off the
+    read: ``_metadata`` does not pass through projections."""
+    paths = [hadoop_path(location, f.path) for f in files]
+    df = read_files(spark, read_schema, paths)
+    marked = any(f.deletion_vector is not None for f in files)
+    if uri_column is None and row_index_column is None and not marked:
+        return df
+    taken = {f.name.lower() for f in read_schema.fields}
+    uri_name = uri_column or _free_name(_URI_COLUMN, taken)
+    row_name = row_index_column or _free_name(_ROW_INDEX_COLUMN, taken)
+    metadata = df.metadataColumn("_metadata")
+    df = df.withColumns({uri_name: metadata.getField("file_path"), row_name: metadata.getField("row_index")})
+    if marked:
+        from airflow_delta_provider.spark.deletion_vectors import drop_deleted_rows
+
+        uris = {file_uri(p): f.path for p, f in zip(paths, files)}
+        df = drop_deleted_rows(df, uri_name, row_name, files, uris, snapshot)
+    helpers = [n for n, asked in ((uri_name, uri_column), (row_name, row_index_column)) if asked is None]
+    return df.drop(*helpers) if helpers else df
+
+
+def match_frame(
+    spark: SparkSession, snapshot: Any, files: Sequence[AddFile], condition: Column | None, io: str
+) -> tuple[DataFrame, str, str, dict[Any, str]]:
+    """The live rows of ``files`` matching ``condition`` as (file key, row
+    index) pairs: the frame, the two column names and ``{key: add.path}``.
+    Only the condition's columns are read."""
+    files = list(files)
+    matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
+    table_struct = spark_schema(snapshot.schema)
+    taken = {f.name.lower() for f in table_struct.fields}
+    key_name, row_name = _free_name(_KEY_COLUMN, taken), _free_name(_ROW_INDEX_COLUMN, taken)
+    location = table_location(snapshot)
+    if resolve_io(spark, location, io) == ARROW:
+        from airflow_delta_provider.spark.arrow_scan import arrow_read
+
+        frame = arrow_read(
+            spark,
+            location,
+            snapshot.schema,
+            snapshot.partition_columns,
+            files,
+            columns=_referenced_columns(spark, table_struct, matched),
+            index_column=key_name,
+            row_index_column=row_name,
+        )
+        by_position: dict[Any, str] = {i: f.path for i, f in enumerate(files)}
+        return frame.filter(matched).select(_quote(key_name), _quote(row_name)), key_name, row_name, by_position
+    uri_column = _free_name(_URI_COLUMN, taken)
+    groups = _partition_groups(files)
+    reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, row_index_column=row_name)
+    by_key, hashed = file_keys({file_uri(hadoop_path(location, f.path)): f.path for f in files})
+    key = key_column(uri_column, hashed).alias(key_name)
+    frame = _union([df.filter(matched).select(key, _quote(row_name)) for df in reads])
+    return frame, key_name, row_name, by_key
 
 
 def _free_name(base: str, taken: set[str]) -> str:
@@ -454,8 +515,11 @@ __all__ = [
     "column",
     "count_matches",
     "data_schema",
+    "file_keys",
     "file_uri",
     "hadoop_path",
+    "key_column",
+    "match_frame",
     "read_files",
     "scan",
     "spark_schema",

@@ -194,12 +194,15 @@ class WrittenFiles:
     corrupts the table.
 
     ``adds`` is kept by reference, so a list that grows inside the block
-    (several writes) is covered whole.
+    (several writes) is covered whole; so is ``other_files``, the paths
+    (relative to the root) of other files written for the commit, such as a
+    deletion vector file.
     """
 
-    def __init__(self, table: Any, adds: list[AddFile]) -> None:
+    def __init__(self, table: Any, adds: list[AddFile], other_files: list[str] | None = None) -> None:
         self.table = table
         self.adds = adds
+        self.other_files = other_files if other_files is not None else []
         self._committing = False
 
     def committing(self) -> None:
@@ -216,6 +219,8 @@ class WrittenFiles:
             return
         if not self._committing or isinstance(exc, CommitFailedError):
             delete_written_files(self.table, self.adds)
+            if self.other_files:
+                storage_of(self.table).delete_many(self.other_files)
 
 
 # --- Moving staged files into the table ----------------------------------------

@@ -149,9 +149,6 @@ WRITER_GATES: dict[str, tuple[str, ...]] = {
     "collations-table": ("collations", "domainMetadata"),
     "commit-info-containing-arbitrary-operationParams-types": ("changeDataFeed",),
     "basic-with-vacuum-protocol-check-feature": ("vacuumProtocolCheck",),
-    # Read by the core; written only once the Spark side writes deletion vectors.
-    "dv-partitioned-with-checkpoint": ("deletionVectors",),
-    "log-replay-dv-key-cases": ("deletionVectors",),
 }
 
 #: Tables whose files carry deletion vectors (delta-rs's pyarrow reader refuses

@@ -323,20 +323,40 @@ def test_xxhash64_equals_sparks(spark, text):
     assert xxhash64(text) == df.select(F.xxhash64("s")).first()[0]
 
 
-def test_files_with_deletion_vectors_are_refused_not_read_whole(spark, golden_dir, tmp_path):
-    """Until the engine applies deletion vectors, scanning such files is an
-    error that names the feature, never a read that brings deleted rows back."""
-    import shutil
+@pytest.mark.parametrize("io", ["hadoop", "arrow"])
+@pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases"])
+def test_golden_tables_with_deletion_vectors_read_as_the_oracles_do(spark, golden_dir, monkeypatch, io, name, duckdb_delta):
+    """Every scan leaves out the rows the deletion vectors delete: the whole
+    table, the file-join plan, and the touched-file count, at every version."""
+    import sys
 
-    from airflow_delta_provider.delta.errors import UnsupportedFeatureError
+    import pyarrow as pa
+    from deltalake import DeltaTable as RsTable
+    from deltalake import QueryBuilder
+
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.spark import scan as scan_module
     from airflow_delta_provider.spark.scan import count_matches, scan
 
-    table = tmp_path / "dv"
-    shutil.copytree(golden_dir / "dv-partitioned-with-checkpoint", table)
-    snapshot = DeltaTable(str(table)).snapshot()
-    assert any(f.deletion_vector is not None for f in snapshot.files)
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
-        scan(spark, snapshot)
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
-        count_matches(spark, snapshot, snapshot.files, None)
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", sys.executable)  # arrow workers
+    table = DeltaTable(str(golden_dir / name))
+    latest = table.latest_version()
+    for version in range(latest + 1) if io == "hadoop" else [latest]:  # arrow tasks cost more
+        snapshot = table.snapshot(version=version)
+        rs = RsTable(str(golden_dir / name), version=version)
+        expected = pa.table(QueryBuilder().register("t", rs).execute("SELECT * FROM t").read_all())
+        by_duckdb = duckdb_delta.execute(
+            f"SELECT * FROM delta_scan('{golden_dir / name}', version => {version})"
+        ).fetch_arrow_table()
+        columns = expected.column_names
+        want = sorted(map(repr, expected.select(columns).to_pylist()))
+        assert sorted(map(repr, by_duckdb.select(columns).to_pylist())) == want
+        got = scan(spark, snapshot, io=io)
+        assert sorted(repr(r.asDict()) for r in got.select(*columns).collect()) == want, f"v{version}"
+        with monkeypatch.context() as m:
+            m.setattr(scan_module, "MAX_LITERAL_PARTITIONS", 0)  # the file-join plan
+            joined = scan(spark, snapshot, with_file_path=True, io=io).select(*columns)
+            assert sorted(repr(r.asDict()) for r in joined.collect()) == want, f"v{version} (file join)"
+        counts = count_matches(spark, snapshot, snapshot.files, None, io=io)
+        assert sum(counts.values()) == expected.num_rows == snapshot.num_records
+        assert counts == {f.path: f.num_live_records for f in snapshot.files if f.num_live_records}

@@ -76,10 +76,14 @@ def run_append(
     options: Mapping[str, str] | None = None,
     token: str | None = None,
     io: str = "auto",
+    table_properties: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` to ``table``.
 
     ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    ``table_properties`` (``delta.*``) are set on the table in the same
+    commit; one that needs a table feature (``delta.enableDeletionVectors``)
+    upgrades the protocol, as delta-spark does.
     """
     partition_by = list(partition_by or [])
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
@@ -99,6 +103,7 @@ def run_append(
     metadata, schema, partition_columns = _plan_metadata(
         snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema
     )
+    metadata = with_table_properties(metadata, table_properties)
 
     parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
@@ -156,6 +161,25 @@ def read_source(
         return spark.read.format(format).options(**dict(options)).load(source)
     except AnalysisException as exc:
         raise InvalidInputError(f"cannot read {format} source {source}: {_first_line(exc)}") from None
+
+
+def with_table_properties(metadata: Metadata, properties: Mapping[str, str] | None) -> Metadata:
+    """``metadata`` with ``properties`` set (the same object when nothing changes).
+
+    Keys are Delta table properties (``delta.*``); boolean ones must be
+    ``true`` or ``false``. Bad ones are an InvalidInputError.
+    """
+    if not properties:
+        return metadata
+    for key, value in properties.items():
+        if not key.startswith("delta.") or key == "delta.":
+            raise InvalidInputError(f"table property {key!r} is not a Delta table property (delta.*)")
+        if key in config.BOOLEAN_PROPERTIES and str(value).lower() not in ("true", "false"):
+            raise InvalidInputError(f"table property {key} must be true or false, got {value!r}")
+    wanted = {k: str(v).lower() if k in config.BOOLEAN_PROPERTIES else str(v) for k, v in properties.items()}
+    if all(metadata.configuration.get(k) == v for k, v in wanted.items()):
+        return metadata
+    return replace(metadata, configuration={**metadata.configuration, **wanted})
 
 
 def _check_arguments(

@@ -11,6 +11,11 @@ delta-spark's ``DeleteCommand``:
 
 ``numDeletedRows`` comes from the files' ``numRecords`` stats where a file
 goes whole, and from the touched-file scan otherwise.
+
+On a table with ``delta.enableDeletionVectors`` (merge-on-read), a data
+condition writes no data file: the matching rows' indexes go into a deletion
+vector per touched file (the union with its old one), and a file none of
+whose rows stays is removed whole.
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ class DeleteCommand(DmlCommand):
         if whole is not None:
             self.result.removed = list(whole)
             self.result.rows_changed = self.row_count(whole) if whole else 0
+            return
+        if self.writes_deletion_vectors:
+            matches = self.matching_rows()
+            self.mark_deleted(matches)
+            self.result.rows_changed = sum(len(rows) for rows in matches.values())
             return
         touched, counts = self.touched_files()
         if not touched:

@@ -55,12 +55,20 @@ def elapsed_ms(start: float) -> int:
 class Rewrite:
     """What a command decided to change."""
 
-    removed: list[AddFile] = field(default_factory=list)
-    added: list[AddFile] = field(default_factory=list)
+    removed: list[AddFile] = field(default_factory=list)  # gone whole
+    added: list[AddFile] = field(default_factory=list)  # new data files
+    #: (the file as it was, the file with its new deletion vector)
+    marked: list[tuple[AddFile, AddFile]] = field(default_factory=list)
+    other_files: list[str] = field(default_factory=list)  # deletion vector files written
     rows_changed: int = 0  # updated or deleted
     rows_copied: int = 0
     scan_ms: int = 0
     rewrite_ms: int = 0
+
+    @property
+    def removes(self) -> list[AddFile]:
+        """Every file the commit removes: those gone whole and those re-added with a new vector."""
+        return [*self.removed, *(old for old, _new in self.marked)]
 
 
 class DmlCommand:
@@ -179,10 +187,11 @@ class DmlCommand:
         return [f for f in self.candidates if f.path in counts], counts
 
     def row_count(self, files: list[AddFile]) -> int:
-        """Rows in ``files``: from stats where present, counting the rest."""
-        known = [f for f in files if f.num_records is not None]
-        unknown = [f for f in files if f.num_records is None]
-        total = sum(f.num_records for f in known)  # type: ignore[misc]
+        """Live rows in ``files``: from stats (less the rows deletion vectors
+        hide) where present, counting the rest."""
+        known = [f for f in files if f.num_live_records is not None]
+        unknown = [f for f in files if f.num_live_records is None]
+        total = sum(f.num_live_records for f in known)  # type: ignore[misc]
         if unknown:
             total += self.scan(unknown).count()
         return total
@@ -201,12 +210,64 @@ class DmlCommand:
         self.result.added.extend(adds)
         return adds
 
+    # --- deletion vectors (merge-on-read) -------------------------------------------
+
+    @property
+    def writes_deletion_vectors(self) -> bool:
+        """Whether this command marks rows in deletion vectors instead of
+        rewriting files: the table enables them (``delta.enableDeletionVectors``)
+        and its protocol has the feature."""
+        snap = self.snapshot
+        return config.deletion_vectors_enabled(snap.metadata) and "deletionVectors" in (
+            snap.protocol.writer_features or ()
+        )
+
+    def matching_rows(self) -> dict[str, Any]:
+        """Per candidate file (``add.path``), the row indexes of its live rows that match."""
+        from airflow_delta_provider.spark.deletion_vectors import matching_row_indexes
+
+        start = time.monotonic()
+        try:
+            return matching_row_indexes(self.spark, self.snapshot, self.candidates, self.condition, self.io)
+        finally:
+            self.result.scan_ms += elapsed_ms(start)
+
+    def mark_deleted(self, matches: dict[str, Any]) -> None:
+        """Put each file's matching rows in a new deletion vector (the union
+        with its old one), all of them in one ``deletion_vector_<uuid>.bin``
+        written now; a file none of whose rows stays is removed whole."""
+        from pyroaring import BitMap64
+
+        from airflow_delta_provider.delta.deletion_vectors import DeletionVectorFile
+
+        start = time.monotonic()
+        by_path = {f.path: f for f in self.candidates}
+        vectors = DeletionVectorFile()
+        for path, rows in matches.items():
+            f = by_path[path]
+            bitmap = BitMap64(rows)
+            old = self.snapshot.deleted_rows(f)
+            if old is not None:
+                bitmap |= old
+            if f.num_records is not None and len(bitmap) >= f.num_records:
+                self.result.removed.append(f)
+            else:
+                self.result.marked.append((f, f.with_deletion_vector(vectors.add(bitmap))))
+        if len(vectors):
+            self.result.other_files.append(vectors.path)
+            self.table.storage.put(vectors.path, vectors.data())
+        self.result.rewrite_ms += elapsed_ms(start)
+
     # --- step 2 and 3 -------------------------------------------------------------
 
     def rewrite(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def metrics(self) -> dict[str, int]:
+        """delta-spark's metrics. A file re-added under a new deletion vector
+        is neither an added nor a removed file (UPDATE counts it removed);
+        vectors count as in delta-spark: adds and removes carrying one, and
+        paths carrying one on both sides."""
         r = self.result
         return {
             "numAddedFiles": len(r.added),
@@ -215,9 +276,9 @@ class DmlCommand:
             "numAddedChangeFiles": 0,
             "numAddedBytes": sum(f.size for f in r.added),
             "numRemovedBytes": sum(f.size for f in r.removed),
-            "numDeletionVectorsAdded": 0,
-            "numDeletionVectorsRemoved": 0,
-            "numDeletionVectorsUpdated": 0,
+            "numDeletionVectorsAdded": len(r.marked),
+            "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in r.removes),
+            "numDeletionVectorsUpdated": sum(old.deletion_vector is not None for old, _new in r.marked),
             "executionTimeMs": elapsed_ms(self._started),
             "scanTimeMs": r.scan_ms,
             "rewriteTimeMs": r.rewrite_ms,
@@ -228,10 +289,11 @@ class DmlCommand:
         from airflow_delta_provider.spark.result import CommandResult
 
         metrics = self.metrics()
-        if not self.result.removed:
+        if not self.result.removes:
             return CommandResult(self.table_uri, self.operation, None, metrics)
         ts = now_ms()
-        self.txn.add_all([*self.result.added, *(f.remove(ts) for f in self.result.removed)])
+        remarked = [new for _old, new in self.result.marked]
+        self.txn.add_all([*self.result.added, *remarked, *(f.remove(ts) for f in self.result.removes)])
         metrics = self.metrics()  # executionTimeMs up to the commit
         commit = self.txn.commit(metrics=metrics, token=self.token)
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)
@@ -243,6 +305,9 @@ class DmlCommand:
 
             delete_written_files(self.table.storage, self.result.added)
             self.result.added = []
+        if self.result.other_files:
+            self.table.storage.delete_many(self.result.other_files)
+            self.result.other_files = []
 
     def run(self):
         """prepare, rewrite, commit; on failure delete what was written, but
@@ -250,7 +315,7 @@ class DmlCommand:
         from airflow_delta_provider.spark.write import WrittenFiles
 
         self.prepare()
-        with WrittenFiles(self.table.storage, self.result.added) as written:
+        with WrittenFiles(self.table.storage, self.result.added, self.result.other_files) as written:
             self.rewrite()
             written.committing()
             return self.commit()

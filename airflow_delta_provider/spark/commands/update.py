@@ -12,6 +12,11 @@ delta-spark's ``UpdateCommand`` (notes section 7) in three cases:
 
 SET expressions are cast to their column's type. Updating a partition column
 moves the row: the writer partitions the rewritten rows by their new values.
+
+On a table with ``delta.enableDeletionVectors`` (merge-on-read), a data
+condition rewrites only the matching rows: they are written, updated, to new
+files, and marked deleted in their old files' deletion vectors
+(``numCopiedRows`` = 0). delta-spark's UPDATE does the same.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ class UpdateCommand(DmlCommand):
 
     def rewrite(self) -> None:
         whole = self.whole_files()
+        if whole is None and self.writes_deletion_vectors:
+            self._update_with_deletion_vectors()
+            return
         if whole is not None:
             # Partition-only: every row of these files matches.
             self.candidates = whole
@@ -63,7 +71,21 @@ class UpdateCommand(DmlCommand):
         self.result.rows_changed = rows if updated is None else updated
         self.result.rows_copied = rows - self.result.rows_changed
 
+    def _update_with_deletion_vectors(self) -> None:
+        matches = self.matching_rows()
+        if not matches:
+            return
+        touched = [f for f in self.candidates if f.path in matches]
+        self.write(self.scan(touched).filter(self.matched).select(*self._updated_columns(only_matching=True)))
+        self.mark_deleted(matches)
+        self.result.rows_changed = sum(len(rows) for rows in matches.values())
+
     def _rewrite_files(self, touched: list) -> list:
+        return self.write(self.scan(touched).select(*self._updated_columns()))
+
+    def _updated_columns(self, only_matching: bool = False) -> list[Column]:
+        """Every table column, SET where the row matches (``only_matching``:
+        the rows are known to match)."""
         matched = self.matched
         lower = {name.lower(): col for name, col in self.assignments.items()}
         columns = []
@@ -71,11 +93,16 @@ class UpdateCommand(DmlCommand):
             name = field["name"]
             old = F.col(f"`{name}`")
             new = lower.get(name.lower())
-            columns.append((F.when(matched, new).otherwise(old) if new is not None else old).alias(name))
-        return self.write(self.scan(touched).select(*columns))
+            if new is None:
+                columns.append(old.alias(name))
+            else:
+                columns.append((new if only_matching else F.when(matched, new).otherwise(old)).alias(name))
+        return columns
 
     def metrics(self) -> dict[str, int]:
-        return {"numUpdatedRows": self.result.rows_changed, **super().metrics()}
+        # delta-spark's UPDATE counts a file re-added under a new vector as removed.
+        removed = len(self.result.removed) + len(self.result.marked)
+        return {"numUpdatedRows": self.result.rows_changed, **super().metrics(), "numRemovedFiles": removed}
 
 
 def run_update(
