@@ -367,3 +367,24 @@ def _option(name: str, value: str | None) -> list[str]:
 
 def _flag(name: str, on: bool) -> list[str]:
     return [name] if on else []
+
+
+class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
+    """Rewrite the files whose deletion vectors hide rows, as delta-spark's
+    ``REORG TABLE ... APPLY (PURGE)`` does: the deleted rows leave the data
+    files. The commit changes no row (``dataChange=false``).
+
+    :param min_deleted_ratio: Only rewrite files whose vector hides more than
+        this share of their rows (default 0: every file with a vector).
+    """
+
+    operation = "reorg"
+
+    def __init__(self, *, min_deleted_ratio: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not 0.0 <= float(min_deleted_ratio) < 1.0:
+            raise ValueError(f"min_deleted_ratio must be at least 0 and below 1, not {min_deleted_ratio!r}")
+        self.min_deleted_ratio = float(min_deleted_ratio)
+
+    def cli_arguments(self) -> list[str]:
+        return ["--purge", "--min-deleted-ratio", str(self.min_deleted_ratio)]

@@ -1,6 +1,6 @@
 """Command line of the Spark applications (what spark-submit runs).
 
-``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum> TABLE [options]``
+``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum|reorg> TABLE [options]``
 
 ``--io auto|hadoop|arrow`` picks how data files are read and written
 (:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     vacuum.add_argument("--retention-hours", type=float)
     vacuum.add_argument("--dry-run", action="store_true")
     vacuum.add_argument("--no-retention-check", dest="enforce_retention", action="store_false")
+    reorg = sub.add_parser("reorg", parents=[common], help="REORG ... APPLY (PURGE) of deletion vectors")
+    reorg.add_argument("--purge", action="store_true", required=True, help="rewrite files that carry deletion vectors")
+    reorg.add_argument(
+        "--min-deleted-ratio", type=float, default=0.0, help="only files whose vector hides more than this share"
+    )
     return parser
 
 
@@ -129,6 +134,10 @@ def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
         from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 
         return run_vacuum(spark, args.table, args.retention_hours, args.dry_run, args.enforce_retention, token)
+    if args.command == "reorg":
+        from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
+
+        return run_reorg_purge(spark, args.table, args.min_deleted_ratio, token, io=args.io)
     raise InvalidInputError(f"unknown command {args.command!r}")
 
 

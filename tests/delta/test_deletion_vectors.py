@@ -403,14 +403,40 @@ def test_same_path_with_a_new_dv_replaces_an_add_from_a_checkpoint(dv_table, sna
     assert got == _oracles(dv_table, 2, duckdb_delta)[1]
 
 
-def test_dv_table_is_readable_but_writes_are_refused_naming_the_feature(dv_table):
-    before = sorted(p.relative_to(dv_table) for p in dv_table.rglob("*"))
+def test_dv_table_takes_writes_and_keeps_its_vectors(dv_table):
     table = DeltaTable(dv_table)
     snap = table.snapshot()
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors") as info:
-        table.transaction("WRITE", parameters={"mode": "Append"}, snapshot=snap)
-    assert "read-only" in str(info.value)
-    assert sorted(p.relative_to(dv_table) for p in dv_table.rglob("*")) == before
+    txn = table.transaction("WRITE", parameters={"mode": "Append"}, snapshot=snap)
+    assert txn.commit(metrics={}).version == snap.version + 1
+    after = table.snapshot()
+    assert [(f.path, f.dv_id) for f in after.files] == [(f.path, f.dv_id) for f in snap.files]
+    assert after.num_records == snap.num_records
+
+
+def test_written_vectors_read_back_and_frame_like_delta_spark(tmp_path):
+    """One file holds many vectors; each descriptor finds its own, CRC checked."""
+    from pyroaring import BitMap64
+
+    from airflow_delta_provider.delta.deletion_vectors import (
+        DeletionVectorFile,
+        DeletionVectorReader,
+        z85_decode,
+        z85_encode,
+    )
+    from airflow_delta_provider.delta.storage import open_storage
+
+    assert z85_decode(z85_encode(bytes(range(16)))) == bytes(range(16))
+    vectors = DeletionVectorFile()
+    bitmaps = [BitMap64([0, 5, 2**32 + 1]), BitMap64(range(0, 100_000, 3)), BitMap64([7])]
+    descriptors = [vectors.add(b) for b in bitmaps]
+    storage = open_storage(str(tmp_path))
+    storage.put(vectors.path, vectors.data())
+    assert vectors.data()[0] == 1 and descriptors[0].offset == 1
+    assert relative_dv_path(descriptors[1]) == vectors.path
+    reader = DeletionVectorReader(storage)
+    for d, b in zip(descriptors, bitmaps):
+        assert (d.storage_type, d.cardinality) == ("u", len(b))
+        assert reader.read(d) == b
 
 
 def test_corrupt_vector_in_a_table_names_the_data_file_and_the_dv_file(dv_table, snapshot_rows):

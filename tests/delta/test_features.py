@@ -69,3 +69,42 @@ def test_writer_version_above_7_is_refused():
 def test_write_gate_runs_the_read_gate_too():
     with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
         check_writable(Protocol(3, 7, ("someFutureFeature",), ("appendOnly",)))
+
+
+def _with_dvs(enabled: str = "true") -> Metadata:
+    return Metadata.new('{"type":"struct","fields":[]}', [], {"delta.enableDeletionVectors": enabled}, created_time=0)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (Protocol(1, 2), Protocol(3, 7, ("deletionVectors",), ("appendOnly", "deletionVectors", "invariants"))),
+        (Protocol(1, 1), Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))),
+        (Protocol(3, 7, (), ("appendOnly",)), Protocol(3, 7, ("deletionVectors",), ("appendOnly", "deletionVectors"))),
+    ],
+)
+def test_enabling_deletion_vectors_upgrades_the_protocol_as_delta_spark_does(before, after):
+    from airflow_delta_provider.delta.features import protocol_for
+
+    assert protocol_for(before, _with_dvs()) == after
+    assert protocol_for(after, _with_dvs()) == after  # already there: unchanged
+    assert protocol_for(before, _with_dvs("false")) == before
+    check_writable(after)
+
+
+def test_a_metadata_change_enabling_vectors_commits_the_upgrade(tmp_path):
+    from dataclasses import replace
+
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    table = DeltaTable(str(tmp_path / "t"))
+    txn = table.transaction("CREATE TABLE", parameters={}, snapshot=None)
+    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
+    txn.update_metadata(Metadata.new(schema, [], {}, created_time=0))
+    txn.commit(metrics={})
+    snap = table.snapshot()
+    assert snap.protocol == Protocol(1, 2)
+    txn = table.transaction("SET TBLPROPERTIES", parameters={}, snapshot=snap)
+    txn.update_metadata(replace(snap.metadata, configuration={"delta.enableDeletionVectors": "true"}))
+    txn.commit(metrics={})
+    assert table.snapshot().protocol.writer_features == ("appendOnly", "deletionVectors", "invariants")

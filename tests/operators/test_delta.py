@@ -22,6 +22,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaAppendOperator,
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
+    DeltaPurgeDeletionVectorsOperator,
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
@@ -53,6 +54,14 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     ]
     vacuum = DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours=0, dry_run=True, retention_check=False)
     assert vacuum.cli_arguments() == ["--retention-hours", "0", "--dry-run", "--no-retention-check"]
+    purge = DeltaPurgeDeletionVectorsOperator(task_id="p", table_path="/t", min_deleted_ratio=0.25)
+    assert purge.cli_arguments() == ["--purge", "--min-deleted-ratio", "0.25"]
+    properties = DeltaAppendOperator(
+        task_id="a", table_path="/t", source="/s", table_properties={"delta.enableDeletionVectors": "true"}
+    )
+    assert properties.cli_arguments()[-2:] == ["--property", "delta.enableDeletionVectors=true"]
+    with pytest.raises(ValueError, match="min_deleted_ratio"):
+        DeltaPurgeDeletionVectorsOperator(task_id="p", table_path="/t", min_deleted_ratio=1)
 
 
 @pytest.mark.parametrize(
@@ -119,15 +128,23 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
         vacuum = DeltaVacuumOperator(
             task_id="vacuum", table_path=str(table), retention_hours=0, retention_check=False, dry_run=True, **common
         )
+        enable_dvs = DeltaAppendOperator(
+            task_id="enable_dvs",
+            table_path=str(table),
+            source=str(first),
+            table_properties={"delta.enableDeletionVectors": "true"},
+            **common,
+        )
+        dv_delete = DeltaDeleteOperator(task_id="dv_delete", table_path=str(table), condition="id = 3", **common)
+        purge = DeltaPurgeDeletionVectorsOperator(task_id="purge", table_path=str(table), **common)
         refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
-        create >> evolve >> update >> delete >> no_match >> checkpoint >> vacuum >> refused
+        create >> evolve >> update >> delete >> no_match >> checkpoint >> vacuum >> enable_dvs >> dv_delete >> purge
+        purge >> refused
 
     dag_run = run_dag(dag)
 
-    assert task_states(dag_run) == {
-        **{t: "success" for t in ("create", "evolve", "update", "delete", "no_match", "checkpoint", "vacuum")},
-        "refused": "failed",
-    }
+    succeeded = ("create", "evolve", "update", "delete", "no_match", "checkpoint", "vacuum", "enable_dvs", "dv_delete", "purge")
+    assert task_states(dag_run) == {**{t: "success" for t in succeeded}, "refused": "failed"}
     created = xcom(dag_run, "create")
     assert created == {"table": str(table), "version": 0, "operation": "WRITE", "metrics": created["metrics"]}
     assert created["metrics"]["numOutputRows"] == 3
@@ -142,8 +159,7 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
     for task_id, version in {"create": 0, "evolve": 1, "update": 2, "delete": 3, "no_match": None}.items():
         assert xcom(dag_run, task_id, key="version") == version
 
-    reader = ReaderTable(str(table))
-    assert reader.version() == 3
+    reader = ReaderTable(str(table), version=3)
     rows = sorted(reader.to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
     assert rows == [
         {"id": 2, "amount": 40, "country": None},
@@ -153,6 +169,20 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
     assert (table / "_delta_log" / f"{3:020d}.checkpoint.parquet").is_file()
     token = f"delta_operators/update/{dag_run.run_id}/-1"
     assert _commits_with_token(table, token) == [2]
+
+    # Deletion vectors: enabled by a table property, written by DELETE, purged by REORG.
+    assert xcom(dag_run, "enable_dvs")["version"] == 4
+    dv_deleted = xcom(dag_run, "dv_delete")
+    assert (dv_deleted["version"], dv_deleted["metrics"]["numDeletedRows"]) == (5, 2)
+    assert dv_deleted["metrics"]["numDeletionVectorsAdded"] >= 1 and dv_deleted["metrics"]["numAddedFiles"] == 0
+    purged = xcom(dag_run, "purge")
+    assert (purged["version"], purged["operation"]) == (6, "REORG")
+    from deltalake import QueryBuilder
+
+    latest = ReaderTable(str(table))
+    assert latest.protocol().min_writer_version == 7
+    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, amount FROM t").read_all()).to_pylist()
+    assert sorted((r["id"], r["amount"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
 
 
 class _FailsAfterCommitting(DeltaDeleteOperator):

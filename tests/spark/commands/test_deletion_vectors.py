@@ -244,3 +244,31 @@ def test_random_deletes_and_updates_match_copy_on_write(spark, tmp_path_factory,
                 run_update(spark, path, condition, {"val": f"val + {mod}"})
     assert rows_rs(dv) == rows_rs(cow)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_purge_rewrites_files_with_vectors_and_changes_no_row(spark, tables, duckdb_delta):
+    from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
+
+    dv, cow = tables
+    for path in (dv, cow):
+        run_delete(spark, path, "id % 40 = 1")  # about 2.5% of each touched file
+        run_delete(spark, path, "id < 10 AND part = 'a'")  # more of the first files
+    before = DeltaTable(dv).snapshot()
+    marked = [f for f in before.files if f.deletion_vector is not None]
+    heavy = [f for f in marked if f.deletion_vector.cardinality / f.num_records > 0.1]
+    assert 0 < len(heavy) < len(marked)
+
+    result = run_reorg_purge(spark, dv, min_deleted_ratio=0.1)
+    assert result.metrics["numRemovedFiles"] == len(heavy) and result.metrics["numDeletionVectorsRemoved"] == len(heavy)
+    actions = commit_actions(dv)
+    assert all(not a["add"]["dataChange"] for a in actions if "add" in a)
+    assert all(not a["remove"]["dataChange"] for a in actions if "remove" in a)
+    assert all("deletionVector" not in a["add"] for a in actions if "add" in a)
+    _same_rows(dv, cow, duckdb_delta)
+
+    run_reorg_purge(spark, dv)  # the rest
+    assert not [f for f in DeltaTable(dv).snapshot().files if f.deletion_vector is not None]
+    _same_rows(dv, cow, duckdb_delta)
+    assert run_reorg_purge(spark, dv).version is None  # nothing left to purge
+    with pytest.raises(InvalidInputError, match="min_deleted_ratio"):
+        run_reorg_purge(spark, dv, min_deleted_ratio=1.5)

@@ -1,0 +1,89 @@
+"""REORG ... APPLY (PURGE): rewrite the files whose deletion vectors hide rows.
+
+delta-spark's ``REORG TABLE t APPLY (PURGE)`` rewrites every file that
+carries a deletion vector, so the deleted rows are gone from the data files
+(for compliance, or to spare readers the vectors). Here
+``min_deleted_ratio`` picks the files: those whose vector hides more than
+that share of their rows (default 0: every file with a vector).
+
+The rewrite changes no row: the new files are added and the old ones
+removed with ``dataChange=false``, as delta-spark's OPTIMIZE-style commits
+are, so streaming readers and the sensors see no new data. Files a
+concurrent command removes or re-marks make this commit fail with a conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.result import CommandResult
+
+OPERATION = "REORG"
+
+
+def run_reorg_purge(
+    spark: SparkSession,
+    table: str,
+    min_deleted_ratio: float = 0.0,
+    token: str | None = None,
+    io: str = "auto",
+) -> CommandResult:
+    """Rewrite the files of ``table`` whose vectors hide more than
+    ``min_deleted_ratio`` of their rows; ``version`` is None when none does."""
+    from airflow_delta_provider.spark.scan import scan
+    from airflow_delta_provider.spark.write import WrittenFiles, write_files
+
+    if not 0.0 <= float(min_deleted_ratio) < 1.0:
+        raise InvalidInputError(f"min_deleted_ratio must be at least 0 and below 1, got {min_deleted_ratio}")
+    check_io(io)
+    started = time.monotonic()
+    target = DeltaTable(table)
+    snapshot = target.snapshot()
+    parameters = {"predicate": json.dumps([]), "applyPurge": True}
+    txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    purged = [f for f in snapshot.files if _hides_more_than(f, float(min_deleted_ratio))]
+    if not purged:
+        return CommandResult(table, OPERATION, None, _metrics([], [], started))
+    mode = resolve_io(spark, target.storage.location, io)
+    txn.read_files(purged)
+    adds = write_files(scan(spark, snapshot, purged, io=mode), snapshot, snapshot.schema, snapshot.partition_columns, io=mode)
+    adds = [replace(a, data_change=False) for a in adds]
+    with WrittenFiles(target, adds) as written:
+        now = int(time.time() * 1000)
+        txn.add_all([*adds, *(f.remove(now, data_change=False) for f in purged)])
+        metrics = _metrics(adds, purged, started)
+        written.committing()
+        commit = txn.commit(metrics=metrics, token=token)
+    return CommandResult(table, OPERATION, commit.version, metrics)
+
+
+def _hides_more_than(f: AddFile, ratio: float) -> bool:
+    if f.deletion_vector is None or f.deletion_vector.cardinality == 0:
+        return False
+    if f.num_records is None:  # no stats: the share is unknown, purge
+        return True
+    return f.deletion_vector.cardinality / max(f.num_records, 1) > ratio
+
+
+def _metrics(adds: list[AddFile], removed: list[AddFile], started: float) -> dict[str, Any]:
+    return {
+        "numAddedFiles": len(adds),
+        "numRemovedFiles": len(removed),
+        "numAddedBytes": sum(a.size for a in adds),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in removed),
+        "numPurgedRows": sum(f.num_deleted_records for f in removed),
+        "executionTimeMs": int((time.monotonic() - started) * 1000),
+    }
+
+
+__all__ = ["OPERATION", "run_reorg_purge"]
