@@ -14,7 +14,8 @@ from the row groups it reads (:mod:`.arrow_scan`).
   as in the touched-file count.
 - :func:`matching_row_indexes` returns, per file, the row indexes of the live
   rows that match a condition: one Spark job reading the condition's columns,
-  the file key and the row index; only the matching pairs reach the driver.
+  the file key and the row index; only the matching pairs reach the driver
+  (:func:`row_indexes_by_file`).
 """
 
 from __future__ import annotations
@@ -88,8 +89,14 @@ def matching_row_indexes(
     files = list(files)
     if not files:
         return {}
-    frame, key_name, row_name, by_key = match_frame(spark, snapshot, files, condition, io)
-    table = frame.toArrow()
+    return row_indexes_by_file(*match_frame(spark, snapshot, files, condition, io))
+
+
+def row_indexes_by_file(frame: DataFrame, key_name: str, row_name: str, by_key: dict[Any, str]) -> dict[str, np.ndarray]:
+    """Per file (``add.path``), the sorted row indexes in ``frame``
+    (:func:`~airflow_delta_provider.spark.scan.match_frame`'s); only the
+    two columns reach the driver."""
+    table = frame.select(f"`{key_name}`", f"`{row_name}`").toArrow()
     keys = table.column(key_name).to_numpy(zero_copy_only=False)
     rows = table.column(row_name).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
     if len(keys) == 0:
@@ -108,4 +115,4 @@ def matching_row_indexes(
     return out
 
 
-__all__ = ["BROADCAST_MAX_ROWS", "drop_deleted_rows", "matching_row_indexes"]
+__all__ = ["BROADCAST_MAX_ROWS", "drop_deleted_rows", "matching_row_indexes", "row_indexes_by_file"]

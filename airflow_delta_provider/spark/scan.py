@@ -440,16 +440,24 @@ def _read_with_metadata(
 
 
 def match_frame(
-    spark: SparkSession, snapshot: Any, files: Sequence[AddFile], condition: Column | None, io: str
+    spark: SparkSession,
+    snapshot: Any,
+    files: Sequence[AddFile],
+    condition: Column | None,
+    io: str,
+    *,
+    with_data: bool = False,
 ) -> tuple[DataFrame, str, str, dict[Any, str]]:
     """The live rows of ``files`` matching ``condition`` as (file key, row
     index) pairs: the frame, the two column names and ``{key: add.path}``.
-    Only the condition's columns are read."""
+    Only the condition's columns are read, unless ``with_data`` asks for
+    every table column too (ahead of the two)."""
     files = list(files)
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
     table_struct = spark_schema(snapshot.schema)
     taken = {f.name.lower() for f in table_struct.fields}
     key_name, row_name = _free_name(_KEY_COLUMN, taken), _free_name(_ROW_INDEX_COLUMN, taken)
+    data = [column(f.name) for f in table_struct.fields] if with_data else []
     location = table_location(snapshot)
     if resolve_io(spark, location, io) == ARROW:
         from airflow_delta_provider.spark.arrow_scan import arrow_read
@@ -460,18 +468,19 @@ def match_frame(
             snapshot.schema,
             snapshot.partition_columns,
             files,
-            columns=_referenced_columns(spark, table_struct, matched),
+            columns=None if with_data else _referenced_columns(spark, table_struct, matched),
             index_column=key_name,
             row_index_column=row_name,
         )
         by_position: dict[Any, str] = {i: f.path for i, f in enumerate(files)}
-        return frame.filter(matched).select(_quote(key_name), _quote(row_name)), key_name, row_name, by_position
+        kept = [*data, _quote(key_name), _quote(row_name)]
+        return frame.filter(matched).select(*kept), key_name, row_name, by_position
     uri_column = _free_name(_URI_COLUMN, taken)
     groups = _partition_groups(files)
     reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, row_index_column=row_name)
     by_key, hashed = file_keys({file_uri(hadoop_path(location, f.path)): f.path for f in files})
     key = key_column(uri_column, hashed).alias(key_name)
-    frame = _union([df.filter(matched).select(key, _quote(row_name)) for df in reads])
+    frame = _union([df.filter(matched).select(*data, key, _quote(row_name)) for df in reads])
     return frame, key_name, row_name, by_key
 
 

@@ -21,13 +21,18 @@ files, and marked deleted in their old files' deletion vectors
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.spark import conditions
-from airflow_delta_provider.spark.commands.dml import DmlCommand
+from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
+
+
+#: With deletion vectors, about how many updated rows go into one new file.
+ROWS_PER_UPDATED_FILE = 2_000_000
 
 
 class UpdateCommand(DmlCommand):
@@ -72,13 +77,31 @@ class UpdateCommand(DmlCommand):
         self.result.rows_copied = rows - self.result.rows_changed
 
     def _update_with_deletion_vectors(self) -> None:
-        matches = self.matching_rows()
-        if not matches:
-            return
-        touched = [f for f in self.candidates if f.path in matches]
-        self.write(self.scan(touched).filter(self.matched).select(*self._updated_columns(only_matching=True)))
+        """One read of the candidates: the matching rows, with every column
+        and their file key and row index, are kept (persisted) for both the
+        vectors and the write of their updated versions."""
+        from pyspark import StorageLevel
+
+        from airflow_delta_provider.spark.deletion_vectors import row_indexes_by_file
+        from airflow_delta_provider.spark.scan import match_frame
+
+        start = time.monotonic()
+        frame, key, row, by_key = match_frame(
+            self.spark, self.snapshot, self.candidates, self.condition, self.io, with_data=True
+        )
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            matches = row_indexes_by_file(frame, key, row, by_key)
+            self.result.scan_ms += elapsed_ms(start)
+            if not matches:
+                return
+            updated = sum(len(rows) for rows in matches.values())
+            files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
+            self.write(frame.select(*self._updated_columns(only_matching=True)).coalesce(files))
+        finally:
+            frame.unpersist()
         self.mark_deleted(matches)
-        self.result.rows_changed = sum(len(rows) for rows in matches.values())
+        self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list) -> list:
         return self.write(self.scan(touched).select(*self._updated_columns()))
