@@ -228,13 +228,16 @@ class AddFile:
         n = self.num_records
         return n - self.num_deleted_records if n is not None else None
 
-    def with_deletion_vector(self, dv: DeletionVector) -> AddFile:
+    def with_deletion_vector(self, dv: DeletionVector, num_records: int | None = None) -> AddFile:
         """This file with ``dv`` (a new vector, the old one's rows included),
         as delta-spark re-adds it: a data change, and stats marked no longer
         tight (``tightBounds: false``: the bounds may cover deleted rows;
-        ``numRecords`` stays the physical count)."""
-        stats = self.parsed_stats()
-        text = json.dumps({**stats, "tightBounds": False}, separators=(",", ":")) if stats is not None else None
+        ``numRecords`` stays the physical count, taken from ``num_records``
+        when the file had no stats: the protocol wants it with a vector)."""
+        stats = self.parsed_stats() or {}
+        if "numRecords" not in stats and num_records is not None:
+            stats = {"numRecords": num_records, **stats}
+        text = json.dumps({**stats, "tightBounds": False}, separators=(",", ":")) if stats else None
         return replace(self, data_change=True, deletion_vector=dv, stats=text, stats_parsed=None)
 
     def remove(self, deletion_timestamp: int, data_change: bool = True) -> RemoveFile:

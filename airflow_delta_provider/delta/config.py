@@ -94,6 +94,24 @@ def append_only(md: Metadata) -> bool:
     return _bool(md, APPEND_ONLY, False)
 
 
+#: ``delta.*`` properties a writer may set: those this implementation honours.
+#: Others (constraints, change data feed, column mapping, feature flags) need
+#: table features that are not implemented, and setting one is refused.
+SETTABLE_PROPERTIES = frozenset(
+    {
+        APPEND_ONLY,
+        ENABLE_DELETION_VECTORS,
+        CHECKPOINT_INTERVAL,
+        DELETED_FILE_RETENTION,
+        LOG_RETENTION,
+        ENABLE_EXPIRED_LOG_CLEANUP,
+        NUM_INDEXED_COLS,
+        CHECKPOINT_WRITE_STATS_AS_JSON,
+        CHECKPOINT_WRITE_STATS_AS_STRUCT,
+    }
+)
+
+
 def deletion_vectors_enabled(md: Metadata) -> bool:
     """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
     return _bool(md, ENABLE_DELETION_VECTORS, False)

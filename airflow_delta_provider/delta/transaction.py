@@ -194,6 +194,8 @@ class Transaction:
             upgraded = features.protocol_for(current, self._metadata)
             if upgraded != current or protocol is not None:
                 protocol = upgraded
+                if not creating:
+                    self._protocol = protocol  # a protocol change for the conflict checks too
         if protocol is not None:
             features.check_writable(protocol, self.metadata)
         version = 0 if creating else self.read_snapshot.version + 1  # type: ignore[union-attr]

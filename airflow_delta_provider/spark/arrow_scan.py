@@ -349,7 +349,7 @@ def read_entries(
                 fixed[pos] = index
         deleted = None
         if dv is not None:
-            deleted = vectors.read(DeletionVector.from_json(dv), add_path).to_array()
+            deleted = np.frombuffer(vectors.read(DeletionVector.from_json(dv), add_path).to_array(), np.uint64)
         if rel is None:  # a file outside the table root, named by an absolute URI
             parent, rel = uri.rsplit("/", 1)
             source = open_storage(parent)
@@ -375,7 +375,8 @@ def read_entries(
 def _live_rows(batch: Any, deleted: Any, first_row: int) -> Any:
     """``batch`` (rows ``first_row`` onwards of its file) without the rows in
     ``deleted`` (sorted row indexes)."""
-    lo, hi = np.searchsorted(deleted, [first_row, first_row + batch.num_rows])
+    bounds = np.array([first_row, first_row + batch.num_rows], dtype=np.uint64)
+    lo, hi = np.searchsorted(deleted, bounds)
     if lo == hi:
         return batch
     keep = np.ones(batch.num_rows, dtype=bool)

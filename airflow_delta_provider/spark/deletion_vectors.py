@@ -61,7 +61,7 @@ def drop_deleted_rows(
         rows = snapshot.deleted_rows(f)
         indexes = np.asarray(rows.to_array(), dtype=np.int64) if rows is not None else np.empty(0, np.int64)
         key = key_of[f.path] if hashed else by_path[f.path]
-        key_arrays.append(pa.array([key] * len(indexes), pa.int64() if hashed else pa.string()))
+        key_arrays.append(pa.repeat(pa.scalar(key, pa.int64() if hashed else pa.string()), len(indexes)))
         row_arrays.append(pa.array(indexes, pa.int64()))
     deleted_rows = sum(len(a) for a in row_arrays)
     key_name, row_name = f"{uri_column}_key", f"{row_index_column}_deleted"

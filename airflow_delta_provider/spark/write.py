@@ -165,13 +165,13 @@ def delete_written_files(target: Any, adds: Iterable[AddFile]) -> None:
     storage = storage_of(target)
     paths = []
     for add in adds:
-        rel = _relative_path(storage, add.path)
+        rel = relative_path(storage, add.path)
         if rel is not None:
             paths.append(rel)
     storage.delete_many(paths)
 
 
-def _relative_path(storage: TableStorage, add_path: str) -> str | None:
+def relative_path(storage: TableStorage, add_path: str) -> str | None:
     """The decoded path under the root of a file named by ``add.path``."""
     if "://" not in add_path and not add_path.startswith("/"):
         return decode_path(add_path)
@@ -482,6 +482,7 @@ __all__ = [
     "conform",
     "delete_written_files",
     "enforce_constraints",
+    "relative_path",
     "storage_of",
     "table_root_of",
     "write_files",

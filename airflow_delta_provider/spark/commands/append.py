@@ -42,6 +42,7 @@ from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
     SchemaMismatchError,
+    UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.schema import (
     as_nullable,
@@ -166,14 +167,22 @@ def read_source(
 def with_table_properties(metadata: Metadata, properties: Mapping[str, str] | None) -> Metadata:
     """``metadata`` with ``properties`` set (the same object when nothing changes).
 
-    Keys are Delta table properties (``delta.*``); boolean ones must be
-    ``true`` or ``false``. Bad ones are an InvalidInputError.
+    A ``delta.*`` key must be one this implementation honours
+    (:data:`~airflow_delta_provider.delta.config.SETTABLE_PROPERTIES`;
+    others need table features it does not implement: UnsupportedFeatureError),
+    and boolean ones must be ``true`` or ``false`` (InvalidInputError). Other
+    keys are the user's own, as in delta-spark.
     """
     if not properties:
         return metadata
     for key, value in properties.items():
-        if not key.startswith("delta.") or key == "delta.":
-            raise InvalidInputError(f"table property {key!r} is not a Delta table property (delta.*)")
+        if not key:
+            raise InvalidInputError("a table property needs a name")
+        if key.startswith("delta.") and key not in config.SETTABLE_PROPERTIES:
+            raise UnsupportedFeatureError(
+                f"table property {key} is not supported: it needs a table feature airflow-delta-provider does "
+                f"not implement; settable: {', '.join(sorted(config.SETTABLE_PROPERTIES))}"
+            )
         if key in config.BOOLEAN_PROPERTIES and str(value).lower() not in ("true", "false"):
             raise InvalidInputError(f"table property {key} must be true or false, got {value!r}")
     wanted = {k: str(v).lower() if k in config.BOOLEAN_PROPERTIES else str(v) for k, v in properties.items()}

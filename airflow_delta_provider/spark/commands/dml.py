@@ -249,14 +249,28 @@ class DmlCommand:
             old = self.snapshot.deleted_rows(f)
             if old is not None:
                 bitmap |= old
-            if f.num_records is not None and len(bitmap) >= f.num_records:
+            # A file with a vector must carry numRecords; one without stats gets it from its footer.
+            physical = f.num_records if f.num_records is not None else self._footer_rows(f)
+            if len(bitmap) >= physical:
                 self.result.removed.append(f)
             else:
-                self.result.marked.append((f, f.with_deletion_vector(vectors.add(bitmap))))
+                self.result.marked.append((f, f.with_deletion_vector(vectors.add(bitmap), physical)))
         if len(vectors):
             self.result.other_files.append(vectors.path)
             self.table.storage.put(vectors.path, vectors.data())
         self.result.rewrite_ms += elapsed_ms(start)
+
+    def _footer_rows(self, f: AddFile) -> int:
+        """The rows of a data file, from its parquet footer."""
+        import pyarrow.parquet as pq
+
+        from airflow_delta_provider.spark.write import relative_path
+
+        rel = relative_path(self.table.storage, f.path)
+        if rel is None:
+            raise InvalidInputError(f"cannot mark rows of {f.path}: it lies outside the table root")
+        with self.table.storage.open_input_file(rel) as fh:
+            return pq.ParquetFile(fh).metadata.num_rows
 
     # --- step 2 and 3 -------------------------------------------------------------
 
@@ -265,9 +279,9 @@ class DmlCommand:
 
     def metrics(self) -> dict[str, int]:
         """delta-spark's metrics. A file re-added under a new deletion vector
-        is neither an added nor a removed file (UPDATE counts it removed);
-        vectors count as in delta-spark: adds and removes carrying one, and
-        paths carrying one on both sides."""
+        is neither an added nor a removed file; vectors count as in
+        delta-spark: adds and removes carrying one, and paths carrying one on
+        both sides."""
         r = self.result
         return {
             "numAddedFiles": len(r.added),

@@ -22,7 +22,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.actions import AddFile
-from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
@@ -58,12 +58,27 @@ def run_reorg_purge(
     adds = write_files(scan(spark, snapshot, purged, io=mode), snapshot, snapshot.schema, snapshot.partition_columns, io=mode)
     adds = [replace(a, data_change=False) for a in adds]
     with WrittenFiles(target, adds) as written:
+        _check_rows_kept(purged, adds)
         now = int(time.time() * 1000)
         txn.add_all([*adds, *(f.remove(now, data_change=False) for f in purged)])
         metrics = _metrics(adds, purged, started)
         written.committing()
         commit = txn.commit(metrics=metrics, token=token)
     return CommandResult(table, OPERATION, commit.version, metrics)
+
+
+def _check_rows_kept(purged: list[AddFile], adds: list[AddFile]) -> None:
+    """A purge writes exactly the live rows it read: any other count means
+    deleted rows came back (or rows went missing), and nothing is committed."""
+    live = [f.num_live_records for f in purged]
+    if any(n is None for n in live):
+        return
+    written = sum(a.num_records or 0 for a in adds)
+    if written != sum(live):  # type: ignore[arg-type]
+        raise DeltaError(
+            f"internal error: the purge wrote {written} rows where the purged files hold {sum(live)} live rows; "
+            "nothing is committed"
+        )
 
 
 def _hides_more_than(f: AddFile, ratio: float) -> bool:

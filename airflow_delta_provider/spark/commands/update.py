@@ -123,9 +123,7 @@ class UpdateCommand(DmlCommand):
         return columns
 
     def metrics(self) -> dict[str, int]:
-        # delta-spark's UPDATE counts a file re-added under a new vector as removed.
-        removed = len(self.result.removed) + len(self.result.marked)
-        return {"numUpdatedRows": self.result.rows_changed, **super().metrics(), "numRemovedFiles": removed}
+        return {"numUpdatedRows": self.result.rows_changed, **super().metrics()}
 
 
 def run_update(

@@ -22,6 +22,7 @@ from airflow_delta_provider.delta.errors import (
     ConcurrentModificationError,
     CorruptDeletionVectorError,
     InvalidInputError,
+    UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
@@ -98,8 +99,13 @@ def test_enabling_the_property_upgrades_the_protocol(spark, tmp_path):
     assert snap.protocol.writer_features == ("appendOnly", "deletionVectors", "invariants")
     with pytest.raises(InvalidInputError, match="true or false"):
         run_append(spark, path, src, "parquet", table_properties={"delta.enableDeletionVectors": "yes"})
-    with pytest.raises(InvalidInputError, match="not a Delta table property"):
-        run_append(spark, path, src, "parquet", table_properties={"owner": "me"})
+    before = state(path)
+    for unsupported in ("delta.enableChangeDataFeed", "delta.columnMapping.mode", "delta.constraints.positive"):
+        with pytest.raises(UnsupportedFeatureError, match=unsupported):
+            run_append(spark, path, src, "parquet", table_properties={unsupported: "true"})
+    assert state(path) == before  # refused before anything was written
+    run_append(spark, path, src, "parquet", table_properties={"owner": "me"})  # a user's own property
+    assert DeltaTable(path).snapshot().metadata.configuration["owner"] == "me"
 
 
 def test_delete_writes_vectors_and_no_data_file(spark, tables, duckdb_delta):
@@ -272,3 +278,24 @@ def test_purge_rewrites_files_with_vectors_and_changes_no_row(spark, tables, duc
     assert run_reorg_purge(spark, dv).version is None  # nothing left to purge
     with pytest.raises(InvalidInputError, match="min_deleted_ratio"):
         run_reorg_purge(spark, dv, min_deleted_ratio=1.5)
+
+
+def test_a_file_without_stats_gets_num_records_from_its_footer(spark, tables, duckdb_delta):
+    """The protocol wants numRecords on a file with a vector; another writer's
+    file may have no stats, so the count comes from the parquet footer."""
+    import json
+
+    dv, cow = tables
+    log = os.path.join(dv, "_delta_log", f"{0:020d}.json")
+    lines = [json.loads(line) for line in open(log)]
+    for action in lines:
+        action.get("add", {}).pop("stats", None)
+    with open(log, "w") as fh:
+        fh.write("\n".join(json.dumps(a) for a in lines) + "\n")
+    assert all(f.num_records is None for f in DeltaTable(dv).snapshot().files)
+    run_delete(spark, dv, "id % 9 = 4")
+    run_delete(spark, cow, "id % 9 = 4")
+    _same_rows(dv, cow, duckdb_delta)
+    for add in _adds(dv):
+        stats = json.loads(add["stats"])
+        assert stats["tightBounds"] is False and stats["numRecords"] > add["deletionVector"]["cardinality"]
