@@ -111,6 +111,22 @@ def _java_quotes_non_ascii(c: str) -> bool:
     return unicodedata.category(c) in ("Zs", "Zl", "Zp") or 0x80 <= ord(c) <= 0x9F
 
 
+def relative_to_root(table_root: str, add_path: str) -> str | None:
+    """The decoded path under ``table_root`` of a file as the log spells it;
+    None for a file outside the root.
+
+    Relative log paths are URI-encoded; absolute ones are URIs (``file:/...``,
+    ``s3://bucket/...``, any spelling of the root's scheme) or plain absolute
+    paths, resolved by :func:`to_absolute` first.
+    """
+    scheme = urlsplit(add_path).scheme
+    if (scheme and len(scheme) > 1) or add_path.startswith("/"):  # one letter: a Windows drive
+        rel = parse_location(table_root).relative(to_absolute(table_root, add_path))
+        return posixpath.normpath(rel) if rel is not None else None
+    rel = posixpath.normpath(decode_path(add_path))
+    return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
+
+
 def encode_path(relative_path: str) -> str:
     """URI-encode a relative file path as Hadoop ``Path.toUri().toString()``.
 
@@ -348,6 +364,7 @@ __all__ = [
     "parse_partition_value",
     "parse_partition_values",
     "partition_dir",
+    "relative_to_root",
     "serialize_partition_value",
     "to_absolute",
     "to_float32",

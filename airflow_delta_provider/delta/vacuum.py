@@ -34,11 +34,11 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
-from urllib.parse import unquote, urlparse
 
 from airflow_delta_provider.delta.actions import AddFile, RemoveFile
 from airflow_delta_provider.delta.deletion_vectors import dv_location
 from airflow_delta_provider.delta.errors import InvalidInputError, RetentionTooShortError
+from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.storage import ObjectMeta, TableStorage, parse_location
 
 LOG_DIR = "_delta_log"
@@ -129,19 +129,10 @@ def is_hidden_path(rel_path: str, partition_columns: Sequence[str] = ()) -> bool
 
 
 def relative_path(log_path: str, table_root: str) -> str | None:
-    """The decoded path relative to the root of a path as the log spells it.
-
-    Relative log paths are URI-encoded; absolute ones are URIs (``file:/...``,
-    ``s3://bucket/...``, any spelling of the root's scheme) or plain absolute
-    paths. Returns None for a path outside the table root, which VACUUM never
-    touches.
-    """
-    parsed = urlparse(log_path)
-    if (parsed.scheme and len(parsed.scheme) > 1) or log_path.startswith("/"):  # one letter: a Windows drive
-        rel = parse_location(table_root).relative(log_path)
-        return posixpath.normpath(rel) if rel is not None else None
-    rel = posixpath.normpath(unquote(log_path))
-    return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
+    """The decoded path relative to the root of a path as the log spells it;
+    None for a path outside the table root, which VACUUM never touches
+    (:func:`~airflow_delta_provider.delta.partitions.relative_to_root`)."""
+    return relative_to_root(table_root, log_path)
 
 
 def _referenced_paths(action: AddFile | RemoveFile, table_root: str) -> Iterable[str]:

@@ -43,7 +43,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.partitions import decode_path, encode_path, to_absolute
+from airflow_delta_provider.delta.partitions import encode_path, relative_to_root, to_absolute
 from airflow_delta_provider.delta.schema import as_nullable
 from airflow_delta_provider.delta.storage import TableLocation
 from airflow_delta_provider.spark.worker_env import forward_store_env
@@ -102,7 +102,7 @@ def arrow_read(
 
     entries = []
     for f in files:
-        rel = _relative(location, f.path)
+        rel = relative_to_root(location.uri, f.path)
         entries.append(
             [
                 rel,
@@ -249,13 +249,6 @@ def _partition_value(f: AddFile, column: str) -> str | None:
     if value is None:
         value = next((v for k, v in f.partition_values.items() if k.lower() == column.lower()), None)
     return value or None
-
-
-def _relative(location: TableLocation, add_path: str) -> str | None:
-    """The decoded path of a file under the root, None for a file elsewhere."""
-    if "://" not in add_path and not add_path.startswith("/"):
-        return decode_path(add_path)
-    return location.relative(to_absolute(location.uri, add_path))
 
 
 def worker_root(location: TableLocation) -> str:

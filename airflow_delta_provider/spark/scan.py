@@ -215,7 +215,9 @@ def count_matches(
     taken = {f.name.lower() for f in table_struct.fields}
     location = table_location(snapshot)
     if resolve_io(spark, location, io) == ARROW:
-        return _count_matches_arrow(spark, snapshot, location, files, matched, table_struct, taken)
+        frame, key, _row, by_position = match_frame(spark, snapshot, files, condition, io)
+        counts = frame.groupBy(_quote(key)).count().collect()
+        return {by_position[r[key]]: int(r["count"]) for r in counts}
     groups = _partition_groups(files)
     if partition_columns and len(groups) > MAX_LITERAL_PARTITIONS:
         if _needs_columns_outside(spark, data_schema(snapshot.schema, partition_columns), matched):
@@ -233,26 +235,6 @@ def count_matches(
     if unknown:
         raise DeltaError(f"internal error: Spark read files that were not asked for (keys {unknown[:3]})")
     return {by_key[r[_KEY_COLUMN]]: int(r["count"]) for r in counts}
-
-
-def _count_matches_arrow(
-    spark: SparkSession,
-    snapshot: Any,
-    location: TableLocation,
-    files: list[AddFile],
-    matched: Column,
-    table_struct: StructType,
-    taken: set[str],
-) -> dict[str, int]:
-    from airflow_delta_provider.spark.arrow_scan import arrow_read
-
-    index = _free_name(_KEY_COLUMN, taken)
-    columns = _referenced_columns(spark, table_struct, matched)
-    frame = arrow_read(
-        spark, location, snapshot.schema, snapshot.partition_columns, files, columns=columns, index_column=index
-    )
-    counts = frame.filter(matched).groupBy(_quote(index)).count().collect()
-    return {files[r[index]].path: int(r["count"]) for r in counts}
 
 
 def _referenced_columns(spark: SparkSession, struct: StructType, condition: Column) -> list[str] | None:

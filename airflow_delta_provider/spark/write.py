@@ -45,12 +45,11 @@ from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
-    decode_path,
     encode_path,
     parse_partition_value,
     partition_dir,
+    relative_to_root,
     serialize_partition_value,
-    to_absolute,
     unescape_partition_value,
 )
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
@@ -165,17 +164,10 @@ def delete_written_files(target: Any, adds: Iterable[AddFile]) -> None:
     storage = storage_of(target)
     paths = []
     for add in adds:
-        rel = relative_path(storage, add.path)
+        rel = relative_to_root(storage.root, add.path)
         if rel is not None:
             paths.append(rel)
     storage.delete_many(paths)
-
-
-def relative_path(storage: TableStorage, add_path: str) -> str | None:
-    """The decoded path under the root of a file named by ``add.path``."""
-    if "://" not in add_path and not add_path.startswith("/"):
-        return decode_path(add_path)
-    return storage.location.relative(to_absolute(storage.root, add_path))
 
 
 class WrittenFiles:
@@ -482,7 +474,6 @@ __all__ = [
     "conform",
     "delete_written_files",
     "enforce_constraints",
-    "relative_path",
     "storage_of",
     "table_root_of",
     "write_files",

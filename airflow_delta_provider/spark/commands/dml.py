@@ -264,9 +264,9 @@ class DmlCommand:
         """The rows of a data file, from its parquet footer."""
         import pyarrow.parquet as pq
 
-        from airflow_delta_provider.spark.write import relative_path
+        from airflow_delta_provider.delta.partitions import relative_to_root
 
-        rel = relative_path(self.table.storage, f.path)
+        rel = relative_to_root(self.table.root, f.path)
         if rel is None:
             raise InvalidInputError(f"cannot mark rows of {f.path}: it lies outside the table root")
         with self.table.storage.open_input_file(rel) as fh:
