@@ -5,7 +5,11 @@ Three log shapes (issue 2, "Measure"):
 * (a) 1,000 commits and no checkpoint: pure JSON replay;
 * (b) 10,000 commits with a checkpoint every 10: listing plus the newest
   checkpoint and the few commits after it;
-* (c) one checkpoint holding 100,000 adds: parquet checkpoint decoding.
+* (c) one checkpoint holding 100,000 adds: parquet checkpoint decoding;
+* (d) as (c), on a table with column mapping (``name`` mode: stats keyed by
+  physical names) and a v2 checkpoint whose 100,000 adds sit in sidecar
+  files (issue 10). Its checkpoint is written by the core's own writer,
+  then read by both.
 
 The logs are written directly (NDJSON commits; checkpoints with pyarrow in the
 schema of delta-protocol-notes section 1), with delta-spark-like add actions:
@@ -68,6 +72,7 @@ class Case:
     checkpoint_interval: int | None  # None: no checkpoint at all
     target: float  # the issue's target for ours / delta-rs
     empty_create: bool = False  # version 0 only creates the table (no adds)
+    mapped_v2: bool = False  # column mapping and a v2 checkpoint with sidecars
 
     @property
     def files(self) -> int:
@@ -86,13 +91,24 @@ def cases(quick: bool) -> list[Case]:
         Case("a", f"{1000 // scale:,} commits, no checkpoint", 1000 // scale, 1, None, 2.0),
         Case("b", f"{10000 // scale:,} commits, checkpoint every 10", 10000 // scale, 1, 10, 1.0),
         Case("c", f"checkpoint holding {100_000 // scale:,} adds", 11, 10_000 // scale, 10, 1.0, empty_create=True),
+        Case(
+            "d",
+            f"column mapping, v2 checkpoint, sidecars holding {100_000 // scale:,} adds",
+            11,
+            10_000 // scale,
+            10,
+            1.0,
+            empty_create=True,
+            mapped_v2=True,
+        ),
     ]
 
 
 # --- Building the logs ----------------------------------------------------------
 
 
-def _add(i: int) -> dict:
+def _add(i: int, names: dict[str, str] | None = None) -> dict:
+    """An add; ``names`` renames the stats keys (column mapping's physical names)."""
     lo = i * ROWS_PER_FILE
     hi = lo + ROWS_PER_FILE - 1
     stats = {
@@ -101,6 +117,8 @@ def _add(i: int) -> dict:
         "maxValues": {"id": hi, "name": f"name-{hi:09d}", "value": hi * 0.5, "ts": "2024-12-31T23:59:59.999Z"},
         "nullCount": {"id": 0, "name": i % 5, "value": 0, "ts": 0},
     }
+    if names:
+        stats = {k: ({names[c]: v for c, v in x.items()} if isinstance(x, dict) else x) for k, x in stats.items()}
     return {
         "path": f"part-{i % 100000:05d}-{uuid.UUID(int=i)}-c000.snappy.parquet",
         "partitionValues": {},
@@ -139,6 +157,32 @@ _METADATA = {
     "partitionColumns": [],
     "configuration": {},
     "createdTime": BASE_TIME,
+}
+
+#: Case (d): column mapping and v2 checkpoints, at reader 3 / writer 7.
+_PHYSICAL = {f["name"]: f"col-{uuid.UUID(int=n + 1)}" for n, f in enumerate(json.loads(SCHEMA_STRING)["fields"])}
+_MAPPED_PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["columnMapping", "v2Checkpoint"],
+    "writerFeatures": ["appendOnly", "columnMapping", "invariants", "v2Checkpoint"],
+}
+_MAPPED_METADATA = {
+    **_METADATA,
+    "schemaString": json.dumps(
+        {
+            "type": "struct",
+            "fields": [
+                {**f, "metadata": {"delta.columnMapping.id": n + 1, "delta.columnMapping.physicalName": _PHYSICAL[f["name"]]}}
+                for n, f in enumerate(json.loads(SCHEMA_STRING)["fields"])
+            ],
+        }
+    ),
+    "configuration": {
+        "delta.columnMapping.mode": "name",
+        "delta.columnMapping.maxColumnId": "4",
+        "delta.checkpointPolicy": "v2",
+    },
 }
 
 # The checkpoint files are written here, not by the core's writer, so the
@@ -183,6 +227,17 @@ def _checkpoint(log: Path, version: int, all_adds: pa.Array, n_live: int) -> Non
     (log / "_last_checkpoint").write_text(json.dumps(last))
 
 
+def _core_checkpoint(path: Path, version: int) -> None:
+    """The core's v2 checkpoint of ``version`` (sidecars of 50,000 adds at most)."""
+    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    table = DeltaTable(str(path))
+    write_checkpoint(table, table.snapshot(version=version))
+    if not any((path / "_delta_log" / "_sidecars").glob("*.parquet")):
+        raise SystemExit("case d: the core wrote no sidecar")
+
+
 def build(case: Case, root: Path) -> Path:
     """Write the table for ``case`` under ``root`` once; reuse it afterwards."""
     path = root / f"{case.key}-{case.commits}x{case.adds_per_commit}-cp{case.checkpoint_interval or 0}"
@@ -193,17 +248,21 @@ def build(case: Case, root: Path) -> Path:
     log.mkdir(parents=True, exist_ok=True)
     for f in log.iterdir():
         f.unlink()
-    adds = [_add(i) for i in range(case.files)]
-    add_array = _add_array(adds) if case.checkpoint_interval else None
+    adds = [_add(i, _PHYSICAL if case.mapped_v2 else None) for i in range(case.files)]
+    add_array = _add_array(adds) if case.checkpoint_interval and not case.mapped_v2 else None
+    protocol, metadata = (_MAPPED_PROTOCOL, _MAPPED_METADATA) if case.mapped_v2 else (_PROTOCOL, _METADATA)
     for version in range(case.commits):
         batch = [adds[i] for i in case.adds_of(version)]
         lines = [_line("commitInfo", _commit_info(version, len(batch)))]
         if version == 0:
-            lines += [_line("protocol", _PROTOCOL), _line("metaData", _METADATA)]
+            lines += [_line("protocol", protocol), _line("metaData", metadata)]
         lines += [_line("add", a) for a in batch]
         (log / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
         if case.checkpoint_interval and version and version % case.checkpoint_interval == 0:
-            _checkpoint(log, version, add_array, case.adds_of(version).stop)
+            if case.mapped_v2:
+                _core_checkpoint(path, version)
+            else:
+                _checkpoint(log, version, add_array, case.adds_of(version).stop)
     marker.write_text("ok")
     return path
 
@@ -306,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes, for a smoke test")
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per case (default 5, quick 3)")
-    parser.add_argument("--case", action="append", choices=["a", "b", "c"], help="run only these cases")
+    parser.add_argument("--case", action="append", choices=["a", "b", "c", "d"], help="run only these cases")
     parser.add_argument("--data-dir", type=Path, default=HERE / ".data")
     parser.add_argument("--results-dir", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)

@@ -8,9 +8,11 @@ malformed value is an error rather than a silent default.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 
 from airflow_delta_provider.delta.actions import Metadata
-from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
 
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
@@ -18,9 +20,22 @@ LOG_RETENTION = "delta.logRetentionDuration"
 ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 APPEND_ONLY = "delta.appendOnly"
 ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
+ENABLE_TYPE_WIDENING = "delta.enableTypeWidening"
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+CHECKPOINT_POLICY = "delta.checkpointPolicy"
+CHECKPOINT_POLICY_CLASSIC = "classic"
+CHECKPOINT_POLICY_V2 = "v2"
+#: Table properties whose values are one of a few words.
+CHOICE_PROPERTIES = {
+    CHECKPOINT_POLICY: (CHECKPOINT_POLICY_CLASSIC, CHECKPOINT_POLICY_V2),
+    COLUMN_MAPPING_MODE: ("none", "name", "id"),
+}
 #: Table properties whose values are booleans.
-BOOLEAN_PROPERTIES = frozenset({APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP})
+BOOLEAN_PROPERTIES = frozenset(
+    {APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP, ENABLE_TYPE_WIDENING}
+)
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
 CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
 
@@ -95,26 +110,45 @@ def append_only(md: Metadata) -> bool:
 
 
 #: ``delta.*`` properties a writer may set: those this implementation honours.
-#: Others (constraints, change data feed, column mapping, feature flags) need
-#: table features that are not implemented, and setting one is refused.
+#: Others (constraints, change data feed, feature flags) need table features
+#: that are not implemented, and setting one is refused.
+#: ``delta.columnMapping.maxColumnId`` is the writer's own to keep.
 SETTABLE_PROPERTIES = frozenset(
     {
         APPEND_ONLY,
         ENABLE_DELETION_VECTORS,
+        ENABLE_TYPE_WIDENING,
+        COLUMN_MAPPING_MODE,
         CHECKPOINT_INTERVAL,
+        CHECKPOINT_POLICY,
         DELETED_FILE_RETENTION,
         LOG_RETENTION,
         ENABLE_EXPIRED_LOG_CLEANUP,
         NUM_INDEXED_COLS,
+        STATS_COLUMNS,
         CHECKPOINT_WRITE_STATS_AS_JSON,
         CHECKPOINT_WRITE_STATS_AS_STRUCT,
     }
 )
 
 
+def checkpoint_policy(md: Metadata) -> str:
+    """``delta.checkpointPolicy``: ``classic`` (the default) or ``v2``, which
+    needs the ``v2Checkpoint`` table feature (delta-spark's ``CheckpointPolicy``)."""
+    value = (_get(md, CHECKPOINT_POLICY) or CHECKPOINT_POLICY_CLASSIC).strip().lower()
+    if value not in CHOICE_PROPERTIES[CHECKPOINT_POLICY]:
+        raise InvalidInputError(f"table property {CHECKPOINT_POLICY}={value!r} must be classic or v2")
+    return value
+
+
 def deletion_vectors_enabled(md: Metadata) -> bool:
     """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
     return _bool(md, ENABLE_DELETION_VECTORS, False)
+
+
+def type_widening_enabled(md: Metadata) -> bool:
+    """Whether schema evolution may widen column types (``typeWidening``)."""
+    return _bool(md, ENABLE_TYPE_WIDENING, False)
 
 
 def num_indexed_cols(md: Metadata) -> int:
@@ -123,3 +157,35 @@ def num_indexed_cols(md: Metadata) -> int:
 
 def checkpoint_stats_as_json(md: Metadata) -> bool:
     return _bool(md, CHECKPOINT_WRITE_STATS_AS_JSON, True)
+
+
+def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) -> Metadata:
+    """``metadata`` with ``properties`` set (the same object when nothing changes).
+
+    A ``delta.*`` key must be one this implementation honours
+    (:data:`SETTABLE_PROPERTIES`;
+    others need table features it does not implement: UnsupportedFeatureError),
+    boolean ones must be ``true`` or ``false`` and ``delta.checkpointPolicy``
+    ``classic`` or ``v2`` (InvalidInputError). Other
+    keys are the user's own, as in delta-spark.
+    """
+    if not properties:
+        return metadata
+    for key, value in properties.items():
+        if not key:
+            raise InvalidInputError("a table property needs a name")
+        if key.startswith("delta.") and key not in SETTABLE_PROPERTIES:
+            raise UnsupportedFeatureError(
+                f"table property {key} is not supported: it needs a table feature airflow-delta-provider does "
+                f"not implement; settable: {', '.join(sorted(SETTABLE_PROPERTIES))}"
+            )
+        if key in BOOLEAN_PROPERTIES and str(value).lower() not in ("true", "false"):
+            raise InvalidInputError(f"table property {key} must be true or false, got {value!r}")
+        choices = CHOICE_PROPERTIES.get(key)
+        if choices and str(value).lower() not in choices:
+            raise InvalidInputError(f"table property {key} must be one of {', '.join(choices)}, got {value!r}")
+    lowered = BOOLEAN_PROPERTIES | set(CHOICE_PROPERTIES)
+    wanted = {k: str(v).lower() if k in lowered else str(v) for k, v in properties.items()}
+    if all(metadata.configuration.get(k) == v for k, v in wanted.items()):
+        return metadata
+    return replace(metadata, configuration={**metadata.configuration, **wanted})

@@ -106,6 +106,7 @@ class ReadSet:
     partition_columns: list[str]
     canonical: Callable[[str], str]
     is_empty: bool = False
+    mapping_mode: str = "none"
 
 
 def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
@@ -190,14 +191,21 @@ def _check_added_files(current: ReadSet, winner: WinningCommit, where: str) -> N
     # against the partitions of added files), so stats are dropped.
     bare = [replace(a, stats=None, stats_parsed=None) for a in adds]
     for predicate in current.read_predicates:
-        hit = prune_files(bare, predicate, current.schema, current.partition_columns)
+        hit = prune_files(
+            bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode
+        )
         if hit:
             raise ConcurrentAppendError(
                 f"files were added concurrently at {where} to partition "
-                f"{_partition_text(hit[0])} that this transaction read (condition: {predicate.sql})",
+                f"{_partition_text(hit[0], current)} that this transaction read (condition: {predicate.sql})",
                 winner.version,
             )
 
 
-def _partition_text(add: AddFile) -> str:
-    return ", ".join(f"{k}={v}" for k, v in add.partition_values.items()) or "(unpartitioned)"
+def _partition_text(add: AddFile, current: ReadSet) -> str:
+    """The partition of ``add`` by logical column names."""
+    from airflow_delta_provider.delta.column_mapping import MODE_KEY, ColumnMapping
+
+    mapping = ColumnMapping.of(current.schema, {MODE_KEY: current.mapping_mode})
+    values = mapping.logical_partition_values(add.partition_values, current.partition_columns)
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "(unpartitioned)"

@@ -38,6 +38,13 @@ class CorruptCheckpointError(CorruptLogError):
     to an older checkpoint or to the commits."""
 
 
+class CorruptSidecarError(CorruptCheckpointError):
+    """A sidecar file a V2 checkpoint refers to is missing, unreadable or
+    outside ``_delta_log/_sidecars``. The message names the sidecar and its
+    checkpoint. Readers fall back to an older checkpoint or to the commits
+    when the log still has them."""
+
+
 class CorruptDeletionVectorError(CorruptLogError):
     """A deletion vector cannot be read: its file is missing, its checksum or
     size does not match, or its bitmap is damaged. The message names the DV
@@ -47,6 +54,12 @@ class CorruptDeletionVectorError(CorruptLogError):
 class UnsupportedFeatureError(DeltaError):
     """The table needs a reader or writer feature this implementation refuses
     to honour only partly. The message names the feature or version."""
+
+
+class UnsupportedTypeChangeError(UnsupportedFeatureError):
+    """The schema records a type change (``delta.typeChanges``) that type
+    widening does not allow, so files written before it cannot be read as the
+    table's type. The message names the column and both types."""
 
 
 # --- Storage -----------------------------------------------------------------

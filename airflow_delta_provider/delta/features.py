@@ -11,16 +11,44 @@ from __future__ import annotations
 from airflow_delta_provider.delta.actions import Metadata, Protocol
 from airflow_delta_provider.delta.errors import UnsupportedFeatureError
 
+#: The ``variant`` type's feature, and the name delta-spark 3.2 to 4.0 gave it
+#: while in preview; a table listing either may hold variant columns.
+VARIANT_FEATURE, VARIANT_PREVIEW_FEATURE = "variantType", "variantType-preview"
+VARIANT_FEATURES = frozenset({VARIANT_FEATURE, VARIANT_PREVIEW_FEATURE})
+#: Type widening, under its name and delta-spark 3.2's preview name.
+TYPE_WIDENING_FEATURE, TYPE_WIDENING_PREVIEW_FEATURE = "typeWidening", "typeWidening-preview"
+TYPE_WIDENING_FEATURES = frozenset({TYPE_WIDENING_FEATURE, TYPE_WIDENING_PREVIEW_FEATURE})
+
 #: Reader features we implement fully. ``vacuumProtocolCheck`` asks nothing of
 #: a reader; it makes VACUUM run the writer check, which it always does.
 #: ``deletionVectors``: the core decodes every vector
 #: (:mod:`airflow_delta_provider.delta.deletion_vectors`).
-SUPPORTED_READER_FEATURES = frozenset({"deletionVectors", "vacuumProtocolCheck"})
+#: ``columnMapping``: scans and writes translate names (:mod:`.column_mapping`).
+#: ``timestampNtz``: the ``timestamp_ntz`` type is read, written, partitioned
+#: by and skipped on like ``timestamp``, without a time zone.
+#: ``v2Checkpoint``: UUID-named checkpoints and their sidecars are read
+#: (:mod:`.checkpoint_reader`) and written (:mod:`.checkpoint_v2`).
+#: ``variantType`` (and its preview name): ``variant`` columns are read and
+#: written unshredded (a struct of binary ``value`` and ``metadata``), with
+#: no statistics.
+#: ``typeWidening`` (and its preview name): files written before a column
+#: widened are read as the table's type (:mod:`.type_widening`).
+SUPPORTED_READER_FEATURES = frozenset(
+    {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
+    | VARIANT_FEATURES
+    | TYPE_WIDENING_FEATURES
+)
 
-#: Writer features we implement: those of writer version 2, and deletion
-#: vectors (every scan applies them, every remove carries them, DELETE and
-#: UPDATE write them when ``delta.enableDeletionVectors`` is true).
-SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "deletionVectors", "invariants"})
+#: Writer features we implement: those of writer version 2, deletion vectors
+#: (every scan applies them, every remove carries them, DELETE and UPDATE
+#: write them when ``delta.enableDeletionVectors`` is true), column mapping
+#: ``timestampNtz``, ``v2Checkpoint``, ``variantType`` and ``typeWidening``
+#: (``mergeSchema`` widens types and records ``delta.typeChanges``).
+SUPPORTED_WRITER_FEATURES = frozenset(
+    {"appendOnly", "columnMapping", "deletionVectors", "invariants", "timestampNtz", "v2Checkpoint"}
+    | VARIANT_FEATURES
+    | TYPE_WIDENING_FEATURES
+)
 
 #: Writer features that legacy writer version 2 implies, listed when a table
 #: moves to writer version 7 (delta-spark's protocol upgrade does the same).
@@ -38,10 +66,37 @@ MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
 
 
-def _column_mapping_mode(metadata: Metadata | None) -> str:
+def _active_features(metadata: Metadata | None) -> set[str] | None:
+    """The writer features ``metadata`` actually uses (None: unknown, so
+    every listed feature counts as used). A legacy writer version, or a
+    feature list that delta-spark's upgrade filled with everything an old
+    version implied, may name features a table does not use: a writer that
+    lacks one only has to refuse when the table uses it."""
     if metadata is None:
-        return "none"
-    return metadata.configuration.get("delta.columnMapping.mode", "none").lower()
+        return None
+    used: set[str] = set()
+    configuration = metadata.configuration
+    if any(k.startswith("delta.constraints.") for k in configuration):
+        used.add("checkConstraints")
+    if configuration.get("delta.enableChangeDataFeed", "false").strip().lower() == "true":
+        used.add("changeDataFeed")
+    for key in _field_metadata_keys(metadata.schema_json):
+        if key == "delta.generationExpression":
+            used.add("generatedColumns")
+        elif key.startswith("delta.identity."):
+            used.add("identityColumns")
+    return used
+
+
+def _field_metadata_keys(schema: dict) -> set[str]:
+    from airflow_delta_provider.delta.schema import walk_fields
+
+    return {key for _, f in walk_fields(schema) for key in (f.get("metadata") or {})}
+
+
+#: Writer features whose use shows in the metadata, so that an unused one
+#: does not stop a write (see :func:`_active_features`).
+_VISIBLE_WRITER_FEATURES = frozenset({"checkConstraints", "changeDataFeed", "generatedColumns", "identityColumns"})
 
 
 def check_readable(protocol: Protocol, metadata: Metadata | None = None) -> None:
@@ -58,61 +113,127 @@ def check_readable(protocol: Protocol, metadata: Metadata | None = None) -> None
             raise UnsupportedFeatureError(
                 f"table requires unsupported reader feature(s): {', '.join(missing)}"
             )
-    if rv >= 2 and _column_mapping_mode(metadata) != "none":
-        raise UnsupportedFeatureError(
-            f"table requires unsupported reader feature(s): columnMapping "
-            f"(delta.columnMapping.mode={_column_mapping_mode(metadata)})"
-        )
+    if metadata is not None:
+        from airflow_delta_provider.delta import column_mapping
+
+        column_mapping.mode_of(metadata.configuration)  # an unknown mode is refused
+        if TYPE_WIDENING_FEATURES & set(protocol.reader_features or ()):
+            from airflow_delta_provider.delta import type_widening
+
+            type_widening.check_readable(metadata.schema_json)
 
 
-def unsupported_writer_features(protocol: Protocol) -> list[str]:
-    """Names of the writer features (or versions) that stop us writing."""
+def unsupported_writer_features(protocol: Protocol, metadata: Metadata | None = None) -> list[str]:
+    """Names of the writer features (or versions) that stop us writing.
+
+    A feature we do not implement stops a write unless ``metadata`` shows
+    that the table does not use it (:func:`_active_features`)."""
     wv = protocol.min_writer_version
     if wv > MAX_WRITER_VERSION or wv < 1:
         return [f"writer version {wv}"]
+    used = _active_features(metadata)
+
+    def blocking(name: str) -> bool:
+        if name in SUPPORTED_WRITER_FEATURES:
+            return False
+        return used is None or name not in _VISIBLE_WRITER_FEATURES or name in used
+
     if wv in _LEGACY_WRITER_FEATURES:
-        return [f"{name} (writer version {wv})" for name in _LEGACY_WRITER_FEATURES[wv]]
+        return [f"{name} (writer version {wv})" for name in _LEGACY_WRITER_FEATURES[wv] if blocking(name)]
     if wv == 7:
-        missing = sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES)
-        return missing
+        return sorted(name for name in set(protocol.writer_features or ()) if blocking(name))
     return []
 
 
-def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
-    """``protocol``, upgraded as the table properties of ``metadata`` need.
+def required_features(metadata: Metadata | None, protocol: Protocol | None = None) -> set[str]:
+    """The reader-and-writer features the table properties of ``metadata``
+    switch on, and those its schema's types need (``timestampNtz`` for a
+    ``timestamp_ntz`` column at any depth, as delta-spark infers it;
+    ``variantType`` for a ``variant`` one, unless ``protocol`` already lists
+    ``variantType-preview``, which delta-spark keeps as it is; ``typeWidening``
+    likewise, when ``delta.enableTypeWidening`` is on or types were widened)."""
+    from airflow_delta_provider.delta import column_mapping, config
+    from airflow_delta_provider.delta.schema import VARIANT, uses_type
 
-    ``delta.enableDeletionVectors=true`` needs the ``deletionVectors`` reader
-    and writer feature: a table below reader 3 / writer 7 moves there, its
-    legacy writer features listed, as delta-spark upgrades it.
-    """
-    from airflow_delta_provider.delta import config
+    if metadata is None:
+        return set()
+    needed: set[str] = set()
+    if config.deletion_vectors_enabled(metadata):
+        needed.add("deletionVectors")
+    if column_mapping.mode_of(metadata.configuration) != column_mapping.NONE:
+        needed.add("columnMapping")
+    if uses_type(metadata.schema_json, "timestamp_ntz"):
+        needed.add("timestampNtz")
+    if uses_type(metadata.schema_json, VARIANT) and not _lists_in_both(protocol, VARIANT_PREVIEW_FEATURE):
+        needed.add(VARIANT_FEATURE)
+    if config.checkpoint_policy(metadata) == config.CHECKPOINT_POLICY_V2:
+        needed.add("v2Checkpoint")
+    if _uses_type_widening(metadata) and not _lists_in_both(protocol, TYPE_WIDENING_PREVIEW_FEATURE):
+        needed.add(TYPE_WIDENING_FEATURE)
+    return needed
 
-    if metadata is None or not config.deletion_vectors_enabled(metadata):
-        return protocol
-    readers = set(protocol.reader_features or ())
-    writers = set(protocol.writer_features or ())
-    if protocol.min_writer_version < 7:
-        if protocol.min_writer_version >= 2:
-            writers.update(_LEGACY_WRITER_2_FEATURES)
+
+def _uses_type_widening(metadata: Metadata) -> bool:
+    """``delta.enableTypeWidening`` is on, or the schema records type changes
+    (delta-spark's ``actionUsesFeature``): old files may hold narrower types."""
+    from airflow_delta_provider.delta import config, type_widening
+
+    return config.type_widening_enabled(metadata) or bool(type_widening.all_changes(metadata.schema_json))
+
+
+def _lists_in_both(protocol: Protocol | None, feature: str) -> bool:
+    """Whether ``protocol`` lists ``feature`` as a reader and a writer feature
+    (a preview feature delta-spark keeps instead of adding the stable one)."""
+    if protocol is None:
+        return False
+    readers, writers = listed_features(protocol)
+    return feature in readers and feature in writers
+
+
+def listed_features(protocol: Protocol) -> tuple[set[str], set[str]]:
+    """The reader and writer features ``protocol`` lists, or implies by its
+    legacy versions (reader 2: column mapping; writer 2 to 6: PROTOCOL.md's
+    table)."""
+    if protocol.min_reader_version >= 3:
+        readers = set(protocol.reader_features or ())
+    else:
+        readers = {"columnMapping"} if protocol.min_reader_version == 2 else set()
+    if protocol.min_writer_version >= 7:
+        writers = set(protocol.writer_features or ())
+    else:
+        writers = set(_LEGACY_WRITER_2_FEATURES) if protocol.min_writer_version >= 2 else set()
         writers.update(_LEGACY_WRITER_FEATURES.get(protocol.min_writer_version, ()))
-    if protocol.min_reader_version == 2:
-        readers.add("columnMapping")
-    if "deletionVectors" in readers and "deletionVectors" in writers and protocol.min_writer_version == 7:
+    return readers, writers
+
+
+def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
+    """``protocol``, upgraded as the table properties of ``metadata`` need,
+    the way delta-spark upgrades it.
+
+    - Column mapping alone on a legacy protocol: reader 2 / writer 5.
+    - Anything else (deletion vectors, or column mapping on a table-features
+      protocol): reader 3 / writer 7, with every feature the old versions
+      implied listed explicitly, plus the new ones.
+    """
+    needed = required_features(metadata, protocol)
+    readers, writers = listed_features(protocol)
+    if needed <= readers and needed <= writers:
         return protocol
-    readers.add("deletionVectors")
-    writers.add("deletionVectors")
+    rv, wv = protocol.min_reader_version, protocol.min_writer_version
+    if needed - readers <= {"columnMapping"} and rv < 3 and wv < 7:
+        return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
     return Protocol(
         min_reader_version=3,
         min_writer_version=7,
-        reader_features=tuple(sorted(readers)),
-        writer_features=tuple(sorted(writers)),
+        reader_features=tuple(sorted(readers | needed)),
+        writer_features=tuple(sorted(writers | needed)),
     )
 
 
 def check_writable(protocol: Protocol, metadata: Metadata | None = None) -> None:
     """Raise :class:`UnsupportedFeatureError` unless we can write the table."""
     check_readable(protocol, metadata)
-    missing = unsupported_writer_features(protocol)
+    missing = unsupported_writer_features(protocol, metadata)
     if missing:
         raise UnsupportedFeatureError(
             f"table requires unsupported writer feature(s): {', '.join(missing)}; "

@@ -11,12 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_delta_provider.delta.errors import (
-    CorruptLogError,
-    TableNotFoundError,
-    UnsupportedFeatureError,
-    VersionNotFoundError,
-)
+from airflow_delta_provider.delta.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from airflow_delta_provider.delta.log_store import LogFile, LogStore
 
 
@@ -24,7 +19,7 @@ from airflow_delta_provider.delta.log_store import LogFile, LogStore
 class LogSegment:
     version: int
     checkpoint_version: int | None
-    checkpoint_files: tuple[LogFile, ...]  # one, or every part of a multi-part checkpoint
+    checkpoint_files: tuple[LogFile, ...]  # one (classic or V2), or every part of a multi-part checkpoint
     commits: tuple[LogFile, ...]  # checkpoint_version+1 .. version, contiguous
 
     @property
@@ -32,22 +27,39 @@ class LogSegment:
         return self.commits[-1] if self.commits else None
 
 
-def complete_checkpoints(files: list[LogFile]) -> dict[int, tuple[LogFile, ...]]:
-    """Complete classic checkpoints by version (multi-part only with every part)."""
-    single: dict[int, LogFile] = {}
+def complete_checkpoints(
+    files: list[LogFile], skip_files: frozenset[str] = frozenset()
+) -> dict[int, tuple[LogFile, ...]]:
+    """The complete checkpoint to use at each version.
+
+    A version may have several: a classic file, multi-part sets (complete
+    only with every part), UUID-named V2 files of racing writers. One is
+    picked deterministically in delta-spark's ``CheckpointInstance`` order:
+    UUID-named over multi-part over classic, more parts over fewer, then the
+    greatest file name. A checkpoint whose first file is in ``skip_files``
+    (found torn) is passed over.
+    """
+    found: list[tuple[LogFile, ...]] = []
     parts: dict[tuple[int, int], dict[int, LogFile]] = {}
     for f in files:
-        if f.kind != "checkpoint":
-            continue
-        if f.num_parts is None:
-            single[f.version] = f
-        else:
-            parts.setdefault((f.version, f.num_parts), {})[f.part or 0] = f
-    out: dict[int, tuple[LogFile, ...]] = {v: (f,) for v, f in single.items()}
-    for (version, n), got in parts.items():
-        if version not in out and sorted(got) == list(range(1, n + 1)):
-            out[version] = tuple(got[i] for i in range(1, n + 1))
+        if f.kind == "v2checkpoint" or (f.kind == "checkpoint" and f.num_parts is None):
+            found.append((f,))
+        elif f.kind == "checkpoint":
+            parts.setdefault((f.version, f.num_parts or 0), {})[f.part or 0] = f
+    for (_, n), got in parts.items():
+        if sorted(got) == list(range(1, n + 1)):
+            found.append(tuple(got[i] for i in range(1, n + 1)))
+    out: dict[int, tuple[LogFile, ...]] = {}
+    for cp in sorted(found, key=_preference):
+        if cp[0].name not in skip_files:
+            out[cp[0].version] = cp  # the most preferred comes last and stays
     return out
+
+
+def _preference(cp: tuple[LogFile, ...]) -> tuple[int, int, str]:
+    first = cp[0]
+    rank = 2 if first.kind == "v2checkpoint" else (1 if first.num_parts is not None else 0)
+    return (rank, first.num_parts or 1, first.name)
 
 
 def build_segment(
@@ -55,14 +67,19 @@ def build_segment(
     version: int | None,
     *,
     skip_checkpoints: frozenset[int] = frozenset(),
+    skip_files: frozenset[str] = frozenset(),
     table_root: str = "",
 ) -> LogSegment:
-    """The segment for ``version`` (latest when None) from a listing."""
+    """The segment for ``version`` (latest when None) from a listing.
+
+    Checkpoints at a version in ``skip_checkpoints``, or whose first file is
+    in ``skip_files``, are not used (they were found torn).
+    """
     commits = {f.version: f for f in files if f.kind == "commit"}
-    checkpoints = {v: fs for v, fs in complete_checkpoints(files).items() if v not in skip_checkpoints}
+    checkpoints = {
+        v: fs for v, fs in complete_checkpoints(files, skip_files).items() if v not in skip_checkpoints
+    }
     if not commits and not checkpoints:
-        if any(f.kind == "v2checkpoint" for f in files):
-            raise UnsupportedFeatureError("table requires unsupported reader feature(s): v2Checkpoint")
         raise TableNotFoundError(f"{table_root or 'path'} is not a Delta table: no commits in _delta_log")
     latest = max([*commits, *checkpoints])
     target = latest if version is None else version

@@ -16,14 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_delta_provider.delta.storage import TableStorage, open_storage
+from airflow_delta_provider.delta.storage import ObjectMeta, TableStorage, open_storage
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
+#: Folder of V2 checkpoint sidecars, inside ``_delta_log``.
+SIDECAR_DIR = "_sidecars"
 
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
-_V2_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.[^.]+\.(?:json|parquet)$")
+_V2_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.[^.]+\.(json|parquet)$")
 _COMPACTION_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 _CRC_RE = re.compile(r"^(\d{20})\.crc$")
 
@@ -34,6 +36,11 @@ def commit_name(version: int) -> str:
 
 def checkpoint_name(version: int) -> str:
     return f"{version:020d}.checkpoint.parquet"
+
+
+def v2_checkpoint_name(version: int, unique: str, file_format: str) -> str:
+    """A UUID-named V2 checkpoint: ``<version>.checkpoint.<unique>.<json|parquet>``."""
+    return f"{version:020d}.checkpoint.{unique}.{file_format}"
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,15 @@ class LogFile:
         if m := _CRC_RE.match(name):
             return cls(name, int(m[1]), "crc", size, mtime_ms)
         return None
+
+    @property
+    def is_checkpoint(self) -> bool:
+        """Any checkpoint file: classic, a part of a multi-part one, or UUID-named V2."""
+        return self.kind in ("checkpoint", "v2checkpoint")
+
+    @property
+    def is_json(self) -> bool:
+        return self.name.endswith(".json")
 
 
 def resolve_table(uri: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> TableStorage:
@@ -125,6 +141,10 @@ class LogStore:
 
     def mtime_ms(self, name: str) -> int:
         return self.storage.head(self.path(name)).mtime_ms
+
+    def list_sidecars(self) -> list[ObjectMeta]:
+        """Every file in ``_delta_log/_sidecars`` (one listing; empty when absent)."""
+        return self.storage.list_dir(self.path(SIDECAR_DIR))
 
     def read_last_checkpoint(self) -> dict[str, Any] | None:
         """``_last_checkpoint`` as a dict, or None when absent or unreadable.

@@ -236,8 +236,10 @@ def serialize_partition_value(value: Any, delta_type: str) -> str | None:
     None and ``""`` give None (Spark stores an empty string as a null
     partition). Timestamps become ISO UTC with microseconds, the form current
     delta-spark writes; a naive ``datetime`` for a ``timestamp`` column is
-    taken as UTC. Binary values must be valid UTF-8, as Spark casts binary to
-    string by decoding it.
+    taken as UTC. A ``timestamp_ntz`` (a naive ``datetime``) is written as
+    Spark casts it to text, ``yyyy-MM-dd HH:mm:ss[.f]`` with no zone, as
+    delta-spark logs it. Binary values must be valid UTF-8, as Spark casts
+    binary to string by decoding it.
     """
     if value is None or (isinstance(value, str) and value == ""):
         return None
@@ -271,7 +273,7 @@ def serialize_partition_value(value: Any, delta_type: str) -> str | None:
         if t == "timestamp_ntz":
             if not isinstance(value, dt.datetime) or value.tzinfo is not None:
                 raise TypeError
-            return _datetime_text(value, " ")
+            return _spark_timestamp_text(value)
         if t == "binary":
             return bytes(value).decode("utf-8")
     except (TypeError, ValueError, InvalidOperation, UnicodeDecodeError) as e:
@@ -285,7 +287,8 @@ def parse_partition_value(s: str | None, delta_type: str) -> Any:
     None and ``""`` are null. Timestamps are accepted in both forms the
     protocol allows: legacy ``2021-09-08 11:11:11[.ffffff]`` (read as UTC, as
     delta-rs and delta-kernel-rs do) and ISO ``2021-09-08T11:11:11.000000Z``;
-    they come back as aware UTC datetimes (naive ones for ``timestamp_ntz``).
+    they come back as aware UTC datetimes. A ``timestamp_ntz`` value must be
+    ``yyyy-MM-dd HH:mm:ss[.ffffff]`` without a zone and comes back naive.
     """
     if s is None or s == "":
         return None
@@ -314,13 +317,35 @@ def parse_partition_value(s: str | None, delta_type: str) -> Any:
                 ts = ts.replace(tzinfo=dt.timezone.utc)
             return ts.astimezone(dt.timezone.utc)
         if t == "timestamp_ntz":
-            ts = dt.datetime.fromisoformat(s.strip())
-            return ts.replace(tzinfo=None) if ts.tzinfo is None else ts.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            return _parse_timestamp_ntz(s)
         if t == "binary":
             return s.encode("utf-8")
     except (ValueError, InvalidOperation) as e:
         raise InvalidInputError(f"{s!r} is not a valid {delta_type} partition value") from e
     raise InvalidInputError(f"cannot parse a partition value of type {delta_type}")
+
+
+_TIMESTAMP_NTZ_TEXT = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
+
+
+def _parse_timestamp_ntz(s: str) -> dt.datetime:
+    """A ``timestamp_ntz`` partition value (PROTOCOL.md "Partition Value
+    Serialization": ``yyyy-MM-dd HH:mm:ss[.ffffff]``, no zone) as a naive
+    datetime. Digits past the microseconds are dropped, as Spark drops them;
+    a zone or offset is refused, since the value names no instant. A bare
+    ``yyyy-MM-dd`` is midnight: a ``date`` column widened to
+    ``timestamp_ntz`` keeps the values its older files were logged with."""
+    m = _TIMESTAMP_NTZ_TEXT.fullmatch(s.strip())
+    if m is None:
+        raise InvalidInputError(
+            f"{s!r} is not a valid timestamp_ntz partition value: expected "
+            "yyyy-MM-dd HH:mm:ss[.ffffff] with no time zone"
+        )
+    fraction = int((m[7] or "").ljust(6, "0")[:6])
+    try:
+        return dt.datetime(*(int(g or 0) for g in m.groups()[:6]), fraction)
+    except ValueError as e:  # a day, hour ... out of range
+        raise InvalidInputError(f"{s!r} is not a valid timestamp_ntz partition value: {e}") from None
 
 
 def _field_types(schema: Mapping[str, Any] | str) -> dict[str, str]:

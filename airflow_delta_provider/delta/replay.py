@@ -16,7 +16,6 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from airflow_delta_provider.delta.actions import (
     Action,
@@ -28,7 +27,6 @@ from airflow_delta_provider.delta.actions import (
     RemoveFile,
     Txn,
 )
-from airflow_delta_provider.delta.errors import CorruptCheckpointError
 from airflow_delta_provider.delta.storage.location import parse_location
 
 FileKey = tuple[str, "str | None"]
@@ -96,24 +94,19 @@ class LogReplay:
                 else:
                     self.domains[a.domain] = a
 
-    def apply_checkpoint(self, paths: Iterable[str], read: Any) -> None:
-        """Apply a classic (possibly multi-part) checkpoint; call it before any commit.
+    def apply_checkpoint_table(self, table: pa.Table) -> None:
+        """Apply the rows of one checkpoint file (or sidecar); call it before any commit.
 
-        ``read(path)`` returns a readable file object for ``pq.read_table``.
+        Columns other than the action columns (``checkpointMetadata``,
+        ``sidecar``) are the checkpoint reader's business and are ignored here.
         """
-        for path in paths:
-            try:
-                with read(path) as f:
-                    table = pq.read_table(f, columns=_present_columns(pq.read_schema(f)))
-            except (OSError, pa.ArrowInvalid) as exc:
-                raise CorruptCheckpointError(f"cannot read checkpoint {path}: {exc}") from exc
-            for name in ("protocol", "metaData", "txn", "domainMetadata"):
-                if name in table.column_names:
-                    self.apply(_small_actions(name, table.column(name)))
-            if "add" in table.column_names:
-                self._checkpoint_adds.append(_valid_rows(table.column("add")))
-            if "remove" in table.column_names:
-                self._checkpoint_removes.append(_valid_rows(table.column("remove")))
+        for name in ("protocol", "metaData", "txn", "domainMetadata"):
+            if name in table.column_names:
+                self.apply(_small_actions(name, table.column(name)))
+        if "add" in table.column_names:
+            self._checkpoint_adds.append(_valid_rows(table.column("add")))
+        if "remove" in table.column_names:
+            self._checkpoint_removes.append(_valid_rows(table.column("remove")))
 
     def finish(self) -> FileState:
         """The reconciled files: checkpoint rows not overridden by a commit, plus commit state."""
@@ -173,7 +166,7 @@ def _drop_touched(
     """Checkpoint rows whose key no later commit touched."""
     if not parts:
         return None
-    rows = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+    rows = _concat(parts)
     if not touched or not len(rows):
         return rows
     if rows.type.get_field_index("deletionVector") >= 0:
@@ -193,6 +186,19 @@ def _drop_touched(
         ids = [None] * len(paths)
     keep = [(canonical(p), i) not in touched for p, i in zip(paths, ids)]
     return rows.filter(pa.array(keep, pa.bool_()))
+
+
+def _concat(parts: list[pa.Array]) -> pa.Array:
+    """One array of the rows of ``parts``: the files of one checkpoint (its
+    parts, its sidecars) may order or choose their struct fields differently."""
+    parts = [p for p in parts if len(p)] or parts[:1]
+    if len(parts) == 1:
+        return parts[0]
+    try:
+        return pa.concat_arrays(parts)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        tables = [pa.table({"rows": p}) for p in parts]
+        return pa.concat_tables(tables, promote_options="permissive").column("rows").combine_chunks()
 
 
 def _all_plain(keys: set[FileKey]) -> bool:
@@ -215,11 +221,8 @@ def _small_actions(name: str, column: pa.ChunkedArray) -> list[Action]:
     return [_SMALL_PARSERS[name](_maps_to_dicts(row)) for row in column.filter(pc.is_valid(column)).to_pylist()]
 
 
-_ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "add")
-
-
-def _present_columns(schema: pa.Schema) -> list[str]:
-    return [c for c in _ACTION_COLUMNS if c in schema.names]
+#: The checkpoint columns that hold actions replay applies.
+ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "add")
 
 
 _SMALL_PARSERS = {

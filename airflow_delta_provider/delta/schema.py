@@ -48,6 +48,15 @@ INVALID_NAME_CHARS = " ,;{}()\n\t="
 
 MAX_DECIMAL_PRECISION = 38
 
+#: ``variant`` in a data file (PROTOCOL.md "Variant data in Parquet", the
+#: unshredded form): a struct of the binary-encoded ``value`` and
+#: ``metadata``, both required. pyarrow reads delta-spark's files as this
+#: struct, and it is the Arrow form Spark gives ``VariantType``.
+VARIANT = "variant"
+VARIANT_ARROW_TYPE = pa.struct(
+    [pa.field("value", pa.binary(), nullable=False), pa.field("metadata", pa.binary(), nullable=False)]
+)
+
 _PRIMITIVE_TO_ARROW: dict[str, pa.DataType] = {
     "string": pa.string(),
     "long": pa.int64(),
@@ -61,12 +70,12 @@ _PRIMITIVE_TO_ARROW: dict[str, pa.DataType] = {
     "date": pa.date32(),
     "timestamp": pa.timestamp("us", tz="UTC"),
     "timestamp_ntz": pa.timestamp("us"),
+    "variant": VARIANT_ARROW_TYPE,
 }
 
 # Primitives the protocol knows but this implementation cannot put in a file.
 _KNOWN_UNSUPPORTED = {
     "void": "void (NullType) columns are never written to data files",
-    "variant": "the variant type needs the variantType table feature",
 }
 
 # delta-spark lets these widen into each other on merge, because Parquet
@@ -181,7 +190,8 @@ def to_arrow_type(delta_type: DeltaType) -> pa.DataType:
 
     Timestamps are microseconds, UTC-adjusted for ``timestamp`` and local for
     ``timestamp_ntz``. List items are named ``element`` (the Parquet LIST
-    layout delta-spark writes); map keys are never null.
+    layout delta-spark writes); map keys are never null. A ``variant`` is
+    :data:`VARIANT_ARROW_TYPE`.
     """
     kind = _kind(delta_type)
     if kind == "struct":
@@ -421,6 +431,20 @@ def column_names(schema: Mapping[str, Any]) -> list[str]:
     return [f["name"] for f in _fields(schema)]
 
 
+def uses_type(delta_type: DeltaType, name: str) -> bool:
+    """Whether the primitive ``name`` occurs anywhere in ``delta_type``: in a
+    struct field, an array element, a map key or value, at any depth. Table
+    features follow it (a ``timestamp_ntz`` column needs ``timestampNtz``)."""
+    kind = _kind(delta_type)
+    if kind == "struct":
+        return any(uses_type(f["type"], name) for f in _fields(delta_type))
+    if kind == "array":
+        return uses_type(delta_type["elementType"], name)
+    if kind == "map":
+        return uses_type(delta_type["keyType"], name) or uses_type(delta_type["valueType"], name)
+    return _canonical_primitive(delta_type) == name
+
+
 def field_by_name(
     schema: Mapping[str, Any], name: str, case_insensitive: bool = True
 ) -> dict[str, Any] | None:
@@ -476,8 +500,8 @@ def check_column_names(schema: Mapping[str, Any]) -> None:
     """Refuse duplicate names (case-insensitively, at every nesting level)
     and names holding any of `` ,;{}()\\n\\t=``, as delta-spark does for a
     table without column mapping."""
-    _check_duplicates(schema)
-    for path, _ in _walk_fields(schema, ()):
+    check_unique_names(schema)
+    for path, _ in walk_fields(schema, ()):
         bad = sorted({c for c in path[-1] if c in INVALID_NAME_CHARS})
         if bad:
             shown = " ".join(repr(c) for c in bad)
@@ -487,11 +511,11 @@ def check_column_names(schema: Mapping[str, Any]) -> None:
             )
 
 
-def _check_duplicates(schema: Mapping[str, Any]) -> None:
+def check_unique_names(schema: Mapping[str, Any]) -> None:
     """DELTA_DUPLICATE_COLUMNS_FOUND: two paths equal up to case."""
     seen: dict[tuple[str, ...], FieldPath] = {}
     dupes: list[str] = []
-    for path, _ in _walk_fields(schema, ()):
+    for path, _ in walk_fields(schema, ()):
         key = tuple(p.lower() for p in path)
         if key in seen:
             dupes.append(f"{format_path(seen[key])} and {format_path(path)}")
@@ -501,7 +525,7 @@ def _check_duplicates(schema: Mapping[str, Any]) -> None:
         raise InvalidInputError(f"duplicate column names (case-insensitive): {'; '.join(dupes)}")
 
 
-def _walk_fields(t: DeltaType, prefix: FieldPath) -> Iterable[tuple[FieldPath, dict[str, Any]]]:
+def walk_fields(t: DeltaType, prefix: FieldPath = ()) -> Iterable[tuple[FieldPath, dict[str, Any]]]:
     """Every struct field at any depth, with its path (arrays and maps add
     ``element`` / ``key`` / ``value``), parents before children."""
     kind = _kind(t)
@@ -509,12 +533,12 @@ def _walk_fields(t: DeltaType, prefix: FieldPath) -> Iterable[tuple[FieldPath, d
         for f in _fields(t):
             path = prefix + (f["name"],)
             yield path, f
-            yield from _walk_fields(f["type"], path)
+            yield from walk_fields(f["type"], path)
     elif kind == "array":
-        yield from _walk_fields(t["elementType"], prefix + (ELEMENT,))
+        yield from walk_fields(t["elementType"], prefix + (ELEMENT,))
     elif kind == "map":
-        yield from _walk_fields(t["keyType"], prefix + (KEY,))
-        yield from _walk_fields(t["valueType"], prefix + (VALUE,))
+        yield from walk_fields(t["keyType"], prefix + (KEY,))
+        yield from walk_fields(t["valueType"], prefix + (VALUE,))
 
 
 # --- Enforcement (append without mergeSchema) ------------------------------------
@@ -531,7 +555,7 @@ def enforce_schema(table: Mapping[str, Any], data: Mapping[str, Any]) -> None:
 
     Raises SchemaMismatchError listing every difference, with both schemas.
     """
-    _check_duplicates(data)
+    check_unique_names(data)
     problems: list[str] = []
     _enforce_struct(table, data, (), problems)
     if problems:
@@ -616,10 +640,10 @@ def _mismatch(
 # --- Merge (mergeSchema) -----------------------------------------------------------
 
 
-def merge_schemas(table: Mapping[str, Any], data: Mapping[str, Any]) -> Schema:
+def merge_schemas(table: Mapping[str, Any], data: Mapping[str, Any], *, type_widening: bool = False) -> Schema:
     """The table schema after appending data of schema ``data`` with mergeSchema.
 
-    delta-spark's ``SchemaMergingUtils.mergeSchemas`` without type widening:
+    delta-spark's ``SchemaMergingUtils.mergeSchemas``:
 
     - fields match case-insensitively; a matched field keeps the table's
       name, nullability and metadata, and its types merge recursively
@@ -627,22 +651,31 @@ def merge_schemas(table: Mapping[str, Any], data: Mapping[str, Any]) -> Schema:
     - fields only in the data are appended at the end of their struct, made
       nullable (delta-spark stores DataFrame schemas ``asNullable``);
     - ``void`` merges with any type into that type; byte, short and integer
-      widen to the wider; anything else must be equal, decimals included.
+      widen to the wider; anything else must be equal, decimals included;
+    - with ``type_widening`` (the table has ``delta.enableTypeWidening``), a
+      column also takes a wider data type where
+      :func:`.type_widening.widens_on_merge` allows it, and the change is
+      recorded in the field's ``delta.typeChanges``. Without it, such a
+      change is refused with a hint to enable it.
 
     A non-nullable table column the data leaves out is refused too, since
     every new row would break it. Raises SchemaMismatchError listing every
     conflict with both schemas, or InvalidInputError for duplicate or
     invalid new column names.
     """
-    _check_duplicates(data)
+    from airflow_delta_provider.delta import type_widening as widening
+
+    check_unique_names(data)
     problems: list[str] = []
-    merged = _merge_struct(table, data, (), problems)
+    merged = _merge_struct(table, data, (), problems, widen=type_widening)
     if problems:
         raise _mismatch("Cannot merge the data schema into the table schema", problems, table, data)
-    return merged
+    return widening.record(table, merged) if type_widening else merged
 
 
-def _merge_struct(table: DeltaType, data: DeltaType, path: FieldPath, problems: list[str]) -> Schema:
+def _merge_struct(
+    table: DeltaType, data: DeltaType, path: FieldPath, problems: list[str], *, widen: bool = False
+) -> Schema:
     data_fields = {f["name"].lower(): f for f in _fields(data)}
     merged: list[dict[str, Any]] = []
     for tf in _fields(table):
@@ -651,7 +684,7 @@ def _merge_struct(table: DeltaType, data: DeltaType, path: FieldPath, problems: 
             merged.append(dict(tf))
         else:
             col = path + (tf["name"],)
-            merged.append({**tf, "type": _merge_type(tf["type"], df["type"], col, problems)})
+            merged.append({**tf, "type": _merge_type(tf["type"], df["type"], col, problems, widen=widen)})
     for df in data_fields.values():  # dicts keep the data's order
         new = struct_field(df["name"], as_nullable(df["type"]), True, df.get("metadata"))
         _check_new_names(new, path)
@@ -668,39 +701,56 @@ def _check_new_names(field: dict[str, Any], path: FieldPath) -> None:
         raise InvalidInputError(f"cannot add column{where}: {exc}") from None
 
 
-def _merge_type(table: DeltaType, data: DeltaType, path: FieldPath, problems: list[str]) -> DeltaType:
+def _merge_type(
+    table: DeltaType, data: DeltaType, path: FieldPath, problems: list[str], *, widen: bool = False
+) -> DeltaType:
     kind, data_kind = _kind(table), _kind(data)
     if kind == data_kind == "struct":
-        return _merge_struct(table, data, path, problems)
+        return _merge_struct(table, data, path, problems, widen=widen)
     if kind == data_kind == "array":
         return {
             "type": "array",
             "elementType": _merge_type(
-                table["elementType"], data["elementType"], path + (ELEMENT,), problems
+                table["elementType"], data["elementType"], path + (ELEMENT,), problems, widen=widen
             ),
             "containsNull": bool(table.get("containsNull", True)),
         }
     if kind == data_kind == "map":
         return {
             "type": "map",
-            "keyType": _merge_type(table["keyType"], data["keyType"], path + (KEY,), problems),
-            "valueType": _merge_type(table["valueType"], data["valueType"], path + (VALUE,), problems),
+            "keyType": _merge_type(table["keyType"], data["keyType"], path + (KEY,), problems, widen=widen),
+            "valueType": _merge_type(table["valueType"], data["valueType"], path + (VALUE,), problems, widen=widen),
             "valueContainsNull": bool(table.get("valueContainsNull", True)),
         }
     t = _canonical_primitive(table) if kind == "primitive" else None
     d = _canonical_primitive(data) if data_kind == "primitive" else None
     if t is not None and d is not None:
-        if is_decimal(t) and is_decimal(d):
-            if t != d:
-                problems.append(
-                    f"column {format_path(path)}: cannot change {t} to {d} "
-                    "(decimal precision and scale are fixed)"
-                )
-            return table
         if t == d:
             return table
+        from airflow_delta_provider.delta.type_widening import is_supported, widens_on_merge
+
+        if widen and widens_on_merge(t, d):
+            return d
         if t in _INTEGRAL_RANK and d in _INTEGRAL_RANK:
             return t if _INTEGRAL_RANK[t] >= _INTEGRAL_RANK[d] else d
+        if widens_on_merge(t, d):
+            problems.append(
+                f"column {format_path(path)}: cannot widen {t} in the table to {d} in the data: "
+                "type widening is off (set the table property delta.enableTypeWidening=true)"
+            )
+            return table
+        if widen and is_supported(t, d):
+            problems.append(
+                f"column {format_path(path)}: cannot change {t} in the table to {d} in the data: "
+                "mergeSchema never turns an integer column into double or decimal"
+            )
+            return table
+        if is_decimal(t) and is_decimal(d):
+            problems.append(
+                f"column {format_path(path)}: cannot change {t} to {d} "
+                "(a decimal may only widen, keeping its integer digits, with type widening on)"
+            )
+            return table
     if t == "void":
         return as_nullable(data)
     if d == "void":

@@ -32,7 +32,10 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.column_mapping import NONE as NO_MAPPING, physical_name_of
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.schema import VARIANT
+from airflow_delta_provider.delta.type_widening import stats_type
 from airflow_delta_provider.delta.partitions import (
     decimal_scale,
     parse_partition_value,
@@ -324,6 +327,8 @@ class _Field:
     name: str  # as the schema spells it
     type: str  # Delta type, lower case ("" for a nested type)
     is_partition: bool
+    key: str  # in stats and partitionValues: the physical name under column mapping
+    stats_type: str = ""  # the type min/max stats are read as ("": unused); see type_widening.stats_type
 
 
 @dataclass(frozen=True)
@@ -340,12 +345,18 @@ class _BoundIsNull:
     field: _Field
 
 
-def _fields(schema: Mapping[str, Any] | str, partition_columns: Iterable[str]) -> dict[str, _Field]:
+def _fields(schema: Mapping[str, Any] | str, partition_columns: Iterable[str], mapping_mode: str) -> dict[str, _Field]:
     if isinstance(schema, str):
         schema = json.loads(schema)
     parts = {c.lower() for c in partition_columns}
     return {
-        f["name"].lower(): _Field(f["name"], f["type"].lower() if isinstance(f["type"], str) else "", f["name"].lower() in parts)
+        f["name"].lower(): _Field(
+            f["name"],
+            f["type"].lower() if isinstance(f["type"], str) else "",
+            f["name"].lower() in parts,
+            physical_name_of(f, mapping_mode),
+            stats_type(f),
+        )
         for f in schema.get("fields", ())
     }
 
@@ -509,9 +520,9 @@ class _FileView:
 
     def _partition_facts(self, field: _Field) -> _Facts:
         pv = self._add.partition_values
-        raw = pv.get(field.name)
-        if raw is None and field.name not in pv:
-            raw = next((v for k, v in pv.items() if k.lower() == field.name.lower()), None)
+        raw = pv.get(field.key)
+        if raw is None and field.key not in pv:
+            raw = next((v for k, v in pv.items() if k.lower() == field.key.lower()), None)
         try:
             value = parse_partition_value(raw, field.type)
         except InvalidInputError:
@@ -533,17 +544,19 @@ class _FileView:
         return self._stats
 
     def _stats_facts(self, field: _Field) -> _Facts:
+        if field.type == VARIANT:
+            return _NOTHING_KNOWN  # variant stats are never used (we write none)
         stats = self._load_stats()
         if stats is None:
             return _NOTHING_KNOWN
         num_records = stats.get("numRecords")
-        null_count = (stats.get("nullCount") or {}).get(field.name)
+        null_count = (stats.get("nullCount") or {}).get(field.key)
         may_null = not isinstance(null_count, int) or null_count > 0
         may_value = not (isinstance(null_count, int) and isinstance(num_records, int)) or num_records > null_count
         if isinstance(num_records, int) and num_records == 0:
             may_null = may_value = False
-        lo = _bound((stats.get("minValues") or {}).get(field.name), field.type, upper=False)
-        hi = _bound((stats.get("maxValues") or {}).get(field.name), field.type, upper=True)
+        lo = _bound((stats.get("minValues") or {}).get(field.key), field.stats_type, upper=False)
+        hi = _bound((stats.get("maxValues") or {}).get(field.key), field.stats_type, upper=True)
         return _Facts(lo, hi, may_null, may_value)
 
 
@@ -620,9 +633,10 @@ def _prepare(
     schema: Mapping[str, Any] | str,
     partition_columns: Iterable[str],
     time_zone: str,
+    mapping_mode: str,
     partition_only: bool = False,
 ) -> tuple[Any, dict[str, _Field]]:
-    fields = _fields(schema, partition_columns)
+    fields = _fields(schema, partition_columns, mapping_mode)
     if partition_only:  # data columns become unknown
         fields = {k: f for k, f in fields.items() if f.is_partition}
     try:
@@ -639,18 +653,21 @@ def prune_files(
     partition_columns: Iterable[str],
     *,
     time_zone: str = "UTC",
+    mapping_mode: str = NO_MAPPING,
 ) -> list[AddFile]:
     """The files that may hold rows matching ``predicate``, in input order.
 
     ``schema`` is the table's Delta schema (dict or JSON string). A file
     without stats, or without stats for a column, is kept. ``time_zone`` is
     Spark's session time zone, used for timestamp literals without an offset.
-    Without a predicate every file is returned.
+    Without a predicate every file is returned. ``mapping_mode`` is the
+    table's column mapping mode: stats and partition values are keyed by
+    physical names under ``name`` and ``id``.
     """
     files = list(files)
     if predicate is None:
         return files
-    tree, fields = _prepare(predicate, schema, partition_columns, time_zone)
+    tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode)
     return [f for f in files if T in _eval(tree, _FileView(f, fields))]
 
 
@@ -661,6 +678,7 @@ def matches_partition(
     partition_columns: Iterable[str],
     *,
     time_zone: str = "UTC",
+    mapping_mode: str = NO_MAPPING,
 ) -> bool:
     """Whether every row of ``add`` matches, decided from partition values alone.
 
@@ -669,7 +687,7 @@ def matches_partition(
     not understand).
     """
     partition_columns = list(partition_columns)
-    tree, fields = _prepare(predicate, schema, partition_columns, time_zone, partition_only=True)
+    tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode, partition_only=True)
     truths = _eval(tree, _FileView(add, fields))
     if len(truths) > 1:
         raise InvalidInputError(f"condition {predicate.sql!r} cannot be decided from partition values alone")
@@ -683,6 +701,7 @@ def partition_filter(
     partition_columns: Iterable[str],
     *,
     time_zone: str = "UTC",
+    mapping_mode: str = NO_MAPPING,
 ) -> list[AddFile] | None:
     """The files all of whose rows match, when partition values decide it.
 
@@ -694,7 +713,7 @@ def partition_filter(
     partition_columns = list(partition_columns)
     if not predicate.is_partition_only(partition_columns):
         return None
-    tree, fields = _prepare(predicate, schema, partition_columns, time_zone, partition_only=True)
+    tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode, partition_only=True)
     kept = []
     for f in files:
         truths = _eval(tree, _FileView(f, fields))

@@ -24,6 +24,9 @@ from airflow_delta_provider.delta.actions import (
     Txn,
     parse_commit,
 )
+from airflow_delta_provider.delta.checkpoint_reader import apply_checkpoint
+from airflow_delta_provider.delta.column_mapping import NONE as NO_MAPPING
+from airflow_delta_provider.delta.column_mapping import ColumnMapping
 from airflow_delta_provider.delta.errors import CorruptLogError
 from airflow_delta_provider.delta.log_segment import LogSegment
 from airflow_delta_provider.delta.log_store import LogStore, commit_name
@@ -67,8 +70,7 @@ class Snapshot:
     @classmethod
     def load(cls, store: LogStore, segment: LogSegment, timestamp: int | None = None) -> Snapshot:
         replay = LogReplay(store.table_root)
-        if segment.checkpoint_files:
-            replay.apply_checkpoint([f.name for f in segment.checkpoint_files], store.open_input_file)
+        apply_checkpoint(store, segment.checkpoint_files, replay)
         for commit in segment.commits:
             try:
                 replay.apply(parse_commit(store.read(commit.name)))
@@ -156,7 +158,20 @@ class Snapshot:
 
         if isinstance(predicate, str):
             predicate = Predicate.parse(predicate)
-        return prune_files(self.files, predicate, self.schema, self.partition_columns)
+        return prune_files(
+            self.files, predicate, self.schema, self.partition_columns, mapping_mode=self.column_mapping.mode
+        )
+
+    @cached_property
+    def column_mapping(self) -> ColumnMapping:
+        """How this version maps logical column names onto its data files.
+
+        The mode is honoured only when the protocol supports column mapping
+        (reader 2, or the reader feature), as PROTOCOL.md asks."""
+        readers, _writers = features.listed_features(self.protocol)
+        if "columnMapping" not in readers:
+            return ColumnMapping(NO_MAPPING, self.schema)
+        return ColumnMapping.of(self.schema, self.configuration)
 
     @cached_property
     def deletion_vector_reader(self) -> DeletionVectorReader:

@@ -8,6 +8,7 @@ finds a caller's commit by its operation token, and starts transactions.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any, Iterator
@@ -15,6 +16,7 @@ from typing import Any, Iterator
 from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
 from airflow_delta_provider.delta.errors import (
     CorruptCheckpointError,
+    CorruptLogError,
     InvalidInputError,
     TableNotFoundError,
     VersionNotFoundError,
@@ -23,6 +25,8 @@ from airflow_delta_provider.delta.log_segment import build_segment, list_for_ver
 from airflow_delta_provider.delta.log_store import LogFile, LogStore
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
+
+log = logging.getLogger(__name__)
 
 
 class DeltaTable:
@@ -49,12 +53,12 @@ class DeltaTable:
     # --- versions ------------------------------------------------------------
 
     def exists(self) -> bool:
-        return any(f.kind in ("commit", "checkpoint") for f in self.log_store.list_from(0))
+        return any(f.kind == "commit" or f.is_checkpoint for f in self.log_store.list_from(0))
 
     def latest_version(self) -> int:
         """The newest version, from one listing that starts at the checkpoint hint."""
         files = list_for_version(self.log_store, None)
-        versions = [f.version for f in files if f.kind in ("commit", "checkpoint")]
+        versions = [f.version for f in files if f.kind == "commit" or f.is_checkpoint]
         if not versions:
             raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
         return max(versions)
@@ -78,17 +82,24 @@ class DeltaTable:
 
     def _load(self, version: int | None, timestamp: int | None) -> Snapshot:
         store = self.log_store
-        files = list_for_version(store, version)
-        skip: set[int] = set()
+        segment = build_segment(list_for_version(store, version), version, table_root=self.uri)
+        torn: set[str] = set()
         while True:
-            segment = build_segment(files, version, skip_checkpoints=frozenset(skip), table_root=self.uri)
             try:
                 return Snapshot.load(store, segment, timestamp)
-            except CorruptCheckpointError:
-                # A torn checkpoint: fall back to an older one, or to the commits.
-                assert segment.checkpoint_version is not None
-                skip.add(segment.checkpoint_version)
-                files = store.list_from(0)
+            except CorruptCheckpointError as exc:
+                # A torn checkpoint (or a lost sidecar): fall back to another one
+                # at that version, an older one, or the commits. When the log no
+                # longer holds what that needs, this error is the one to report.
+                assert segment.checkpoint_files
+                log.warning("%s; reading %s without it", exc, self.uri)
+                torn.add(segment.checkpoint_files[0].name)
+                try:
+                    segment = build_segment(
+                        store.list_from(0), version, skip_files=frozenset(torn), table_root=self.uri
+                    )
+                except (VersionNotFoundError, CorruptLogError, TableNotFoundError) as fallback:
+                    raise exc from fallback
 
     def commit_timestamps(self) -> list[tuple[int, int]]:
         """(version, timestamp ms) of every commit file, timestamps made monotonic."""

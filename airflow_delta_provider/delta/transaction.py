@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import config, features
+from airflow_delta_provider.delta import column_mapping, config, features, type_widening
 from airflow_delta_provider.delta.actions import (
     TOKEN_TAG,
     Action,
@@ -206,7 +206,7 @@ class Transaction:
             if protocol is not None:
                 actions.append(protocol)
             if self._metadata is not None:
-                actions.append(self._metadata)
+                actions.append(self._metadata_at(version, protocol))
             actions.extend(self._txns.values())
             actions.extend(self._actions)
             if store.put_if_absent(version, serialize_commit(actions)):
@@ -217,10 +217,23 @@ class Transaction:
                 return version
         raise CommitFailedError(f"gave up after {max_attempts} commit attempts on {self.table.uri}")
 
+    def _metadata_at(self, version: int, protocol: Protocol | None) -> Metadata:
+        """The staged metadata as committed at ``version`` (a preview type
+        widening table dates its new type changes with it)."""
+        assert self._metadata is not None
+        snap = self.read_snapshot
+        in_force = protocol or snap.protocol  # type: ignore[union-attr]
+        previous = snap.metadata if snap is not None else None
+        return type_widening.stamp_preview_version(self._metadata, previous, in_force, version)
+
     def _validate(self) -> None:
         md = self.metadata
         if md is None:
             raise InvalidInputError("creating a table needs its metadata (schema and partition columns)")
+        if self._metadata is not None:
+            previous = self.read_snapshot.metadata if self.read_snapshot is not None else None
+            column_mapping.check_transition(previous, self._metadata)
+            column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
         if config.append_only(md) and any(isinstance(a, RemoveFile) and a.data_change for a in self._actions):
             raise AppendOnlyViolationError(
                 f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} "
@@ -232,7 +245,8 @@ class Transaction:
             if key in seen:
                 raise InvalidInputError(f"{a.KEY} of {a.path} appears twice in one commit")
             seen.add(key)
-        partition_columns = set(md.partition_columns)
+        keys = column_mapping.ColumnMapping.of(md.schema_json, md.configuration).partition_keys(md.partition_columns)
+        partition_columns = set(keys.values())
         for a in self._actions:
             if isinstance(a, AddFile) and set(a.partition_values) != partition_columns:
                 raise InvalidInputError(
@@ -279,6 +293,7 @@ class Transaction:
             schema=json.loads(md.schema_string) if md else {"type": "struct", "fields": []},
             partition_columns=list(md.partition_columns) if md else [],
             canonical=self._canonical,
+            mapping_mode=column_mapping.mode_of(md.configuration) if md else column_mapping.NONE,
         )
 
     def _resolve_conflicts(self, attempted: int) -> int | CommitResult:

@@ -6,11 +6,13 @@ rest. Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
 alone under the key ``version``.
 
-Importing this module imports neither pyspark nor pyarrow.
+Importing this module imports neither pyspark, pyarrow nor OpenLineage; the
+OpenLineage methods import :mod:`airflow_delta_provider.lineage` when called.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -101,6 +103,8 @@ class DeltaSparkOperator(BaseOperator):
         self.spark_binary = spark_binary
         self.name = name
         self.hook_params = dict(hook_params or {})
+        # The last run's result, for get_openlineage_facets_on_complete.
+        self._committed: DeltaOperationResult | None = None
 
     def cli_arguments(self) -> list[str]:
         """The Spark CLI's options for this operation (after the table path)."""
@@ -147,32 +151,33 @@ class DeltaSparkOperator(BaseOperator):
                 result["metrics"],
             )
         ti.xcom_push(key=VERSION_XCOM_KEY, value=result["version"])
+        self._committed = result
         return result
 
     def on_kill(self) -> None:
         if "hook" in self.__dict__:
             self.hook.on_kill()
 
+    # --- OpenLineage (docs/lineage.rst); None without the [openlineage] extra ---
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """The table as the output and the operation's inputs, by name only."""
+        return self._openlineage(None)
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """The table as the output dataset (namespace ``file`` for local paths)."""
-        from airflow.providers.openlineage.extractors import OperatorLineage
+        """The same datasets at the committed version, with schema, statistics and column lineage."""
+        return self._openlineage(self._committed)
 
-        return OperatorLineage(inputs=self._lineage_inputs(), outputs=[_lineage_dataset(self.table_path)])
+    def _openlineage(self, result: DeltaOperationResult | None) -> Any:
+        from airflow_delta_provider.lineage.build import operator_lineage  # imports no OpenLineage itself
 
-    def _lineage_inputs(self) -> list[Any]:
-        return []
+        return operator_lineage(
+            self.table_path, result, lambda: self.hook.storage_options, **self._lineage_arguments()
+        )
 
-
-def _lineage_dataset(path: str) -> Any:
-    """An OpenLineage dataset named after OpenLineage's naming rules for files."""
-    from urllib.parse import urlsplit
-
-    from airflow.providers.common.compat.openlineage.facet import Dataset
-
-    parts = urlsplit(path)
-    if parts.scheme in ("", "file"):
-        return Dataset(namespace="file", name=parts.path if parts.scheme else path)
-    return Dataset(namespace=f"{parts.scheme}://{parts.netloc}", name=parts.path.lstrip("/"))
+    def _lineage_arguments(self) -> dict[str, Any]:
+        """What :func:`~airflow_delta_provider.lineage.build.operator_lineage` needs beyond the table."""
+        return {}
 
 
 class DeltaUpdateOperator(DeltaSparkOperator):
@@ -204,6 +209,9 @@ class DeltaUpdateOperator(DeltaSparkOperator):
             args += ["--set", f"{column}={expression}"]
         return args
 
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {"rewrite": {"assignments": self.updates, "condition": self.condition}}
+
 
 class DeltaDeleteOperator(DeltaSparkOperator):
     """Delete the rows that match a condition: ``DELETE FROM t WHERE cond``.
@@ -224,6 +232,9 @@ class DeltaDeleteOperator(DeltaSparkOperator):
 
     def cli_arguments(self) -> list[str]:
         return _option("--condition", self.condition)
+
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {"rewrite": {"condition": self.condition, "deletes": True}}
 
 
 class DeltaAppendOperator(DeltaSparkOperator):
@@ -305,8 +316,12 @@ class DeltaAppendOperator(DeltaSparkOperator):
             args += ["--property", f"{key}={value}"]
         return args
 
-    def _lineage_inputs(self) -> list[Any]:
-        return [_lineage_dataset(self.source)]
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "source_format": self.source_format,
+            "source_has_table_columns": self.mode == "overwrite" and self.overwrite_schema,
+        }
 
 
 class DeltaCheckpointOperator(DeltaSparkOperator):
@@ -388,3 +403,49 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
 
     def cli_arguments(self) -> list[str]:
         return ["--purge", "--min-deleted-ratio", str(self.min_deleted_ratio)]
+
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {"rewrite": {}}  # the same rows, rewritten
+
+
+#: The kinds of change :class:`DeltaAlterTableOperator` takes (one per task).
+ALTER_CHANGES = ("add_columns", "rename_column", "drop_columns", "alter_column", "set_properties", "unset_properties")
+
+
+class DeltaAlterTableOperator(DeltaSparkOperator):
+    """One ALTER TABLE change as a metadata-only commit: no data file is
+    read or written, so the Spark application starts no SparkSession.
+
+    ``change`` names exactly one kind of change:
+
+    - ``{"add_columns": [{"name": "s.c", "type": "long", "comment": "..."}]}``
+      (types as in Delta's schema JSON; NOT NULL columns cannot be added);
+    - ``{"rename_column": {"column": "a", "to": "b"}}`` and
+      ``{"drop_columns": ["a", "s.c"]}``, which need column mapping;
+    - ``{"alter_column": {"column": "a", "comment": "...", "nullable": True}}``;
+    - ``{"set_properties": {"delta.appendOnly": "true"}}`` and
+      ``{"unset_properties": ["k"], "if_exists": True}``.
+
+    :param change: The change, as above. (templated)
+    :param enable_column_mapping: Turn column mapping on (mode ``name``) in
+        the same commit when a rename or drop needs it. Readers of the table
+        then need column mapping support (reader version 2).
+    """
+
+    operation = "alter"
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkOperator.template_fields_renderers,
+        "change": "json",
+    }
+
+    def __init__(self, *, change: Mapping[str, Any], enable_column_mapping: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        kinds = [k for k in change if k in ALTER_CHANGES]
+        if len(kinds) != 1:
+            raise ValueError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
+        self.change = dict(change)
+        self.enable_column_mapping = enable_column_mapping
+
+    def cli_arguments(self) -> list[str]:
+        return ["--change", json.dumps(self.change), *_flag("--enable-column-mapping", self.enable_column_mapping)]

@@ -85,6 +85,8 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self._baseline: int | None = None
         self._table_seen = False
+        # The version the sensor succeeded with, for get_openlineage_facets_on_complete.
+        self._seen_version: int | None = None
 
     # --- poke ----------------------------------------------------------------
 
@@ -108,6 +110,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
             return PokeReturnValue(is_done=False)
         self.log.info("%s has version %s (after %s)", self.table_path, info.version, self._baseline)
         result = {**info.to_dict(), "baseline_version": self._baseline, "table": self.table_path}
+        self._seen_version = info.version
         self._set_outlet_extra(context, result)
         return PokeReturnValue(is_done=True, xcom_value=result)
 
@@ -184,8 +187,25 @@ class DeltaTableVersionSensor(BaseSensorOperator):
             raise _trigger_error(event)
         result = {k: v for k, v in event.items() if k != "status"}
         self.log.info("%s has version %s", self.table_path, result["version"])
+        self._seen_version = result["version"]
         self._set_outlet_extra(context, result)
         return result
+
+    # --- OpenLineage (docs/lineage.rst); None without the [openlineage] extra ---
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """The watched table as the input, by name only."""
+        return self._openlineage(None)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The watched table as the input, at the version the sensor succeeded with."""
+        return self._openlineage(self._seen_version)
+
+    def _openlineage(self, version: int | None) -> Any:
+        from airflow_delta_provider.hooks.storage_connection import storage_settings
+        from airflow_delta_provider.lineage.build import sensor_lineage  # imports no OpenLineage itself
+
+        return sensor_lineage(self.table_path, version, lambda: storage_settings(self.storage_conn_id))
 
 
 def _absent(value: int | str | None) -> bool:

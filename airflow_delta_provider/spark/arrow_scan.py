@@ -155,9 +155,37 @@ def arrow_read_parquet(spark: SparkSession, location: TableLocation) -> DataFram
         )
     listed.sort(key=lambda m: m.path)
     with storage.open_input_file(listed[0].path) as f:
-        schema = from_arrow_schema(pq.ParquetFile(f).schema_arrow, metadata=False)
+        arrow_schema = pq.ParquetFile(f).schema_arrow
+    _refuse_variants(arrow_schema, location.uri)
+    schema = from_arrow_schema(arrow_schema, metadata=False)
     files = [AddFile(encode_path(m.path), {}, m.size, m.mtime_ms, data_change=False) for m in listed]
     return arrow_read(spark, location, schema, [], files)
+
+
+#: Where Spark keeps a parquet file's Spark schema (in Delta's JSON form).
+_SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def _refuse_variants(arrow_schema: Any, uri: str) -> None:
+    """Refuse a parquet source whose Spark schema has variant columns.
+
+    Arrow has no variant type: pyarrow reads one as its physical struct
+    (shredded or not), which would reach the table as a struct. Spark's
+    parquet reader (``io=hadoop``) reads it as a variant.
+    """
+    from airflow_delta_provider.delta.schema import VARIANT, uses_type
+
+    raw = (arrow_schema.metadata or {}).get(_SPARK_ROW_METADATA)
+    try:
+        fields = json.loads(raw)["fields"] if raw else []
+        names = [f["name"] for f in fields if uses_type(f["type"], VARIANT)]
+    except (ValueError, KeyError, TypeError, InvalidInputError):
+        return  # not a Spark schema we understand: no variant is known
+    if names:
+        raise InvalidInputError(
+            f"the parquet source {uri} has variant column(s) {', '.join(names)}, which io=arrow would read "
+            "as plain structs; use io=hadoop"
+        )
 
 
 def _hidden(path: str) -> bool:
@@ -324,10 +352,14 @@ def read_entries(
     from airflow_delta_provider.delta.deletion_vectors import DeletionVectorReader
     from airflow_delta_provider.delta.partitions import parse_partition_value
     from airflow_delta_provider.delta.storage import open_storage
-    from airflow_delta_provider.spark.arrow_conform import conform_array, constant
+    from airflow_delta_provider.spark.arrow_conform import conform_array, constant, relabel_by_field_id, wanted_id
 
     target = to_arrow_schema(StructType.fromJson(schema), timezone="UTC")
     data = [(pos, name) for pos, (name, role, _) in enumerate(columns) if role == DATA]
+    fields = schema["fields"]
+    # Column mapping id mode: the plan's fields carry the ids to match by.
+    ids = [wanted_id(fields[pos]) for pos, _ in data]
+    by_id = any(i is not None for i in ids)
     row_index_at = next((pos for pos, (_n, role, _t) in enumerate(columns) if role == ROW_INDEX), None)
     storage = open_storage(root)
     vectors = DeletionVectorReader(storage)
@@ -349,11 +381,16 @@ def read_entries(
         else:
             source = storage
         with source.open_input_file(rel) as f:
-            for first_row, rows, found in _file_batches(f, [name for _, name in data], start, length):
+            for first_row, rows, found in _file_batches(f, [name for _, name in data], start, length, ids):
                 arrays: list[pa.Array] = [None] * len(columns)  # type: ignore[list-item]
                 for (pos, _name), array in zip(data, found):
                     field_type = target.field(pos).type
-                    arrays[pos] = pa.nulls(rows, field_type) if array is None else conform_array(array, field_type)
+                    if array is None:
+                        arrays[pos] = pa.nulls(rows, field_type)
+                        continue
+                    if by_id:
+                        array = relabel_by_field_id(array, fields[pos]["type"])
+                    arrays[pos] = conform_array(array, field_type)
                 for pos, value in fixed.items():
                     arrays[pos] = constant(value, target.field(pos).type, rows)
                 if row_index_at is not None:
@@ -378,19 +415,24 @@ def _live_rows(batch: Any, deleted: Any, first_row: int) -> Any:
 
 
 def _file_batches(
-    f: Any, wanted: list[str], start: int, length: int | None
+    f: Any, wanted: list[str], start: int, length: int | None, ids: list[int | None] | None = None
 ) -> Iterator[tuple[int, int, list[Any]]]:
     """(first row index, rows, the wanted columns' arrays, None for a column
     the file lacks) per batch of a file piece. Only the wanted columns are
-    decoded; with none, only the row counts are read."""
+    decoded; with none, only the row counts are read. A column with a field
+    id in ``ids`` is found by that id (column mapping ``id`` mode), else by
+    name."""
     import pyarrow.parquet as pq
 
-    from airflow_delta_provider.spark.arrow_conform import match_columns
+    from airflow_delta_provider.spark.arrow_conform import field_id, match_columns
 
     pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
     metadata = pf.metadata
     groups = _row_groups(metadata, start, length)
     found = match_columns(pf.schema_arrow.names, wanted)
+    if ids and any(i is not None for i in ids):
+        by_id = {field_id(field): field.name for field in pf.schema_arrow if field_id(field) is not None}
+        found = [by_id.get(i) if i is not None else name for i, name in zip(ids, found)]
     read = sorted({c for c in found if c is not None})
     firsts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
     for g in groups:

@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -76,6 +76,8 @@ class WritePlan:
     partition_columns: tuple[str, ...]
     partition_types: Mapping[str, str]
     leaves: Sequence[tuple[tuple[str, ...], Any]]
+    #: Column mapping ``id`` mode: the parquet field id of each field path.
+    field_ids: Mapping[tuple[str, ...], int] = field(default_factory=dict)
 
 
 def write_arrow(
@@ -85,13 +87,15 @@ def write_arrow(
     partition_columns: Sequence[str],
     partition_types: Mapping[str, str],
     leaves: Sequence[tuple[tuple[str, ...], Any]],
+    field_ids: Mapping[tuple[str, ...], int] | None = None,
 ) -> list[AddFile]:
     """Write ``frame`` (already conformed and constraint-guarded) as files of
     the table in ``storage``; the ``add`` actions, none for a file of no rows.
 
     ``data_columns`` are the columns files hold (the table's non-partition
     columns, in order); they keep the frame's types and nullability, as
-    Spark's writer keeps them.
+    Spark's writer keeps them. ``field_ids`` (column mapping ``id`` mode)
+    are written as parquet field ids, by field path.
     """
     spark = frame.sparkSession
     plan = WritePlan(
@@ -101,6 +105,7 @@ def write_arrow(
         partition_columns=tuple(partition_columns),
         partition_types=dict(partition_types),
         leaves=list(leaves),
+        field_ids=dict(field_ids or {}),
     )
     if partition_columns:  # as Spark's file writer orders a task's rows
         frame = frame.sortWithinPartitions(*[column(c) for c in partition_columns])
@@ -260,6 +265,38 @@ def split_runs(
         yield values, batch.slice(start, end - start)
 
 
+def with_field_ids(schema: Any, ids: Mapping[tuple[str, ...], int]) -> Any:
+    """``schema`` (Arrow) with ``PARQUET:field_id`` on each field whose path
+    (through structs; ``element``, ``key``, ``value`` through lists and
+    maps, as :func:`~airflow_delta_provider.delta.schema.walk_fields` names
+    them) has an id."""
+    import pyarrow as pa
+
+    from airflow_delta_provider.delta.schema import ELEMENT, KEY, VALUE
+
+    if not ids:
+        return schema
+
+    def typed(t: Any, path: tuple[str, ...]) -> Any:
+        if pa.types.is_struct(t):
+            return pa.struct([labelled(t.field(i), path) for i in range(t.num_fields)])
+        if pa.types.is_map(t):
+            item = t.item_field.with_type(typed(t.item_type, (*path, VALUE)))
+            return pa.map_(typed(t.key_type, (*path, KEY)), item)
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            value = t.value_field.with_type(typed(t.value_type, (*path, ELEMENT)))
+            return pa.list_(value) if pa.types.is_list(t) else pa.large_list(value)
+        return t
+
+    def labelled(f: Any, prefix: tuple[str, ...]) -> Any:
+        path = (*prefix, f.name)
+        f = f.with_type(typed(f.type, path))
+        fid = ids.get(path)
+        return f if fid is None else f.with_metadata({**(f.metadata or {}), b"PARQUET:field_id": str(fid).encode()})
+
+    return pa.schema([labelled(f, ()) for f in schema], metadata=schema.metadata)
+
+
 class _FileWriter:
     """One data file being written by a task."""
 
@@ -285,13 +322,18 @@ class _FileWriter:
             fd, self.local = tempfile.mkstemp(suffix=".parquet", prefix="delta-arrow-")
             os.close(fd)
         self.columns = list(plan.data_columns)
-        self.schema = pa.schema([schema.field(c) for c in self.columns])
+        self.schema = with_field_ids(pa.schema([schema.field(c) for c in self.columns]), plan.field_ids)
         self.writer = pq.ParquetWriter(self.local, self.schema, **PARQUET_OPTIONS)
         self.pending: list[Any] = []
         self.pending_bytes = 0
 
     def write(self, batch: Any) -> None:
+        import pyarrow as pa
+
+        from airflow_delta_provider.spark.arrow_conform import fill_hidden_nulls
+
         data = batch.select(self.columns)
+        data = pa.RecordBatch.from_arrays([fill_hidden_nulls(c) for c in data.columns], schema=data.schema)
         self.pending.append(data)
         self.pending_bytes += data.nbytes
         if self.pending_bytes >= ROW_GROUP_BYTES:

@@ -94,6 +94,19 @@ def build_parser() -> argparse.ArgumentParser:
     reorg.add_argument(
         "--min-deleted-ratio", type=float, default=0.0, help="only files whose vector hides more than this share"
     )
+    alter = sub.add_parser("alter", parents=[common], help="ALTER TABLE: one schema or property change")
+    alter.add_argument(
+        "--change",
+        required=True,
+        help='the change as JSON, e.g. {"rename_column": {"column": "a", "to": "b"}}, {"drop_columns": ["a"]}, '
+        '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
+        '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}',
+    )
+    alter.add_argument(
+        "--enable-column-mapping",
+        action="store_true",
+        help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it",
+    )
     return parser
 
 
@@ -138,11 +151,15 @@ def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
         from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
 
         return run_reorg_purge(spark, args.table, args.min_deleted_ratio, token, io=args.io)
+    if args.command == "alter":
+        from airflow_delta_provider.spark.commands.alter import run_alter
+
+        return run_alter(spark, args.table, args.change, args.enable_column_mapping, token)
     raise InvalidInputError(f"unknown command {args.command!r}")
 
 
 #: Commands that never touch data files, so no JVM is started for them.
-_NO_SPARK = frozenset({"checkpoint"})
+_NO_SPARK = frozenset({"checkpoint", "alter"})
 
 
 def main(

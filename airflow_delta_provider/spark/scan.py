@@ -4,7 +4,11 @@ The file list always comes from the log (never a directory listing): only
 live files are read, and vacuumed or orphan files are never seen. Data files
 hold the data columns only; partition columns are added from
 ``add.partitionValues`` as typed values, and a column an older file lacks
-reads as null because the files are read with the table's data schema.
+reads as null because the files are read with the table's data schema. A
+file written before a column widened (``typeWidening``) reads as the
+table's type the same way: Spark 4's parquet readers (vectorized or not)
+convert every change the protocol allows, and so does the ``arrow`` source
+(:mod:`.arrow_conform`), so no cast is added here.
 
 Data files are read in one of two I/O modes (:mod:`.io_mode`): ``hadoop``,
 Spark's own parquet reader through its Hadoop FileSystem; or ``arrow``, a
@@ -46,9 +50,10 @@ from py4j.protocol import Py4JError
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import DataType, StringType, StructField, StructType, TimestampNTZType
 
 from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.column_mapping import ID
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
 from airflow_delta_provider.delta.partitions import (
     encode_path,
@@ -66,6 +71,7 @@ _KEY_COLUMN = "__delta_file_key"
 _ROW_INDEX_COLUMN = "__delta_row_index"
 #: Above this many partitions, the file-join plan is used.
 MAX_LITERAL_PARTITIONS = 16
+_FIELD_ID_READ = "spark.sql.parquet.fieldId.read.enabled"
 
 
 def spark_schema(schema: dict[str, Any]) -> StructType:
@@ -153,10 +159,8 @@ def scan(
     if literal:
         return _union(_literal_reads(spark, snapshot, groups, io=mode)).select(*columns)
     if mode == ARROW:
-        from airflow_delta_provider.spark.arrow_scan import arrow_read
-
         named = file_column if with_file_path else None
-        return arrow_read(spark, location, schema, partition_columns, files, file_column=named).select(*columns)
+        return _arrow_read(spark, snapshot, files, file_column=named).select(*columns)
 
     read_schema = data_schema(schema, partition_columns)
 
@@ -172,7 +176,7 @@ def scan(
     )
     rows = []
     for f, path in zip(files, absolute):
-        values = parse_partition_values(f.partition_values, schema, partition_columns)
+        values = _partition_values(snapshot, f, partition_columns)
         own = (f.path,) if with_file_path else ()
         rows.append((file_uri(path), *own, *(values[c] for c, _ in partition_struct)))
     lookup = spark.createDataFrame(rows, lookup_schema)
@@ -374,16 +378,14 @@ def _literal_reads(
     location = table_location(snapshot)
     for group in groups.values():
         if io == ARROW:
-            from airflow_delta_provider.spark.arrow_scan import arrow_read
-
-            df = arrow_read(spark, location, schema, table_partitions, group, columns=read_schema.names)
+            df = _arrow_read(spark, snapshot, group, columns=read_schema.names)
         else:
             df = _read_with_metadata(
                 spark, snapshot, location, read_schema, group, uri_column=uri_column, row_index_column=row_index_column
             )
         if wanted:
-            values = parse_partition_values(group[0].partition_values, schema, wanted)
-            df = df.withColumns({c: F.lit(v).cast(by_type[c.lower()]) for c, v in values.items()})
+            values = _partition_values(snapshot, group[0], wanted)
+            df = df.withColumns({c: _partition_literal(v, by_type[c.lower()]) for c, v in values.items()})
         parts.append(df)
     return parts
 
@@ -403,11 +405,15 @@ def _read_with_metadata(
     columns when asked for. The metadata columns are taken straight off the
     read: ``_metadata`` does not pass through projections."""
     paths = [hadoop_path(location, f.path) for f in files]
-    df = read_files(spark, read_schema, paths)
+    mapping = snapshot.column_mapping
+    physical = physical_struct(snapshot, read_schema)
+    if mapping.mode == ID:
+        spark.conf.set(_FIELD_ID_READ, "true")  # match parquet columns by field id
+    df = read_files(spark, physical, paths)
     marked = any(f.deletion_vector is not None for f in files)
     if uri_column is None and row_index_column is None and not marked:
-        return df
-    taken = {f.name.lower() for f in read_schema.fields}
+        return to_logical(df, physical, read_schema)
+    taken = {f.name.lower() for f in (*read_schema.fields, *physical.fields)}
     uri_name = uri_column or _free_name(_URI_COLUMN, taken)
     row_name = row_index_column or _free_name(_ROW_INDEX_COLUMN, taken)
     metadata = df.metadataColumn("_metadata")
@@ -418,7 +424,69 @@ def _read_with_metadata(
         uris = {file_uri(p): f.path for p, f in zip(paths, files)}
         df = drop_deleted_rows(df, uri_name, row_name, files, uris, snapshot)
     helpers = [n for n, asked in ((uri_name, uri_column), (row_name, row_index_column)) if asked is None]
-    return df.drop(*helpers) if helpers else df
+    df = df.drop(*helpers) if helpers else df
+    return to_logical(df, physical, read_schema)
+
+
+def physical_struct(snapshot: Any, logical: StructType) -> StructType:
+    """The fields of ``logical`` (a selection of the table's columns) as the
+    data files hold them: under column mapping, physical names and, in
+    ``id`` mode, ``parquet.field.id`` metadata at every level. Without
+    mapping, ``logical`` itself."""
+    mapping = snapshot.column_mapping
+    if not mapping.enabled:
+        return logical
+    physical = spark_schema(mapping.physical_schema())
+    by_logical = {f.name.lower(): p for f, p in zip(spark_schema(snapshot.schema).fields, physical.fields)}
+    return StructType([by_logical[f.name.lower()] for f in logical.fields])
+
+
+def to_logical(df: DataFrame, physical: StructType, logical: StructType) -> DataFrame:
+    """``df``'s columns of ``physical`` renamed (and nested fields relabelled,
+    by a cast between structs of the same shape) to ``logical``; its other
+    columns pass through."""
+    if physical is logical:
+        return df
+    renamed = {p.name: column(p.name).cast(f.dataType).alias(f.name) for p, f in zip(physical.fields, logical.fields)}
+    return df.select(*[renamed.get(name, column(name)) for name in df.columns])
+
+
+def _arrow_read(
+    spark: SparkSession,
+    snapshot: Any,
+    files: Sequence[AddFile],
+    *,
+    columns: Sequence[str] | None = None,
+    **named: Any,
+) -> DataFrame:
+    """:func:`~.arrow_scan.arrow_read` of ``files`` by logical column names
+    (default: every column); physical names are read and renamed back."""
+    from airflow_delta_provider.spark.arrow_scan import arrow_read
+
+    mapping = snapshot.column_mapping
+    location = table_location(snapshot)
+    if not mapping.enabled:
+        return arrow_read(spark, location, snapshot.schema, snapshot.partition_columns, files, columns=columns, **named)
+    logical_struct = spark_schema(snapshot.schema)
+    wanted = [f.name for f in logical_struct.fields] if columns is None else list(columns)
+    logical = StructType([next(f for f in logical_struct.fields if f.name.lower() == w.lower()) for w in wanted])
+    physical = physical_struct(snapshot, logical)
+    df = arrow_read(
+        spark,
+        location,
+        mapping.physical_schema(),
+        [mapping.physical_column(c) for c in snapshot.partition_columns],
+        files,
+        columns=physical.names,
+        **named,
+    )
+    return to_logical(df, physical, logical)
+
+
+def _partition_values(snapshot: Any, add: AddFile, columns: Sequence[str]) -> dict[str, Any]:
+    """Typed partition values of ``add`` for (logical) ``columns``."""
+    raw = snapshot.column_mapping.logical_partition_values(add.partition_values, columns)
+    return parse_partition_values(raw, snapshot.schema, columns)
 
 
 def match_frame(
@@ -442,13 +510,9 @@ def match_frame(
     data = [column(f.name) for f in table_struct.fields] if with_data else []
     location = table_location(snapshot)
     if resolve_io(spark, location, io) == ARROW:
-        from airflow_delta_provider.spark.arrow_scan import arrow_read
-
-        frame = arrow_read(
+        frame = _arrow_read(
             spark,
-            location,
-            snapshot.schema,
-            snapshot.partition_columns,
+            snapshot,
             files,
             columns=None if with_data else _referenced_columns(spark, table_struct, matched),
             index_column=key_name,
@@ -492,6 +556,18 @@ def _needs_columns_outside(spark: SparkSession, struct: StructType, condition: C
     return False
 
 
+def _partition_literal(value: Any, dtype: DataType) -> Column:
+    """A typed partition value as a literal of ``dtype``.
+
+    A ``timestamp_ntz`` value (a naive datetime) goes as its text: PySpark
+    turns a naive datetime into an instant in the driver's local time zone,
+    which would shift the value unless that zone is the session's.
+    """
+    if isinstance(dtype, TimestampNTZType) and value is not None:
+        return F.lit(value.isoformat(sep=" ")).cast(dtype)
+    return F.lit(value).cast(dtype)
+
+
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -511,8 +587,10 @@ __all__ = [
     "hadoop_path",
     "key_column",
     "match_frame",
+    "physical_struct",
     "read_files",
     "scan",
     "spark_schema",
     "table_location",
+    "to_logical",
 ]

@@ -82,6 +82,15 @@ REQUIRED_CONF: dict[str, str] = {
     # Files we did not write (golden tables, old writers) are read as written.
     "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
     "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+    # Variant columns are written unshredded (a struct of binary value and
+    # metadata), as the variantType feature requires without variantShredding,
+    # and with no Parquet VARIANT annotation, as delta-spark 4.0 writes them.
+    "spark.sql.variant.writeShredding.enabled": "false",
+    "spark.sql.parquet.variant.annotateLogicalType.enabled": "false",
+    # Spark 4.2 rewrites a scanned variant into a struct of the paths a query
+    # reads, dropping the column's metadata: a rewrite under column mapping's
+    # id mode would lose the variant's parquet field id, and its values with it.
+    "spark.sql.variant.pushVariantIntoScan": "false",
     # Staging folders are removed whole; no _SUCCESS markers are needed.
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
 }

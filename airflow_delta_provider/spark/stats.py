@@ -16,14 +16,17 @@ Rules followed (delta-spark ``StatisticsCollection``):
 - strings keep 32 characters; a cut max gets a tie-break character so that it
   still bounds every value (``\\x7f`` when the next character allows it,
   U+10FFFF otherwise);
-- timestamps are written with millisecond precision, floored (readers add one
-  millisecond to a max);
+- timestamps (``timestamp`` with a ``Z``, ``timestamp_ntz`` without) are
+  written with millisecond precision, floored (readers add one millisecond to
+  a max); bounds outside years 1 to 9999 are left out;
 - a bound is omitted when any row group with values lacks it, and a null
   count when any row group lacks one. Omitting is always legal; a wrong bound
   would make readers skip live rows.
 
 Arrays and maps count towards the 32 columns like in delta-spark, but get no
-stats: their footer null counts are per element, not per row.
+stats: their footer null counts are per element, not per row. So do
+``variant`` columns: the footer knows only their ``value`` and ``metadata``
+parts, and readers never use a variant's stats.
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.schema import leaf_fields
+from airflow_delta_provider.delta.schema import VARIANT, leaf_fields
 
 DEFAULT_NUM_INDEXED_COLS = 32
 STRING_PREFIX_LENGTH = 32
 _ASCII_MAX = "\x7f"
 _UTF8_MAX = "\U0010ffff"
+_EPOCH = _dt.datetime(1970, 1, 1)
 
 _INTEGRAL = {"byte", "short", "integer", "long"}
 _FRACTIONAL = {"float", "double"}
@@ -91,8 +95,8 @@ def stats_from_footer(
     maxs: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
     for path, dtype in leaves:
-        if not isinstance(dtype, str):
-            continue  # array/map: counted among the leaves, no stats
+        if not isinstance(dtype, str) or dtype == VARIANT:
+            continue  # array/map/variant: counted among the leaves, no stats
         index = columns.get(path) or columns.get(tuple(p.lower() for p in path))
         if index is None:
             # A column the file does not have reads as null in every row.
@@ -150,7 +154,7 @@ def _combine(metadata: pq.FileMetaData, index: int, dtype: str) -> tuple[int | N
         if st is None or not st.has_min_max:
             bounds_ok = False
             continue
-        g_lo, g_hi = _value(st, dtype, st.min, st.min_raw), _value(st, dtype, st.max, st.max_raw)
+        g_lo, g_hi = _value(st, dtype, lower=True), _value(st, dtype, lower=False)
         if g_lo is None or g_hi is None:
             bounds_ok = False
             continue
@@ -161,10 +165,13 @@ def _combine(metadata: pq.FileMetaData, index: int, dtype: str) -> tuple[int | N
     return null_count, _render(lo, dtype, is_max=False), _render(hi, dtype, is_max=True)
 
 
-def _value(st: Any, dtype: str, value: Any, raw: Any) -> Any:
-    """A comparable Python value of one footer bound, or None if unusable."""
+def _value(st: Any, dtype: str, *, lower: bool) -> Any:
+    """A comparable Python value of one footer bound (the min, or with
+    ``lower`` False the max), or None if unusable."""
     if dtype in ("timestamp", "timestamp_ntz"):
-        return _timestamp_micros(st.logical_type, raw)
+        # The raw INT64: a datetime cannot hold every value Spark can write.
+        return _timestamp_micros(st.logical_type, st.min_raw if lower else st.max_raw)
+    value = st.min if lower else st.max
     if dtype.startswith("decimal"):
         if isinstance(value, decimal.Decimal):
             return value
@@ -205,15 +212,23 @@ def _timestamp_micros(logical_type: Any, raw: Any) -> int | None:
 def _render(value: Any, dtype: str, *, is_max: bool) -> Any:
     """A bound in its stats JSON form."""
     if dtype in ("timestamp", "timestamp_ntz"):
-        millis = value // 1000  # floored; readers widen a max by 1 ms
-        moment = _dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=millis)
-        text = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
-        return text + "Z" if dtype == "timestamp" else text
+        return _timestamp_text(value, "Z" if dtype == "timestamp" else "")
     if dtype == "date":
         return value.isoformat()
     if dtype == "string":
         return truncate_max_string(value) if is_max else truncate_min_string(value)
     return value
+
+
+def _timestamp_text(micros: int, suffix: str) -> str | None:
+    """``yyyy-MM-ddTHH:mm:ss.SSS`` + ``suffix`` of a bound in microseconds,
+    floored to milliseconds (readers widen a max by 1 ms); None outside
+    years 1 to 9999, which the text cannot hold (the bound is then left out)."""
+    try:
+        moment = _EPOCH + _dt.timedelta(milliseconds=micros // 1000)
+    except OverflowError:
+        return None
+    return moment.isoformat(timespec="milliseconds") + suffix
 
 
 def truncate_min_string(value: str, prefix: int = STRING_PREFIX_LENGTH) -> str:

@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
@@ -52,6 +53,7 @@ from airflow_delta_provider.delta.partitions import (
     serialize_partition_value,
     unescape_partition_value,
 )
+from airflow_delta_provider.delta.schema import walk_fields
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.io_mode import ARROW, resolve_io
@@ -105,10 +107,21 @@ def write_files(
     if configuration is None:
         configuration = getattr(target, "configuration", None) or {}
     partition_columns = list(partition_columns)
-    types = _partition_types(schema, partition_columns)
-    leaves = stats_leaves(schema, partition_columns, configuration)
     mode = resolve_io(df.sparkSession, storage.location, io)
     conformed = enforce_constraints(conform(df, schema), schema)
+    leaves = stats_leaves(schema, partition_columns, configuration)  # the properties name logical columns
+    mapping = ColumnMapping.of(schema, configuration)
+    if mapping.enabled:  # files hold physical names (and field ids): so do stats and partition values
+        conformed = to_physical(conformed, mapping)
+        leaves = [(mapping.physical_path(path), delta_type) for path, delta_type in leaves]
+        partition_columns = [mapping.physical_column(c) for c in partition_columns]
+        schema = mapping.physical_schema(for_write=True)
+    field_ids = {
+        path: f["metadata"][PARQUET_FIELD_ID_KEY]
+        for path, f in walk_fields(schema)
+        if PARQUET_FIELD_ID_KEY in (f.get("metadata") or {})
+    }
+    types = _partition_types(schema, partition_columns)
     if target_file_count:
         conformed = conformed.repartition(target_file_count)
     if mode == ARROW:
@@ -117,7 +130,7 @@ def write_files(
         excluded = {c.lower() for c in partition_columns}
         data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
         try:
-            return write_arrow(conformed, storage, data_columns, partition_columns, types, leaves)
+            return write_arrow(conformed, storage, data_columns, partition_columns, types, leaves, field_ids)
         except (PySparkException, Py4JJavaError) as exc:
             _raise_violation(exc)
             raise
@@ -323,6 +336,20 @@ def _spark_dir_values(rel_dir: str, partition_columns: list[str], types: dict[st
 
 
 # --- Conforming the frame to the table schema -----------------------------------
+
+
+def to_physical(df: DataFrame, mapping: ColumnMapping) -> DataFrame:
+    """A conformed frame (the table's logical columns, in order) with the
+    physical names and the parquet field ids of ``mapping`` at every level: nested fields are relabelled by a cast between structs
+    of the same shape, whose target carries the ids."""
+    physical = spark_schema(mapping.physical_schema(for_write=True))
+    return df.select(
+        *[
+            column(name).cast(f.dataType).alias(f.name, metadata=f.metadata)
+            for name, f in zip(df.columns, physical.fields)
+        ]
+    )
+
 
 
 def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:

@@ -150,7 +150,8 @@ def _drop_deleted_rows(snapshot: Any, add: AddFile, data: pa.Table) -> pa.Table:
 def read_snapshot(snapshot: Any) -> pa.Table:
     """Every row of a snapshot: live files read with pyarrow, the rows their
     deletion vectors hide left out, partition columns filled from the log's
-    typed partition values, missing columns null.
+    typed partition values, missing columns null. Under column mapping,
+    columns are found by physical name and relabelled with logical names.
 
     Columns come out in the table schema's order, typed as
     :func:`schema.to_arrow_schema` maps them.
@@ -159,9 +160,11 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     from airflow_delta_provider.delta.schema import to_arrow_schema
 
     schema = snapshot.schema
+    mapping = snapshot.column_mapping
     part_cols = list(snapshot.partition_columns)
     part_lower = {c.lower() for c in part_cols}
     arrow_schema = to_arrow_schema(schema, metadata=False)
+    physical_schema = to_arrow_schema(mapping.physical_schema(), metadata=False)
     pieces = []
     storage = snapshot.log_store.storage
     for add in snapshot.files:
@@ -169,15 +172,19 @@ def read_snapshot(snapshot: Any) -> pa.Table:
         with storage.open_input_file(rel) as f:
             data = _drop_deleted_rows(snapshot, add, pq.read_table(f))
         in_file = {n.lower(): n for n in data.column_names}
-        typed = parse_partition_values(add.partition_values, schema, part_cols) if part_cols else {}
+        values = mapping.logical_partition_values(add.partition_values, part_cols)
+        typed = parse_partition_values(values, schema, part_cols) if part_cols else {}
         typed_lower = {k.lower(): v for k, v in typed.items()}
         columns = []
-        for f in arrow_schema:
+        for f, physical in zip(arrow_schema, physical_schema):
             key = f.name.lower()
             if key in part_lower:
                 columns.append(pa.array([typed_lower.get(key)] * data.num_rows, type=f.type))
-            elif key in in_file:
-                columns.append(_cast_column(data.column(in_file[key]), f.type))
+            elif physical.name.lower() in in_file:
+                column = _cast_column(data.column(in_file[physical.name.lower()]), physical.type)
+                if physical.type != f.type and column.type == physical.type:  # nested physical names
+                    column = pa.chunked_array([c.view(f.type) for c in column.chunks], type=f.type)
+                columns.append(_cast_column(column, f.type))
             else:
                 columns.append(pa.nulls(data.num_rows, f.type))
         pieces.append(pa.table(columns, names=[f.name for f in arrow_schema]))

@@ -31,16 +31,14 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@pytest.fixture
-def table(tmp_path, new_table, data_file):
-    """A partitioned table at version 4: four files added, one removed now, one
-    removed 30 days ago, and a txn; real parquet data files."""
-    root = tmp_path / "t"
+def make_history(root, new_table, data_file, configuration: dict[str, str] | None = None) -> DeltaTable:
+    """A partitioned table at version 4 under ``root``: four files added, one
+    removed now, one removed 30 days ago, and a txn; real parquet data files."""
     root.mkdir()
     schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.string())])
     part = {"p": "string"}
     adds = [data_file(root, pa.table({"id": [i, i + 10], "s": [f"r{i}", None]}), {"p": v}, part) for i, v in enumerate("abca")]
-    new_table(root, schema, ["p"], {}, adds[:2])
+    new_table(root, schema, ["p"], configuration or {}, adds[:2])
     t = DeltaTable(root)
     for a in adds[2:]:
         txn = t.transaction("WRITE", {"mode": "Append"}, t.snapshot())
@@ -55,6 +53,11 @@ def table(tmp_path, new_table, data_file):
     txn.add(adds[1].remove(now_ms() - 30 * DAY))
     txn.commit()
     return t
+
+
+@pytest.fixture
+def table(tmp_path, new_table, data_file):
+    return make_history(tmp_path / "t", new_table, data_file)
 
 
 def _leaf_fields(t: pa.DataType, prefix: str = ""):

@@ -178,13 +178,13 @@ def test_unsupported_feature_is_an_error_naming_it(tmp_path, capsys):
     log.mkdir()
     (log / f"{0:020d}.json").write_text(
         json.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                                 "readerFeatures": ["v2Checkpoint"], "writerFeatures": ["v2Checkpoint"]}}) + "\n"
+                                 "readerFeatures": ["variantShredding"], "writerFeatures": ["variantShredding"]}}) + "\n"
         + json.dumps({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
                                    "schemaString": '{"type":"struct","fields":[]}', "partitionColumns": [],
                                    "configuration": {}}}) + "\n"
     )
     code, _, err = run(capsys, "describe", str(tmp_path))
-    assert code == 2 and err.startswith("UnsupportedFeatureError: ") and "v2Checkpoint" in err
+    assert code == 2 and err.startswith("UnsupportedFeatureError: ") and "variantShredding" in err
 
 
 def _subprocess(*argv: str) -> subprocess.CompletedProcess:
@@ -210,3 +210,19 @@ def test_subprocess_error_exit_code_and_stderr(tmp_path):
     proc = _subprocess("describe", str(tmp_path / "nothing"))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("TableNotFoundError: ")
+
+
+def test_describe_shows_timestamp_ntz_types_and_partition_values(golden_dir, capsys):
+    """data-reader-timestamp_ntz: the timestampNtz feature, the type and the
+    partition values as logged (wall-clock text, no zone)."""
+    code, doc, _ = run(capsys, "describe", str(golden_dir / "data-reader-timestamp_ntz"))
+    assert code == 0
+    assert doc["protocol"]["readerFeatures"] == doc["protocol"]["writerFeatures"] == ["timestampNtz"]
+    assert [f["type"] for f in doc["metadata"]["schema"]["fields"]] == ["integer", "timestamp_ntz", "timestamp_ntz"]
+    assert sorted({json.dumps(f["partitionValues"]) for f in doc["files"]}) == [
+        '{"tsNtzPartition": "2013-07-05 17:01:00.123456"}',
+        '{"tsNtzPartition": "2021-11-18 02:30:00.123456"}',
+        '{"tsNtzPartition": null}',
+    ]
+    assert doc["numRecords"] == 9
+

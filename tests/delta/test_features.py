@@ -35,19 +35,17 @@ def test_reader3_with_only_vacuum_protocol_check_is_readable():
     check_readable(Protocol(3, 7, ("vacuumProtocolCheck",), ("vacuumProtocolCheck",)))
 
 
-def test_column_mapping_at_reader_2_is_refused():
-    m = Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0)
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
-        check_readable(Protocol(2, 5), m)
-    # Reader 2 without column mapping switched on is readable.
-    check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {}, created_time=0))
+def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused():
+    check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0))
+    with pytest.raises(UnsupportedFeatureError, match="columnMapping.mode='position'"):
+        check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0))
 
 
 @pytest.mark.parametrize(
     ("writer", "feature"),
-    [(3, "checkConstraints"), (4, "changeDataFeed"), (4, "generatedColumns"), (5, "columnMapping"), (6, "identityColumns")],
+    [(3, "checkConstraints"), (4, "changeDataFeed"), (4, "generatedColumns"), (5, "generatedColumns"), (6, "identityColumns")],
 )
-def test_legacy_writer_versions_3_to_6_are_refused_naming_a_feature(writer, feature):
+def test_legacy_writer_versions_3_to_6_are_refused_naming_a_feature_when_the_metadata_is_unknown(writer, feature):
     check_readable(Protocol(1, writer))
     with pytest.raises(UnsupportedFeatureError, match=feature):
         check_writable(Protocol(1, writer))
@@ -108,3 +106,67 @@ def test_a_metadata_change_enabling_vectors_commits_the_upgrade(tmp_path):
     txn.update_metadata(replace(snap.metadata, configuration={"delta.enableDeletionVectors": "true"}))
     txn.commit(metrics={})
     assert table.snapshot().protocol.writer_features == ("appendOnly", "deletionVectors", "invariants")
+
+
+# --- timestampNtz --------------------------------------------------------------------
+
+
+def _schema_with(delta_type) -> str:
+    import json
+
+    fields = [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "c", "type": delta_type, "nullable": True, "metadata": {}},
+    ]
+    return json.dumps({"type": "struct", "fields": fields})
+
+
+@pytest.mark.parametrize(
+    "delta_type",
+    [
+        "timestamp_ntz",
+        {"type": "struct", "fields": [{"name": "at", "type": "timestamp_ntz", "nullable": True, "metadata": {}}]},
+        {"type": "array", "elementType": "timestamp_ntz", "containsNull": True},
+        {"type": "map", "keyType": "string", "valueType": "timestamp_ntz", "valueContainsNull": True},
+    ],
+    ids=["column", "struct-field", "array-element", "map-value"],
+)
+def test_a_timestamp_ntz_column_anywhere_upgrades_the_protocol_as_delta_spark_does(delta_type):
+    from airflow_delta_provider.delta.features import protocol_for, required_features
+
+    md = Metadata.new(_schema_with(delta_type), [], {}, created_time=0)
+    assert required_features(md) == {"timestampNtz"}
+    upgraded = protocol_for(Protocol(1, 2), md)
+    assert upgraded == Protocol(3, 7, ("timestampNtz",), ("appendOnly", "invariants", "timestampNtz"))
+    assert protocol_for(upgraded, md) is upgraded  # already there: unchanged
+    assert protocol_for(Protocol(1, 1), md) == Protocol(3, 7, ("timestampNtz",), ("timestampNtz",))
+    check_writable(upgraded, md)
+
+
+@pytest.mark.parametrize("delta_type", ["timestamp", "date", "string", "decimal(10,2)"])
+def test_no_timestamp_ntz_column_no_upgrade(delta_type):
+    from airflow_delta_provider.delta.features import protocol_for
+
+    before = Protocol(1, 2)
+    assert protocol_for(before, Metadata.new(_schema_with(delta_type), [], {}, created_time=0)) is before
+
+
+def test_timestamp_ntz_with_deletion_vectors_lists_both():
+    from airflow_delta_provider.delta.features import protocol_for
+
+    md = Metadata.new(_schema_with("timestamp_ntz"), [], {"delta.enableDeletionVectors": "true"}, created_time=0)
+    assert protocol_for(Protocol(1, 2), md) == Protocol(
+        3, 7, ("deletionVectors", "timestampNtz"), ("appendOnly", "deletionVectors", "invariants", "timestampNtz")
+    )
+    # A table that has one of the two gets the other added.
+    only_dv = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+    assert protocol_for(only_dv, md) == Protocol(
+        3, 7, ("deletionVectors", "timestampNtz"), ("deletionVectors", "timestampNtz")
+    )
+
+
+def test_timestamp_ntz_tables_are_readable_and_writable():
+    p = Protocol(3, 7, ("timestampNtz",), ("timestampNtz",))
+    check_readable(p)
+    check_writable(p)
+

@@ -9,6 +9,8 @@ groups follow ``delta-golden/README.md``:
   oracle, at every version (time travel by version, and by timestamp);
 * deletion vector tables: same live files, deleted row indexes, row counts
   and rows (vectors applied) as both oracles, at every version;
+* V2 checkpoint tables: same live files, schema and rows as both oracles at
+  every version, and the same state from the checkpoint alone;
 * protocol gates: a snapshot is refused with an error naming the feature;
 * writer-only features: read, but a transaction is refused, naming the
   writer feature, and nothing is written;
@@ -115,32 +117,6 @@ TIMESTAMP_TABLES = [
 #: Table -> words of which the gate's message must hold at least one.
 PROTOCOL_GATES: dict[str, tuple[str, ...]] = {
     "deltalog-invalid-protocol-version": ("99",),
-    # Deletion vectors are read; column mapping is not yet.
-    "dv-with-columnmapping": ("columnMapping",),
-    "v2-checkpoint-json": ("v2Checkpoint",),
-    "v2-checkpoint-parquet": ("v2Checkpoint",),
-    "data-reader-timestamp_ntz": ("timestampNtz",),
-    "data-reader-timestamp_ntz-id-mode": ("timestampNtz", "columnMapping"),
-    "data-reader-timestamp_ntz-name-mode": ("timestampNtz", "columnMapping"),
-    "parquet-all-types": ("timestampNtz",),
-    "parquet-all-types-legacy-format": ("timestampNtz",),
-    "type-widening": ("typeWidening", "timestampNtz"),
-    "type-widening-nested": ("typeWidening",),
-    "spark-variant-checkpoint": ("variantType",),
-    # Legacy reader version 2 means column mapping.
-    "table-with-columnmapping-mode-id": ("columnMapping", "reader version 2", "minReaderVersion=2"),
-    "table-with-columnmapping-mode-name": ("columnMapping", "reader version 2", "minReaderVersion=2"),
-    "data-skipping-basic-stats-all-types-columnmapping-id": (
-        "columnMapping",
-        "reader version 2",
-        "minReaderVersion=2",
-    ),
-    "data-skipping-basic-stats-all-types-columnmapping-name": (
-        "columnMapping",
-        "reader version 2",
-        "minReaderVersion=2",
-    ),
-    "table-with-icebegCompatV2Enabled": ("columnMapping", "reader version 2", "minReaderVersion=2"),
 }
 
 #: Readable tables whose writes must be refused -> the writer feature to name.
@@ -149,11 +125,53 @@ WRITER_GATES: dict[str, tuple[str, ...]] = {
     "collations-table": ("collations", "domainMetadata"),
     "commit-info-containing-arbitrary-operationParams-types": ("changeDataFeed",),
     "basic-with-vacuum-protocol-check-feature": ("vacuumProtocolCheck",),
+    "table-with-icebegCompatV2Enabled": ("icebergCompatV2",),
 }
+
+#: Tables whose latest version is read from a UUID-named V2 checkpoint (JSON,
+#: parquet) whose file actions are in two sidecars; they need only
+#: ``v2Checkpoint`` besides ``appendOnly`` and ``invariants``. delta-rs's
+#: pyarrow reader refuses the feature; its DataFusion reader and DuckDB read them.
+V2_CHECKPOINT_TABLES = ["v2-checkpoint-json", "v2-checkpoint-parquet"]
+
+#: Tables with ``timestamp_ntz`` columns (reader and writer feature
+#: ``timestampNtz``): one partitioned by such a column, two with every
+#: primitive type. Table -> whether DuckDB reads it too (it fails on the
+#: legacy two-level list layout of parquet-all-types-legacy-format).
+TIMESTAMP_NTZ_TABLES = {
+    "data-reader-timestamp_ntz": True,
+    "parquet-all-types": True,
+    "parquet-all-types-legacy-format": False,
+}
+
+#: Tables with ``variant`` columns (reader and writer feature
+#: ``variantType-preview``): at the top level and in arrays, structs and maps.
+#: delta-rs reads them as their struct of binary ``value`` and ``metadata``;
+#: DuckDB reads the values (as JSON here), but not into Arrow.
+VARIANT_TABLES = ["spark-variant-checkpoint"]
+
+#: Tables whose columns delta-spark widened (feature ``typeWidening-preview``)
+#: after a first file was written: flat ones (every change of PROTOCOL.md's
+#: list), and a struct field, a map key and value and an array element.
+#: Table -> how many ``delta.typeChanges`` entries its latest schema holds.
+#: delta-rs refuses the preview feature; DuckDB (delta-kernel-rs) reads it.
+TYPE_WIDENING_TABLES = {"type-widening": 13, "type-widening-nested": 4}
 
 #: Tables whose files carry deletion vectors (delta-rs's pyarrow reader refuses
 #: them; its DataFusion reader and DuckDB apply them).
-DV_TABLES = ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases"]
+DV_TABLES = ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases", "dv-with-columnmapping"]
+
+#: Tables with column mapping (legacy reader 2, or the reader feature): data
+#: files, stats and partition values use physical names (and field ids).
+COLUMN_MAPPING_TABLES = [
+    "table-with-columnmapping-mode-id",
+    "table-with-columnmapping-mode-name",
+    "data-skipping-basic-stats-all-types-columnmapping-id",
+    "data-skipping-basic-stats-all-types-columnmapping-name",
+    "table-with-icebegCompatV2Enabled",
+    "data-reader-timestamp_ntz-id-mode",
+    "data-reader-timestamp_ntz-name-mode",
+]
 
 
 # --- Helpers --------------------------------------------------------------------
@@ -265,6 +283,51 @@ def test_plain_table_matches_delta_rs_at_every_version(
                 snapshot_rows(snap)
 
 
+# --- Column mapping tables --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in COLUMN_MAPPING_TABLES])
+def test_column_mapping_table_matches_oracles_at_every_version(
+    name: str, golden_dir: Path, snapshot_rows, rows_of, rows_match, duckdb_delta
+) -> None:
+    """Same files, logical schema, partitioning and rows as delta-rs's
+    DataFusion reader (which maps columns); the same row count as DuckDB."""
+    path = golden_dir / name
+    table = _core_table(path)
+    latest = _rs_table(path).version()
+    assert table.latest_version() == latest
+    rows_seen = 0
+    for version in range(latest + 1):
+        snap = table.snapshot(version=version)
+        rs = _rs_table(path, version)
+        assert snap.column_mapping.mode in ("name", "id")
+        assert sorted(a.path for a in snap.files) == sorted(rs.get_add_actions(flatten=True).column("path").to_pylist())
+        assert _normalize_schema(snap.schema) == _normalize_schema(json.loads(rs.schema().to_json()))
+        assert list(snap.partition_columns) == list(rs.metadata().partition_columns)
+        got = snapshot_rows(snap)
+        by_rs = _rs_rows_with_dvs(rs)
+        # DuckDB's delta extension (1.4) reads a mapped partition column that
+        # is not the first column as null, so it only checks the row count.
+        by_duckdb = duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}', version => {version})").fetchone()
+        assert got.num_rows == by_rs.num_rows == by_duckdb[0], f"v{version}"
+        rows_seen += got.num_rows
+        assert [c.lower() for c in got.column_names] == [c.lower() for c in by_rs.column_names]
+        if not rows_match(got, by_rs):
+            assert rows_of(got, by_rs.column_names) == rows_of(by_rs), f"v{version}: rows differ"
+    assert rows_seen > 0
+
+
+def test_column_mapping_stats_prune_by_physical_names(golden_dir: Path) -> None:
+    """The stats of a mapped table are keyed by physical names: file skipping
+    on a logical column must find them (a miss would keep every file, a
+    wrong key would drop the file)."""
+    for mode in ("id", "name"):
+        snap = _core_table(golden_dir / f"data-skipping-basic-stats-all-types-columnmapping-{mode}").snapshot()
+        assert snap.files_matching("as_int = 0") == snap.files
+        assert snap.files_matching("as_int = 1") == []
+        assert snap.files_matching("as_string > '1'") == []
+
+
 # --- Deletion vector tables -------------------------------------------------------
 
 
@@ -337,6 +400,207 @@ def test_dv_key_cases_keep_the_newest_vector_of_the_file(golden_dir: Path) -> No
     assert snap.num_records == 50 - 3
     dv_ids = {t.dv_id for t in snap.all_tombstones}
     assert len(dv_ids) == 3 and None in dv_ids
+
+
+# --- V2 checkpoint tables ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in V2_CHECKPOINT_TABLES])
+def test_v2_checkpoint_table_matches_oracles_at_every_version(
+    name: str, golden_dir: Path, tmp_path: Path, snapshot_rows, rows_of, rows_match, duckdb_delta
+) -> None:
+    path = golden_dir / name
+    table = _core_table(path)
+    latest = _rs_table(path).version()
+    assert table.latest_version() == latest == 2
+    for version in range(latest + 1):
+        snap = table.snapshot(version=version)
+        rs = _rs_table(path, version)
+        assert sorted(a.path for a in snap.files) == sorted(
+            rs.get_add_actions(flatten=True).column("path").to_pylist()
+        ), f"v{version}"
+        assert _normalize_schema(snap.schema) == _normalize_schema(json.loads(rs.schema().to_json()))
+        got = snapshot_rows(snap)
+        by_rs = _rs_rows_with_dvs(rs)
+        by_duckdb = duckdb_delta.execute(
+            f"SELECT * FROM delta_scan('{path}', version => {version})"
+        ).fetch_arrow_table()
+        assert got.num_rows == by_rs.num_rows == by_duckdb.num_rows, f"v{version}"
+        for expected in (by_rs, by_duckdb):
+            if not rows_match(got, expected):
+                assert rows_of(got, expected.column_names) == rows_of(expected), f"v{version}: rows differ"
+    # The latest version comes from the V2 checkpoint, its sidecars holding the files.
+    (top,) = table.snapshot().segment.checkpoint_files
+    assert top.kind == "v2checkpoint" and table.snapshot().segment.commits == ()
+    assert table.snapshot().num_records == 10
+
+    # With the commits before it gone, the checkpoint alone gives the same state.
+    copy = tmp_path / "t"
+    shutil.copytree(path, copy)
+    for version in range(latest + 1):
+        (copy / "_delta_log" / f"{version:020d}.json").unlink()
+    alone = _core_table(copy).snapshot()
+    assert alone.version == latest and rows_of(snapshot_rows(alone)) == rows_of(snapshot_rows(table.snapshot()))
+
+
+# --- timestamp_ntz tables -------------------------------------------------------------
+
+
+def _ntz_values(column: Any) -> list[Any]:
+    """A column's values, sorted nulls first, exactly as given (no zone applied)."""
+    return sorted(column.to_pylist(), key=lambda v: (v is not None, v or dt.datetime.min))
+
+
+def _each_version_with_delta_rs(path: Path) -> Any:
+    """(our snapshot, delta-rs's table) at every version of ``path``, once
+    both agree on the latest version and on each version's live files."""
+    table, newest = _core_table(path), _rs_table(path).version()
+    assert table.latest_version() == newest
+    for v in range(newest + 1):
+        ours, theirs = table.snapshot(version=v), _rs_table(path, v)
+        live = theirs.get_add_actions(flatten=True).column("path").to_pylist()
+        assert sorted(a.path for a in ours.files) == sorted(live), f"v{v}: live files differ"
+        yield ours, theirs
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in TIMESTAMP_NTZ_TABLES])
+def test_timestamp_ntz_table_matches_oracles_at_every_version(
+    name: str, golden_dir: Path, snapshot_rows, rows_of, rows_match, duckdb_delta
+) -> None:
+    import pyarrow as pa
+
+    path = golden_dir / name
+    for snap, rs in _each_version_with_delta_rs(path):
+        version = snap.version
+        assert "timestampNtz" in snap.protocol.reader_features
+        got = snapshot_rows(snap)
+        oracles = [rs.to_pyarrow_table()]
+        if TIMESTAMP_NTZ_TABLES[name]:
+            oracles.append(
+                duckdb_delta.execute(f"SELECT * FROM delta_scan('{path}', version => {version})").fetch_arrow_table()
+            )
+        ntz = [f["name"] for f in snap.schema["fields"] if f["type"] == "timestamp_ntz"]
+        assert ntz
+        for expected in oracles:
+            if not rows_match(got, expected):
+                assert rows_of(got, expected.column_names) == rows_of(expected), f"v{version}: rows differ"
+            # Row comparison takes a naive value as UTC; here the wall-clock
+            # values must be equal as they are, with no zone on either side.
+            for column in ntz:
+                assert got.schema.field(column).type == expected.schema.field(column).type == pa.timestamp("us")
+                assert _ntz_values(got.column(column)) == _ntz_values(expected.column(column)), column
+
+
+def test_timestamp_ntz_partition_values_are_wall_clock_times(golden_dir: Path, snapshot_rows) -> None:
+    """data-reader-timestamp_ntz: the partition column reads back as the
+    logged text says, whatever the time zone (PROTOCOL.md: no zone)."""
+    snap = _core_table(golden_dir / "data-reader-timestamp_ntz").snapshot()
+    values = set(snapshot_rows(snap).column("tsNtzPartition").to_pylist())
+    assert values == {dt.datetime(2013, 7, 5, 17, 1, 0, 123456), dt.datetime(2021, 11, 18, 2, 30, 0, 123456), None}
+
+
+# --- variant tables ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VARIANT_TABLES])
+def test_variant_table_matches_oracles_at_every_version(
+    name: str, golden_dir: Path, snapshot_rows, rows_of, rows_match, duckdb_delta
+) -> None:
+    """Same files, schema and rows (variant bytes included) as delta-rs, and
+    the same ids as DuckDB, whose variant values are what the table's
+    generator (its ``info.txt``) wrote: ``{"key": id}`` in every variant
+    slot. delta-spark appended rows 0 and 1 again at versions 1 and 2."""
+    path = golden_dir / name
+    expected_ids = {0: list(range(100)), 1: sorted([*range(100), 0]), 2: sorted([*range(100), 0, 1])}
+    for snap, rs in _each_version_with_delta_rs(path):
+        version = snap.version
+        assert "variantType-preview" in snap.protocol.reader_features
+        assert _normalize_schema(snap.schema) == _normalize_schema(json.loads(rs.schema().to_json()))
+        got = snapshot_rows(snap)
+        by_rs = rs.to_pyarrow_table()
+        if not rows_match(got, by_rs):
+            assert rows_of(got, by_rs.column_names) == rows_of(by_rs), f"v{version}: rows differ"
+        assert sorted(got.column("id").to_pylist()) == expected_ids[version]
+
+        by_duckdb = duckdb_delta.execute(
+            f"SELECT id, v::JSON, struct_of_variants.v::JSON, array_of_variants::JSON, map_of_variants::JSON "
+            f"FROM delta_scan('{path}', version => {version})"
+        ).fetchall()
+        assert sorted(r[0] for r in by_duckdb) == expected_ids[version]
+        for id_, v, nested, array, mapped in by_duckdb:
+            one = {"key": id_}
+            assert json.loads(v) == json.loads(nested) == one
+            assert json.loads(array) == [one, None, one, None, one]
+            assert json.loads(mapped) == {str(id_): one, "nullKey": None}
+    # The latest version comes from the checkpoint at version 2.
+    assert [c.version for c in _core_table(path).snapshot().segment.checkpoint_files] == [2]
+
+
+# --- Type widening tables ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in TYPE_WIDENING_TABLES])
+def test_type_widening_table_matches_oracles_at_every_version(
+    name: str, golden_dir: Path, snapshot_rows, rows_of, rows_match, duckdb_delta
+) -> None:
+    """Every version reads as DuckDB reads it, in the table's types: at the
+    latest one, the file written before the change comes back widened
+    (``1`` as ``decimal(11,1)``, a date as midnight), not as it is stored.
+    delta-rs agrees on version 0, the only one before the feature."""
+    from airflow_delta_provider.delta import type_widening
+
+    path = golden_dir / name
+    table = _core_table(path)
+    assert table.latest_version() == 2
+    for version in range(3):
+        snap = table.snapshot(version=version)
+        got = snapshot_rows(snap)
+        oracles = [duckdb_delta.execute(f"SELECT * FROM delta_scan('{path}', version => {version})").fetch_arrow_table()]
+        if version == 0:
+            oracles.append(_rs_table(path, 0).to_pyarrow_table())
+        for expected in oracles:
+            assert got.num_rows == expected.num_rows, f"v{version}"
+            if not rows_match(got, expected):
+                assert rows_of(got, expected.column_names) == rows_of(expected), f"v{version}: rows differ"
+            # Row comparison normalises decimals and numbers: the types must agree too.
+            for field in got.schema:
+                assert _arrow_shape(field.type) == _arrow_shape(expected.schema.field(field.name).type), field.name
+    latest = table.snapshot()
+    assert "typeWidening-preview" in latest.protocol.reader_features
+    assert len(type_widening.all_changes(latest.schema)) == TYPE_WIDENING_TABLES[name]
+
+
+def _arrow_shape(t: Any) -> Any:
+    """An Arrow type without its nested field names (engines name list items
+    and map entries differently)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(t):
+        return tuple((t.field(i).name, _arrow_shape(t.field(i).type)) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return ("map", _arrow_shape(t.key_type), _arrow_shape(t.item_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return ("list", _arrow_shape(t.value_type))
+    return str(t)
+
+
+def test_type_widening_skipping_keeps_files_with_stats_of_the_old_type(golden_dir: Path) -> None:
+    """type-widening: the first file's stats are in the old types (a date
+    min for a column now timestamp_ntz, a float 3.4 for a double column):
+    a condition its widened value matches must keep it, one it cannot
+    match must still prune it."""
+    snap = _core_table(golden_dir / "type-widening").snapshot()
+    old, new = sorted(snap.files, key=lambda f: f.default_row_commit_version or 0)
+    for condition in (
+        "date_timestamp_ntz = '2024-09-09 00:00:00'",
+        "float_double = 3.4000000953674316",
+        "decimal_decimal_greater_scale = 67.89",
+        "byte_decimal = 1",
+        "long_decimal < 4.05",
+    ):
+        assert old in snap.files_matching(condition), condition
+    for condition in ("date_timestamp_ntz > '2024-09-09 00:00:00.001'", "byte_long > 1", "int_decimal >= 3.1"):
+        assert snap.files_matching(condition) == [new], condition
 
 
 def monotonic_commit_times(path: Path) -> list[int]:

@@ -14,7 +14,6 @@ import pytest
 from airflow_delta_provider.delta.errors import (
     CorruptLogError,
     TableNotFoundError,
-    UnsupportedFeatureError,
     VersionNotFoundError,
 )
 from airflow_delta_provider.delta.log_segment import build_segment, complete_checkpoints, list_for_version
@@ -105,10 +104,28 @@ def test_empty_listing_is_not_a_table():
         build_segment([], None)
 
 
-def test_only_v2_checkpoints_names_the_feature():
-    v2 = LogFile("00000000000000000002.checkpoint.abc.json", 2, "v2checkpoint", 1, 1)
-    with pytest.raises(UnsupportedFeatureError, match="v2Checkpoint"):
-        build_segment([v2], None)
+def v2(v: int, unique: str, ext: str = "json") -> LogFile:
+    return LogFile(f"{v:020d}.checkpoint.{unique}.{ext}", v, "v2checkpoint", 10, 1000 + v)
+
+
+def test_a_log_of_only_a_v2_checkpoint_is_read_from_it():
+    seg = build_segment([v2(2, "abc")], None)
+    assert (seg.version, seg.checkpoint_files, seg.commits) == (2, (v2(2, "abc"),), ())
+
+
+def test_one_checkpoint_of_several_at_a_version_is_picked_as_delta_spark_does():
+    """UUID-named over multi-part over classic; among UUID-named files the
+    greatest name, whatever order the listing gave."""
+    base = [commit(0), commit(1), cp(1), cp(1, 1, 2), cp(1, 2, 2)]
+    assert complete_checkpoints(base)[1] == (cp(1, 1, 2), cp(1, 2, 2))
+    assert complete_checkpoints([cp(1), *base[3:]])[1] == (cp(1, 1, 2), cp(1, 2, 2))
+    uuids = [v2(1, "1f", "parquet"), v2(1, "ab"), v2(1, "0c")]
+    for listing in (base + uuids, uuids[::-1] + base):
+        assert build_segment(listing, None).checkpoint_files == (v2(1, "ab"),)
+    # A torn one is passed over for the next in that order, then older ones.
+    assert complete_checkpoints(base + uuids, frozenset({v2(1, "ab").name}))[1] == (v2(1, "1f", "parquet"),)
+    names = frozenset(f.name for f in uuids) | {cp(1, 1, 2).name}
+    assert complete_checkpoints(base + uuids, names)[1] == (cp(1),)
 
 
 def test_multi_part_checkpoint_is_used_with_every_part_in_order():

@@ -105,6 +105,38 @@ def test_log_cleanup_keeps_every_version_from_the_newest_safe_checkpoint(backend
         table.snapshot(version=4)
 
 
+def test_v2_checkpoint_sidecars_are_written_read_and_cleaned_up(backend, new_table, data_file, snapshot_rows):
+    """A V2 checkpoint (UUID-named file, sidecars in ``_delta_log/_sidecars``)
+    goes through the storage seam: written, read by us and by deltalake,
+    and its sidecars swept with it by log cleanup while the newer one's stay."""
+    from deltalake import DeltaTable as RsTable
+    from deltalake import QueryBuilder
+
+    from airflow_delta_provider.delta.checkpoint_reader import sidecar_references
+
+    uri = backend.uri("t")
+    configuration = {"delta.checkpointPolicy": "v2", "delta.enableExpiredLogCleanup": "false"}
+    new_table(uri, SCHEMA, ["p"], configuration, adds=[rows(data_file, uri, [0])])
+    table = DeltaTable(uri)
+    for i in range(1, 6):
+        append(table, rows(data_file, uri, [i]))
+        if i in (2, 4):
+            write_checkpoint(table, table.snapshot())
+    snap = DeltaTable(uri).snapshot()
+    (top,) = snap.segment.checkpoint_files
+    assert (top.kind, top.version, [c.version for c in snap.segment.commits]) == ("v2checkpoint", 4, [5])
+    assert ids_of(snapshot_rows(snap)) == [0, 1, 2, 3, 4, 5]
+    rs = RsTable(uri, storage_options=backend.storage_options)
+    assert ids_of(pa.table(QueryBuilder().register("t", rs).execute("SELECT * FROM t").read_all())) == [0, 1, 2, 3, 4, 5]
+
+    kept = {s.name for s in sidecar_references(table.log_store, top)}
+    assert kept and len(table.log_store.list_sidecars()) == 2
+    later = int(time.time() * 1000) + 31 * DAY_MS
+    assert cleanup_expired_logs(table, table.snapshot(), now_ms=later) == 4 + 1 + 1  # commits 0-3, checkpoint 2, its sidecar
+    assert {m.name for m in table.log_store.list_sidecars()} == kept
+    assert ids_of(snapshot_rows(DeltaTable(uri).snapshot(version=4))) == [0, 1, 2, 3, 4]
+
+
 def test_txn_versions_survive_replay_and_checkpoints(backend, new_table, data_file):
     uri = backend.uri("t")
     new_table(uri, SCHEMA, ["p"])

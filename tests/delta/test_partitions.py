@@ -105,7 +105,13 @@ def test_decode_inverts_encode(s):
 
 
 @pytest.mark.parametrize(
-    "table", ["data-reader-partition-values", "data-reader-escaped-chars", "kernel-timestamp-partition-col-ISO8601"]
+    "table",
+    [
+        "data-reader-partition-values",
+        "data-reader-escaped-chars",
+        "kernel-timestamp-partition-col-ISO8601",
+        "data-reader-timestamp_ntz",
+    ],
 )
 def test_golden_add_paths_are_encoded_hive_dirs(golden_dir, table):
     root = golden_dir / table
@@ -176,7 +182,10 @@ UTC = dt.timezone.utc
             "timestamp",
             "2021-09-08T11:11:11.000005Z",
         ),
-        (dt.datetime(2021, 9, 8, 11, 11, 11), "timestamp_ntz", "2021-09-08 11:11:11.000000"),
+        # timestamp_ntz as delta-spark logs it: Spark's text, no zone, no trailing zeros.
+        (dt.datetime(2021, 9, 8, 11, 11, 11), "timestamp_ntz", "2021-09-08 11:11:11"),
+        (dt.datetime(2021, 11, 18, 2, 30, 0, 123450), "timestamp_ntz", "2021-11-18 02:30:00.12345"),
+        (dt.datetime(5, 1, 2, 3, 4, 5, 6), "timestamp_ntz", "0005-01-02 03:04:05.000006"),
         ("a/b=c", "string", "a/b=c"),
         ("", "string", None),
         (None, "integer", None),
@@ -228,6 +237,44 @@ def test_parse_null_and_empty(text, delta_type):
 def test_parse_refuses_bad_text(text, delta_type):
     with pytest.raises(InvalidInputError, match=delta_type.split("(")[0]):
         parse_partition_value(text, delta_type)
+
+
+def test_golden_timestamp_ntz_values_serialize_back_as_delta_spark_logged_them(golden_dir):
+    _, adds = _log(golden_dir / "data-reader-timestamp_ntz")
+    logged = {a.partition_values["tsNtzPartition"] for a in adds}
+    assert logged == {"2013-07-05 17:01:00.123456", "2021-11-18 02:30:00.123456", None}
+    for text in logged:
+        value = parse_partition_value(text, "timestamp_ntz")
+        assert value is None or value.tzinfo is None
+        assert serialize_partition_value(value, "timestamp_ntz") == text
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("2021-09-08 11:11:11Z", "no time zone"),
+        ("2021-09-08T11:11:11.000000+02:00", "no time zone"),
+        ("2021-09-08 11:11", "expected yyyy-MM-dd HH:mm:ss"),
+        ("not a time", "expected yyyy-MM-dd HH:mm:ss"),
+        ("2021-02-30 00:00:00", "day is out of range"),
+        ("2021-09-08 24:00:00", "hour must be in"),
+    ],
+)
+def test_malformed_timestamp_ntz_partition_value_is_a_typed_error(text, problem):
+    with pytest.raises(InvalidInputError, match="timestamp_ntz partition value") as err:
+        parse_partition_value(text, "timestamp_ntz")
+    assert repr(text) in str(err.value) and problem in str(err.value)
+
+
+def test_timestamp_ntz_partition_value_forms():
+    micros = dt.datetime(2021, 9, 8, 11, 11, 11, 123456)
+    assert parse_partition_value("2021-09-08 11:11:11.123456", "timestamp_ntz") == micros
+    assert parse_partition_value("2021-09-08T11:11:11.123456", "timestamp_ntz") == micros
+    # Digits past the microseconds are dropped, as Spark drops them.
+    assert parse_partition_value("2021-09-08 11:11:11.123456789", "timestamp_ntz") == micros
+    assert parse_partition_value(" 2021-09-08 11:11:11.5 ", "timestamp_ntz") == micros.replace(microsecond=500000)
+    # A date partition widened to timestamp_ntz keeps its logged dates: midnight, as Spark casts them.
+    assert parse_partition_value("2021-09-08", "timestamp_ntz") == dt.datetime(2021, 9, 8)
 
 
 def test_parse_float_holds_a_single_precision_value():

@@ -118,8 +118,13 @@ def test_domain_metadata_last_wins_and_removed_deletes():
 
 
 def test_a_torn_checkpoint_is_reported_as_corrupt(tmp_path):
-    torn = tmp_path / "00000000000000000001.checkpoint.parquet"
+    from airflow_delta_provider.delta.checkpoint_reader import apply_checkpoint
+    from airflow_delta_provider.delta.log_store import LogStore, resolve_table
+
+    (tmp_path / "_delta_log").mkdir()
+    torn = tmp_path / "_delta_log" / "00000000000000000001.checkpoint.parquet"
     pq.write_table(pa.table({"txn": pa.array([{"appId": "a", "version": 1}])}), torn)
     torn.write_bytes(torn.read_bytes()[: torn.stat().st_size // 2])
+    store = LogStore(resolve_table(tmp_path))
     with pytest.raises(CorruptCheckpointError, match="00000000000000000001.checkpoint.parquet"):
-        LogReplay(str(tmp_path)).apply_checkpoint([str(torn)], lambda p: open(p, "rb"))
+        apply_checkpoint(store, store.list_from(0), LogReplay(str(tmp_path)))

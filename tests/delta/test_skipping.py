@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from airflow_delta_provider.delta.actions import AddFile, Metadata, parse_commit
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.partitions import decode_path, parse_partition_values
+from airflow_delta_provider.delta.schema import to_arrow_type
 from airflow_delta_provider.delta.skipping import Predicate, matches_partition, partition_filter, prune_files
 
 duckdb = pytest.importorskip("duckdb")
@@ -473,10 +475,21 @@ def _golden(table: Path) -> tuple[Metadata, list[AddFile]]:
     return metadata, list(adds.values())
 
 
+def _file_rows(table: Path, add: AddFile, metadata: Metadata) -> pa.Table:
+    """One file's rows, with the partition columns it lacks taken from the log."""
+    rows = pq.read_table(table / decode_path(add.path))
+    types = {f["name"]: f["type"] for f in metadata.schema_json["fields"]}
+    values = parse_partition_values(add.partition_values, metadata.schema_json, metadata.partition_columns)
+    for name, value in values.items():
+        if name not in rows.column_names:
+            rows = rows.append_column(name, pa.array([value] * rows.num_rows, to_arrow_type(types[name])))
+    return rows
+
+
 def _check_golden(table: Path, conditions: list[tuple[str, bool]]) -> None:
     deltalake = pytest.importorskip("deltalake")
     metadata, adds = _golden(table)
-    per_file = {a.path: pq.read_table(table / a.path) for a in adds}
+    per_file = {a.path: _file_rows(table, a, metadata) for a in adds}
     all_rows = deltalake.DeltaTable(str(table)).to_pyarrow_table()
     assert all_rows.num_rows == sum(t.num_rows for t in per_file.values())
     for condition, some_pruned in conditions:
@@ -531,5 +544,28 @@ def test_golden_partition_and_data_column(golden_dir):
             ("part IN (0, 1)", False),
             ("NOT (part = 0 AND id = 0)", True),
             ("part + id = 1", False),
+        ],
+    )
+
+
+def test_golden_timestamp_ntz(golden_dir):
+    """delta-spark's timestamp_ntz stats (milliseconds, no zone) and partition
+    values. String literals, which both Spark and DuckDB cast to a timestamp
+    without a zone, so that DuckDB can judge each file's rows."""
+    _check_golden(
+        golden_dir / "data-reader-timestamp_ntz",
+        [
+            ("tsNtz >= '2013-07-05 17:01:00.123'", False),
+            ("tsNtz = '2021-11-18 02:30:00.123456'", True),
+            # A max of 02:30:00.123 stands for up to 02:30:00.123999: the rows
+            # at 02:30:00.123456 match, and their files must stay.
+            ("tsNtz > '2021-11-18 02:30:00.123'", True),
+            ("tsNtz > '2021-11-18 02:30:00.124'", True),
+            ("tsNtz < '2021-11-18 00:00:00'", True),
+            ("tsNtz BETWEEN '2013-07-05 17:01:00.123456' AND '2013-07-05 17:01:00.123456'", True),
+            ("tsNtz IS NULL", True),
+            ("tsNtzPartition = '2013-07-05 17:01:00.123456'", True),
+            ("tsNtzPartition > '2014-01-01 00:00:00'", True),
+            ("tsNtzPartition IS NULL OR tsNtz < '2000-01-01 00:00:00'", True),
         ],
     )

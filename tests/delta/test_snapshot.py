@@ -275,9 +275,13 @@ def test_commits_after_a_checkpoint_override_its_rows(tmp_path):
 @pytest.mark.parametrize(
     ("proto", "feature"),
     [
-        (protocol(3, 7, readerFeatures=["deletionVectors", "columnMapping"], writerFeatures=["deletionVectors"]),
-         "columnMapping"),
-        (protocol(3, 7, readerFeatures=["timestampNtz", "v2Checkpoint"], writerFeatures=["timestampNtz", "v2Checkpoint"]), "timestampNtz"),
+        (protocol(3, 7, readerFeatures=["deletionVectors", "catalogManaged"], writerFeatures=["deletionVectors"]),
+         "catalogManaged"),
+        # timestampNtz is read; a feature from the future is not.
+        (
+            protocol(3, 7, readerFeatures=["timestampNtz", "futureFeature"], writerFeatures=["timestampNtz", "futureFeature"]),
+            "futureFeature",
+        ),
         (protocol(4, 7), "reader version 4"),
     ],
 )

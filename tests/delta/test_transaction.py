@@ -344,31 +344,77 @@ def test_an_empty_marker_commit_does_not_conflict_with_a_metadata_change(tmp_pat
 # --- gates ------------------------------------------------------------------------
 
 
-def _table_with_protocol(root: Path, protocol: dict, configuration: dict | None = None) -> DeltaTable:
+def _table_with_protocol(
+    root: Path, protocol: dict, configuration: dict | None = None, field_metadata: dict | None = None
+) -> DeltaTable:
     log = root / "_delta_log"
     log.mkdir(parents=True)
-    md = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": SCHEMA,
+    schema = json.loads(SCHEMA)
+    schema["fields"][0]["metadata"] = field_metadata or {}
+    md = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": json.dumps(schema),
           "partitionColumns": ["p"], "configuration": configuration or {}}
     (log / f"{0:020d}.json").write_text(json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": md}) + "\n")
     return DeltaTable(root)
 
 
-@pytest.mark.parametrize(("writer", "feature"), [(3, "checkConstraints"), (4, "changeDataFeed"), (5, "columnMapping"), (6, "identityColumns")])
-def test_writer_gate_refuses_legacy_writer_versions(tmp_path, writer, feature):
-    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer})
+#: How a table uses each writer feature we do not implement: (configuration, field metadata).
+USES = {
+    "checkConstraints": ({"delta.constraints.positive": "id > 0"}, None),
+    "changeDataFeed": ({"delta.enableChangeDataFeed": "true"}, None),
+    "generatedColumns": (None, {"delta.generationExpression": "id + 1"}),
+    "identityColumns": (None, {"delta.identity.start": 1, "delta.identity.step": 1}),
+}
+
+
+@pytest.mark.parametrize(
+    ("writer", "feature"),
+    [(3, "checkConstraints"), (4, "changeDataFeed"), (4, "generatedColumns"), (6, "identityColumns")],
+)
+def test_writer_gate_refuses_legacy_writer_versions_whose_features_the_table_uses(tmp_path, writer, feature):
+    configuration, field_metadata = USES[feature]
+    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer}, configuration, field_metadata)
     snap = table.snapshot()  # readable
     with pytest.raises(UnsupportedFeatureError, match=feature):
         table.transaction("WRITE", {}, snap)
     assert table.latest_version() == 0
 
 
-@pytest.mark.parametrize("feature", ["changeDataFeed", "generatedColumns", "rowTracking"])
-def test_writer_gate_refuses_writer_7_features_naming_them(tmp_path, feature):
+@pytest.mark.parametrize("writer", [3, 4, 5, 6])
+def test_legacy_writer_versions_are_writable_while_their_features_are_unused(tmp_path, writer):
+    """As delta-rs: a legacy writer version only asks for what the table uses."""
+    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer})
+    assert append(table, fadd("a")).version == 1
+
+
+@pytest.mark.parametrize("feature", ["changeDataFeed", "generatedColumns", "checkConstraints"])
+def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature):
+    configuration, field_metadata = USES[feature]
+    table = _table_with_protocol(
+        tmp_path,
+        {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", feature]},
+        configuration,
+        field_metadata,
+    )
+    with pytest.raises(UnsupportedFeatureError, match=feature):
+        table.transaction("WRITE", {}, table.snapshot())
+
+
+@pytest.mark.parametrize("feature", ["rowTracking", "domainMetadata", "inCommitTimestamp"])
+def test_writer_gate_refuses_listed_writer_7_features_whose_use_the_metadata_does_not_show(tmp_path, feature):
     table = _table_with_protocol(
         tmp_path, {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", feature]}
     )
     with pytest.raises(UnsupportedFeatureError, match=feature):
         table.transaction("WRITE", {}, table.snapshot())
+    assert table.latest_version() == 0
+
+
+def test_writer_7_listing_an_unused_change_data_feed_is_writable(tmp_path):
+    """delta-spark's upgrade from writer 4 lists changeDataFeed whether or not it is on."""
+    table = _table_with_protocol(
+        tmp_path, {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", "changeDataFeed"]}
+    )
+    assert append(table, fadd("a")).version == 1
 
 
 def test_writer_7_with_append_only_and_invariants_is_writable(tmp_path):

@@ -19,6 +19,7 @@ from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 from airflow_delta_provider.delta.actions import TOKEN_TAG
 from airflow_delta_provider.hooks.delta_spark import application_path
 from airflow_delta_provider.operators.delta import (
+    DeltaAlterTableOperator,
     DeltaAppendOperator,
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
@@ -62,6 +63,14 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     assert properties.cli_arguments()[-2:] == ["--property", "delta.enableDeletionVectors=true"]
     with pytest.raises(ValueError, match="min_deleted_ratio"):
         DeltaPurgeDeletionVectorsOperator(task_id="p", table_path="/t", min_deleted_ratio=1)
+    rename = DeltaAlterTableOperator(
+        task_id="r", table_path="/t", change={"rename_column": {"column": "a", "to": "b"}}, enable_column_mapping=True
+    )
+    assert rename.cli_arguments() == [
+        "--change", '{"rename_column": {"column": "a", "to": "b"}}', "--enable-column-mapping"
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="exactly one"):
+        DeltaAlterTableOperator(task_id="r", table_path="/t", change={"drop_columns": ["a"], "set_properties": {}})
 
 
 @pytest.mark.parametrize(
@@ -137,13 +146,26 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
         )
         dv_delete = DeltaDeleteOperator(task_id="dv_delete", table_path=str(table), condition="id = 3", **common)
         purge = DeltaPurgeDeletionVectorsOperator(task_id="purge", table_path=str(table), **common)
+        rename = DeltaAlterTableOperator(
+            task_id="rename",
+            table_path=str(table),
+            change={"rename_column": {"column": "amount", "to": "total"}},
+            enable_column_mapping=True,
+            **common,
+        )
+        after_rename = DeltaUpdateOperator(
+            task_id="after_rename", table_path=str(table), updates={"total": "total + 1"}, condition="id = 4", **common
+        )
         refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
         create >> evolve >> update >> delete >> no_match >> checkpoint >> vacuum >> enable_dvs >> dv_delete >> purge
-        purge >> refused
+        purge >> rename >> after_rename >> refused
 
     dag_run = run_dag(dag)
 
-    succeeded = ("create", "evolve", "update", "delete", "no_match", "checkpoint", "vacuum", "enable_dvs", "dv_delete", "purge")
+    succeeded = (
+        "create", "evolve", "update", "delete", "no_match", "checkpoint", "vacuum", "enable_dvs", "dv_delete", "purge",
+        "rename", "after_rename",
+    )  # fmt: skip
     assert task_states(dag_run) == {**{t: "success" for t in succeeded}, "refused": "failed"}
     created = xcom(dag_run, "create")
     assert created == {"table": str(table), "version": 0, "operation": "WRITE", "metrics": created["metrics"]}
@@ -181,8 +203,18 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
 
     latest = ReaderTable(str(table))
     assert latest.protocol().min_writer_version == 7
-    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, amount FROM t").read_all()).to_pylist()
+    now = pa.table(QueryBuilder().register("t", ReaderTable(str(table), version=6)).execute(
+        "SELECT id, amount FROM t").read_all()).to_pylist()
     assert sorted((r["id"], r["amount"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
+
+    # A column renamed through column mapping, then updated by its new name.
+    renamed = xcom(dag_run, "rename")
+    assert (renamed["version"], renamed["operation"]) == (7, "RENAME COLUMN")
+    assert xcom(dag_run, "after_rename")["version"] == 8
+    latest = ReaderTable(str(table))
+    assert "columnMapping" in latest.protocol().reader_features
+    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, total FROM t").read_all()).to_pylist()
+    assert sorted((r["id"], r["total"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 81)]
 
 
 class _FailsAfterCommitting(DeltaDeleteOperator):

@@ -102,6 +102,26 @@ def test_subprocess_checkpoint_needs_no_spark(make_table):
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
+def test_alter_needs_no_spark_and_refuses_bad_changes_in_one_line(make_table, capsys):
+    path = make_table(pa.table({"id": [1], "v": ["a"]}))
+
+    def no_session(conf):
+        raise AssertionError("ALTER must not start Spark")
+
+    change = json.dumps({"rename_column": {"column": "v", "to": "value"}})
+    assert main(["alter", path, "--change", change, "--enable-column-mapping", "--token", "t1"], no_session) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (out["operation"], out["version"]) == ("RENAME COLUMN", 1)
+    assert [f["name"] for f in DeltaTable(path).snapshot().schema["fields"]] == ["id", "value"]
+    for bad, message in [("{not json", "not JSON"), ('{"drop_columns": ["id", "value"]}', "last column of the table"),
+                         ('{"explode": 1}', "exactly one of")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["alter", path, "--change", bad], no_session)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert DeltaTable(path).latest_version() == 1
+
+
 def test_cast_error_on_update_is_bad_input_and_changes_nothing(spark, make_table, capsys):
     """Spark 4 ANSI mode fails a bad cast at run time ([CAST_INVALID_INPUT],
     SQLSTATE 22018): that is bad input too, and the rewrite it broke is undone."""

@@ -8,6 +8,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from airflow_delta_provider.delta.schema import from_arrow_schema
 from airflow_delta_provider.spark.stats import (
@@ -120,3 +121,45 @@ def test_floats_get_null_counts_but_no_bounds(tmp_path):
     s = _stats(tmp_path, pa.table({"f": [1.0, float("nan"), None]}))
     assert "f" not in s.get("maxValues", {})
     assert s["nullCount"]["f"] == 1
+
+
+def test_timestamp_ntz_bounds_have_no_zone(tmp_path):
+    t = pa.table(
+        {
+            "ntz": pa.array(
+                [dt.datetime(2020, 1, 1, 0, 0, 0, 999999), None, dt.datetime(1969, 12, 31, 23, 59, 59, 1500)],
+                pa.timestamp("us"),
+            ),
+            "old": pa.array([dt.datetime(5, 1, 2, 3, 4, 5, 6000)], pa.timestamp("us")).take([0, 0, 0]),
+        }
+    )
+    s = _stats(tmp_path, t, row_group_size=2)
+    assert s["minValues"] == {"ntz": "1969-12-31T23:59:59.001", "old": "0005-01-02T03:04:05.006"}
+    assert s["maxValues"] == {"ntz": "2020-01-01T00:00:00.999", "old": "0005-01-02T03:04:05.006"}
+    assert s["nullCount"] == {"ntz": 1, "old": 0}
+
+
+def test_timestamps_beyond_year_9999_get_no_bounds(tmp_path):
+    """Spark holds timestamps up to year 294247; the stats text cannot: the
+    bounds are left out (legal), the null count stays."""
+    beyond = 253402300800 * 10**6 * 2  # about year 12000, in microseconds
+    t = pa.table({c: pa.array([beyond, 0], pa.timestamp("us", tz=tz)) for c, tz in (("ntz", None), ("ts", "UTC"))})
+    s = _stats(tmp_path, t)
+    assert "minValues" not in s and "maxValues" not in s
+    assert s["nullCount"] == {"ntz": 0, "ts": 0}
+
+
+@pytest.mark.parametrize("table", ["data-reader-timestamp_ntz", "parquet-all-types"])
+def test_timestamp_ntz_stats_match_what_delta_spark_logged(golden_dir, table):
+    """delta-spark's own stats for the golden tables' files, recomputed from the footers."""
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    snap = DeltaTable(str(golden_dir / table)).snapshot()
+    leaves = [(p, t) for p, t in stats_leaves(snap.schema, snap.partition_columns) if t == "timestamp_ntz"]
+    assert leaves
+    for add in snap.files:
+        ours, theirs = file_stats(snap.file_path(add), leaves), json.loads(add.stats)
+        for (name,), _ in leaves:
+            for kind in ("minValues", "maxValues", "nullCount"):
+                assert ours.get(kind, {}).get(name) == theirs[kind].get(name), (add.path, kind)
+

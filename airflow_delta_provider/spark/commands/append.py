@@ -7,7 +7,8 @@ One Spark job writes the files, one core transaction commits them
   nullable, as delta-spark stores DataFrame schemas) and ``partition_by``;
 - ``mode="append"``: a blind append (it reads nothing, so it never conflicts
   with other appends); the data must fit the table schema, or with
-  ``merge_schema`` the schema evolves;
+  ``merge_schema`` the schema evolves (new columns; with
+  ``delta.enableTypeWidening``, wider column types too);
 - ``mode="overwrite"``: every live file is removed in the same commit (a
   whole-table read for conflict checks); with ``overwrite_schema`` the schema
   and partitioning are replaced too, keeping the table id;
@@ -36,20 +37,21 @@ from typing import Any, Mapping, Sequence
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from airflow_delta_provider.delta import config
+from airflow_delta_provider.delta import column_mapping, config, type_widening
 from airflow_delta_provider.delta.actions import Metadata
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
     SchemaMismatchError,
-    UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.schema import (
+    VARIANT,
     as_nullable,
     check_column_names,
     enforce_schema,
     merge_schemas,
     schema_string,
+    type_name,
 )
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
@@ -99,12 +101,17 @@ def run_append(
             return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
 
     data = read_source(spark, source, format, options or {}, io=io)
-    data_schema = data.schema.jsonValue()
-    check_column_names(data_schema)
+    data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
+    data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
+    previous = snapshot.metadata if snapshot is not None else None
+    widen = previous is not None and config.type_widening_enabled(config.with_properties(previous, table_properties))
     metadata, schema, partition_columns = _plan_metadata(
-        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema
+        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen
     )
-    metadata = with_table_properties(metadata, table_properties)
+    metadata = column_mapping.apply(config.with_properties(metadata, table_properties), previous)
+    if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
+        check_column_names(data_schema)  # mapping lets names hold any character
+    schema = metadata.schema_json
 
     parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
@@ -164,33 +171,6 @@ def read_source(
         raise InvalidInputError(f"cannot read {format} source {source}: {_first_line(exc)}") from None
 
 
-def with_table_properties(metadata: Metadata, properties: Mapping[str, str] | None) -> Metadata:
-    """``metadata`` with ``properties`` set (the same object when nothing changes).
-
-    A ``delta.*`` key must be one this implementation honours
-    (:data:`~airflow_delta_provider.delta.config.SETTABLE_PROPERTIES`;
-    others need table features it does not implement: UnsupportedFeatureError),
-    and boolean ones must be ``true`` or ``false`` (InvalidInputError). Other
-    keys are the user's own, as in delta-spark.
-    """
-    if not properties:
-        return metadata
-    for key, value in properties.items():
-        if not key:
-            raise InvalidInputError("a table property needs a name")
-        if key.startswith("delta.") and key not in config.SETTABLE_PROPERTIES:
-            raise UnsupportedFeatureError(
-                f"table property {key} is not supported: it needs a table feature airflow-delta-provider does "
-                f"not implement; settable: {', '.join(sorted(config.SETTABLE_PROPERTIES))}"
-            )
-        if key in config.BOOLEAN_PROPERTIES and str(value).lower() not in ("true", "false"):
-            raise InvalidInputError(f"table property {key} must be true or false, got {value!r}")
-    wanted = {k: str(v).lower() if k in config.BOOLEAN_PROPERTIES else str(v) for k, v in properties.items()}
-    if all(metadata.configuration.get(k) == v for k, v in wanted.items()):
-        return metadata
-    return replace(metadata, configuration={**metadata.configuration, **wanted})
-
-
 def _check_arguments(
     format: str, mode: str, overwrite_schema: bool, txn_app_id: str | None, txn_version: int | None
 ) -> None:
@@ -213,8 +193,10 @@ def _plan_metadata(
     mode: str,
     merge_schema: bool,
     overwrite_schema: bool,
+    widen: bool = False,
 ) -> tuple[Metadata, dict[str, Any], list[str]]:
     """The metadata the commit leaves in force, its schema and partition columns.
+    ``widen``: merging may widen column types (``delta.enableTypeWidening``).
 
     Returns the snapshot's own Metadata object when nothing changes.
     """
@@ -240,7 +222,8 @@ def _plan_metadata(
             "use mode overwrite with overwrite_schema to change them"
         )
     if merge_schema:
-        merged = merge_schemas(table_schema, data_schema)
+        merged = merge_schemas(table_schema, data_schema, type_widening=widen)
+        type_widening.check_partition_changes(table_schema, merged, partition_columns)
         if merged != table_schema:
             return replace(md, schema_string=schema_string(merged)), merged, partition_columns
         return md, table_schema, partition_columns
@@ -258,6 +241,10 @@ def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) 
             raise SchemaMismatchError(f"partition column {c!r} is not in the data: {sorted(f['name'] for f in by_name.values())}")
         if not isinstance(field["type"], str):
             raise InvalidInputError(f"partition column {c!r} has a complex type {field['type']['type']}")
+        if type_name(field["type"]) == VARIANT:
+            raise InvalidInputError(
+                f"partition column {c!r} is a variant: variant values are not comparable and cannot partition a table"
+            )
         out.append(field["name"])
     if len(set(c.lower() for c in out)) != len(out):
         raise InvalidInputError(f"partition columns repeat: {partition_by}")

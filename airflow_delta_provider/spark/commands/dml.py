@@ -145,7 +145,9 @@ class DmlCommand:
         snap = self.snapshot
         if self.predicate is None:
             return list(snap.files)
-        return prune_files(snap.files, self.predicate, snap.schema, snap.partition_columns)
+        return prune_files(
+            snap.files, self.predicate, snap.schema, snap.partition_columns, mapping_mode=snap.column_mapping.mode
+        )
 
     def whole_files(self) -> list[AddFile] | None:
         """Candidates every row of which matches, decided by partition values
@@ -157,7 +159,9 @@ class DmlCommand:
             return list(self.candidates)
         if self.predicate is None:
             return None
-        return partition_filter(self.candidates, self.predicate, snap.schema, snap.partition_columns)
+        return partition_filter(
+            self.candidates, self.predicate, snap.schema, snap.partition_columns, mapping_mode=snap.column_mapping.mode
+        )
 
     # --- step 2 helpers ---------------------------------------------------------
 

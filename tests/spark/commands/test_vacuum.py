@@ -334,3 +334,34 @@ def rel_of(log_path: str) -> str:
     from urllib.parse import unquote
 
     return unquote(log_path)
+
+
+def test_vacuum_leaves_v2_checkpoint_sidecars_alone(tmp_path):
+    """VACUUM never touches ``_delta_log``: not the sidecars of a V2
+    checkpoint, not even an unreferenced old one (log cleanup's to sweep).
+    Needs no Spark: the few deletes run on the driver."""
+    from dataclasses import replace
+
+    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+
+    path, orphans = table_with_garbage(tmp_path)
+    table = DeltaTable(path)
+    snap = table.snapshot()
+    txn = table.transaction("SET TBLPROPERTIES", parameters={}, snapshot=snap)
+    txn.update_metadata(replace(snap.metadata, configuration={"delta.checkpointPolicy": "v2"}))
+    txn.commit(metrics={})
+    write_checkpoint(table, table.snapshot())
+    sidecars = os.path.join(path, "_delta_log", "_sidecars")
+    with open(os.path.join(sidecars, "unreferenced.parquet"), "wb") as fh:
+        fh.write(b"x")
+    old = time.time() - 400 * DAY
+    for name in os.listdir(sidecars):
+        os.utime(os.path.join(sidecars, name), (old, old))
+    before = sorted(os.listdir(sidecars))
+    assert len(before) == 2
+
+    result = run_vacuum(None, path, retention_hours=0, enforce_retention=False)
+    assert result.metrics["numDeletedFiles"] > len(orphans)
+    assert data_files(path) == live_files(path) | {".hidden-old"}
+    assert sorted(os.listdir(sidecars)) == before
+    assert DeltaTable(path).snapshot().num_files == snap.num_files

@@ -1,0 +1,3 @@
+"""Airflow-side tests need the session's throwaway AIRFLOW_HOME before airflow loads."""
+
+import tests.airflow_env  # noqa: F401  (sets the environment on import)
