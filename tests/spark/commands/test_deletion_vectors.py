@@ -100,7 +100,7 @@ def test_enabling_the_property_upgrades_the_protocol(spark, tmp_path):
     with pytest.raises(InvalidInputError, match="true or false"):
         run_append(spark, path, src, "parquet", table_properties={"delta.enableDeletionVectors": "yes"})
     before = state(path)
-    for unsupported in ("delta.enableChangeDataFeed", "delta.columnMapping.mode", "delta.constraints.positive"):
+    for unsupported in ("delta.enableChangeDataFeed", "delta.enableRowTracking", "delta.constraints.positive"):
         with pytest.raises(UnsupportedFeatureError, match=unsupported):
             run_append(spark, path, src, "parquet", table_properties={unsupported: "true"})
     assert state(path) == before  # refused before anything was written
