@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # A throwaway AIRFLOW_HOME, set before anything imports airflow.
-pytest_plugins = ["tests.airflow_env", "tests.storage_servers"]
+pytest_plugins = ["tests.airflow_env", "tests.storage_servers", "tests.spark_connect_server"]
 
 
 @pytest.fixture(scope="session")

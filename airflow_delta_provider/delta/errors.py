@@ -82,6 +82,12 @@ class UnsafeStorageError(UnsupportedFeatureError):
 # --- Bad input ---------------------------------------------------------------
 
 
+class EngineUnavailableError(DeltaError):
+    """The Spark engine cannot be reached, or went away during the operation
+    (a Spark Connect server that is down, stopped or unreachable). Nothing was
+    committed unless the log shows the operation's commit."""
+
+
 class InvalidInputError(DeltaError):
     """An argument is wrong: a condition that does not parse, an unknown
     column, a bad option value."""

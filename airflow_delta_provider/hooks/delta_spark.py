@@ -6,11 +6,10 @@ adds three things:
 
 * the application is the package's Spark CLI (``airflow_delta_provider/spark/__main__.py``),
   with the Delta core shipped beside it in ``--py-files``;
-* the result comes from ``_delta_log``: the commit that carries the caller's
-  operation token. Driver stdout never comes back in cluster deploy mode, the
-  log always does;
-* a retried task whose earlier try already committed gets that commit back,
-  and nothing is submitted again.
+* the result comes from ``_delta_log``, and a retried task whose earlier try
+  already committed gets that commit back without a submit
+  (:class:`~.delta_operation.DeltaOperationMixin`);
+* the application's one-line error becomes the task's error.
 
 Neither pyspark nor pyarrow is imported here; the Delta core is imported
 inside the methods that read the log.
@@ -25,49 +24,27 @@ import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_delta_provider.hooks.delta_operation import (
+    OPERATIONS,
+    DeltaOperationMixin,
+    DeltaOperationResult,
+    is_permanent,
+    operation_token,
+)
 from airflow_delta_provider.hooks.package_zip import build_package_zip, package_root
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
-    from airflow_delta_provider.delta.actions import CommitInfo
-
-#: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
-OPERATIONS = ("update", "delete", "append", "checkpoint", "vacuum", "reorg", "alter")
-
-#: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
-CLOCK_SKEW = timedelta(hours=1)
-
 # The Spark CLI reports bad input as one stderr line, "ClassName: message";
 # a crash ends its traceback the same way, possibly with a dotted module path.
 _ERROR_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception)): \S")
-
-
-class DeltaOperationResult(TypedDict):
-    """What one operation returns (and what operators push to XCom)."""
-
-    table: str
-    #: The committed version; None when the operation changed nothing.
-    version: int | None
-    operation: str
-    metrics: dict[str, Any]
-
-
-def operation_token(dag_id: str, task_id: str, run_id: str, map_index: int | None = -1) -> str:
-    """The token that names one task instance's change across its tries.
-
-    The try number is left out on purpose: every try of a task instance
-    carries the same token, so a retry can find what an earlier try committed.
-    """
-    return f"{dag_id}/{task_id}/{run_id}/{-1 if map_index is None else map_index}"
 
 
 def application_path() -> str:
@@ -97,30 +74,7 @@ class _SparkOutput:
             self.error_line, self.error_name = line, match.group("name")
 
 
-def _metrics(raw: Any) -> dict[str, Any]:
-    """operationMetrics as written (strings, delta-spark style), numbers made numbers."""
-    if not isinstance(raw, dict):
-        return {}
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if isinstance(value, str) and re.fullmatch(r"-?\d+", value):
-            out[key] = int(value)
-        else:
-            out[key] = value
-    return out
-
-
-def _is_permanent(error_name: str | None) -> bool:
-    """Whether a retry could not help: bad input or a feature we refuse."""
-    from airflow_delta_provider.delta import errors
-
-    cls = getattr(errors, error_name or "", None)
-    return isinstance(cls, type) and issubclass(
-        cls, (errors.InvalidInputError, errors.UnsupportedFeatureError)
-    )
-
-
-class DeltaSparkHook(SparkSubmitHook):
+class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
     """Submit Delta operations to Spark with spark-submit.
 
     Every :class:`SparkSubmitHook` argument is accepted and passed through
@@ -173,66 +127,13 @@ class DeltaSparkHook(SparkSubmitHook):
             conn.conn_type = "spark"
         return conn
 
-    @cached_property
-    def storage_options(self) -> dict[str, str]:
-        """The store settings of ``storage_conn_id`` (empty without one)."""
-        from airflow_delta_provider.hooks.storage_connection import storage_settings
-
-        return storage_settings(self.storage_conn_id)
-
-    def _delta_table(self, table: str) -> Any:
-        from airflow_delta_provider.delta.table import DeltaTable
-
-        return DeltaTable(table, self.storage_options or None)
-
-    # --- The public entry point --------------------------------------------
-
-    def run(
-        self,
-        operation: str,
-        table: str,
-        arguments: Sequence[str] = (),
-        token: str | None = None,
-        not_before: datetime | None = None,
-    ) -> DeltaOperationResult:
-        """Run ``operation`` on ``table`` and return the commit it made.
-
-        :param operation: One of :data:`OPERATIONS`.
-        :param table: The table's path or ``file://`` URI, as the Spark
-            driver sees it.
-        :param arguments: The Spark CLI's options for this operation.
-        :param token: Names this change across retries; when a commit with
-            it exists already, that commit is returned and nothing runs.
-        :param not_before: When the work this token names began (the DAG
-            run's start): older commits cannot carry it, so they are not read.
-        """
-        if operation not in OPERATIONS:
-            raise ValueError(f"unknown Delta operation {operation!r}; expected one of {OPERATIONS}")
-
-        before = -1
-        if token:
-            earlier = self._last_commit_with_token(table, token, not_before=not_before)
-            if earlier is not None:
-                version, info = earlier
-                self.log.info(
-                    "Version %s of %s already carries token %r (an earlier try committed it); "
-                    "not submitting again.",
-                    version,
-                    table,
-                    token,
-                )
-                return self._commit_result(table, version, info)
-            before = self._latest_version(table)
-
+    def _execute(
+        self, operation: str, table: str, arguments: Sequence[str], token: str | None
+    ) -> dict[str, Any] | None:
+        """One spark-submit; the result line the driver printed (lost in cluster deploy mode)."""
         self._prepare_submit(operation, table, arguments, token)
         self._submit_and_wait(operation, table)
-
-        if token:
-            committed = self._last_commit_with_token(table, token, since_version=before + 1)
-            if committed is not None:
-                return self._commit_result(table, *committed)
-            return self._uncommitted_result(operation, table)
-        return self._printed_result(operation, table)
+        return self._output.result
 
     # --- Building the spark-submit ---------------------------------------------
 
@@ -336,7 +237,7 @@ class DeltaSparkHook(SparkSubmitHook):
             if line is None:
                 raise
             message = f"Delta {operation} on {table} failed: {line}"
-            if _is_permanent(self._output.error_name):
+            if is_permanent(self._output.error_name):
                 raise AirflowFailException(message) from err
             raise AirflowException(message) from err
 
@@ -350,58 +251,5 @@ class DeltaSparkHook(SparkSubmitHook):
             self._output.observe(str(raw).strip())
             yield raw
 
-    # --- Reading the result from the log ---------------------------------------
 
-    def _latest_version(self, table: str) -> int:
-        delta_table = self._delta_table(table)
-        return delta_table.latest_version() if delta_table.exists() else -1
-
-    def _last_commit_with_token(
-        self, table: str, token: str, since_version: int = 0, not_before: datetime | None = None
-    ) -> tuple[int, CommitInfo] | None:
-        """The newest commit carrying ``token``, or None."""
-        delta_table = self._delta_table(table)
-        if not delta_table.exists():
-            return None
-        not_before_ms = None
-        if not_before is not None:
-            # Commits are stamped by the storage's clock: allow for skew.
-            not_before_ms = int((not_before - CLOCK_SKEW).timestamp() * 1000)
-        return delta_table.find_commit(token, since_version, not_before_ms=not_before_ms)
-
-    @staticmethod
-    def _commit_result(table: str, version: int, info: CommitInfo) -> DeltaOperationResult:
-        return DeltaOperationResult(
-            table=table,
-            version=version,
-            operation=info.operation or "",
-            metrics=_metrics(info.raw.get("operationMetrics")),
-        )
-
-    def _uncommitted_result(self, operation: str, table: str) -> DeltaOperationResult:
-        """The result when no commit carries the token: nothing changed.
-
-        The driver's last stdout line fills in what it can (client and local
-        mode). A checkpoint commits nothing by nature; its version is the
-        checkpointed one, read from ``_last_checkpoint`` when stdout is lost.
-        """
-        result = self._printed_result(operation, table)
-        if operation != "checkpoint":
-            result["version"] = None
-        elif result["version"] is None:
-            result["version"] = self._last_checkpoint_version(table)
-        return result
-
-    def _printed_result(self, operation: str, table: str) -> DeltaOperationResult:
-        """The result as the driver printed it (local and client mode only)."""
-        printed = self._output.result or {}
-        return DeltaOperationResult(
-            table=table,
-            version=printed.get("version"),
-            operation=str(printed.get("operation") or operation.upper()),
-            metrics=_metrics(printed.get("metrics")),
-        )
-
-    def _last_checkpoint_version(self, table: str) -> int | None:
-        last = self._delta_table(table).log_store.read_last_checkpoint()
-        return None if last is None else last.get("version")
+__all__ = ["OPERATIONS", "DeltaOperationResult", "DeltaSparkHook", "application_path", "operation_token"]

@@ -1,8 +1,16 @@
-"""Operators that change a Delta table through one spark-submit each.
+"""Operators that change a Delta table, each as one Spark application.
 
-They are thin: each turns its arguments into the Spark CLI's options, and
-:class:`~airflow_delta_provider.hooks.delta_spark.DeltaSparkHook` does the
-rest. Every operator returns ``{table, version, operation, metrics}`` as its
+They are thin: each turns its arguments into the Spark CLI's options, and a
+hook runs them:
+
+- :class:`~airflow_delta_provider.hooks.delta_spark.DeltaSparkHook`, one
+  spark-submit, when ``conn_id`` is a ``spark`` connection (the default);
+- :class:`~airflow_delta_provider.hooks.delta_in_process.DeltaInProcessHook`,
+  in the task's process, when ``conn_id`` is a ``spark_connect`` connection
+  (Spark Connect), or with ``engine="python"`` (no Spark: CHECKPOINT,
+  VACUUM, ALTER).
+
+Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
 alone under the key ``version``.
 
@@ -17,9 +25,15 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseHook, BaseOperator
 
-from airflow_delta_provider.hooks.delta_spark import DeltaOperationResult, DeltaSparkHook, operation_token
+from airflow_delta_provider.hooks.delta_in_process import (
+    PYTHON_ENGINE_OPERATIONS,
+    SPARK_CONNECT_CONN_TYPE,
+    DeltaInProcessHook,
+)
+from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
+from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -28,15 +42,32 @@ if TYPE_CHECKING:
 VERSION_XCOM_KEY = "version"
 #: Values of ``io`` (the Spark CLI's ``--io``).
 IO_MODES = ("auto", "hadoop", "arrow")
+#: Values of ``engine``: Spark (spark-submit or Spark Connect, by the connection), or none.
+ENGINES = ("spark", "python")
+#: Arguments that size or shape a spark-submit, and mean nothing over Spark Connect.
+_SPARK_SUBMIT_ONLY = (
+    "env_vars",
+    "executor_cores",
+    "executor_memory",
+    "driver_memory",
+    "num_executors",
+    "total_executor_cores",
+    "deploy_mode",
+    "spark_binary",
+    "name",
+)
 
 
 class DeltaSparkOperator(BaseOperator):
-    """Base of the Delta operators: one operation, one spark-submit, one commit.
+    """Base of the Delta operators: one operation, one Spark application, one commit.
 
     :param table_path: The table's location, as the Spark driver sees it: a
         path, or a ``file://``, ``s3://`` (``s3a://``), ``abfss://`` (``az://``)
         or ``gs://`` URI. (templated)
-    :param conn_id: The Spark connection (default ``spark_default``).
+    :param conn_id: The Spark connection (default ``spark_default``): a
+        ``spark`` connection runs one spark-submit; a ``spark_connect``
+        connection (``sc://host:port``) runs the operation in the task's
+        process as a Spark Connect client, with no JVM of its own.
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection with the store's credentials;
         None uses each cloud's own chain. Secrets travel by environment only.
@@ -56,6 +87,16 @@ class DeltaSparkOperator(BaseOperator):
     :param name: The Spark application name (default ``delta-<operation>: <table>``). (templated)
     :param hook_params: Any other :class:`SparkSubmitHook` argument
         (``py_files``, ``jars``, ``keytab``, ``verbose``, ...).
+    :param debug: Also log PySpark's records of Spark errors, with their JVM
+        stacks (by default bad input is reported by its one line).
+    :param engine: ``spark`` (default), or ``python`` for the operations that
+        need no Spark (CHECKPOINT, VACUUM, ALTER): the core does them in the
+        task's process, with no JVM, in a fraction of a second
+        (``docs/operators.rst`` says when Spark pays off for VACUUM).
+
+    Over Spark Connect, ``conf`` holds runtime settings of the session (the
+    server refuses static ones by name); the spark-submit sizing arguments
+    (``executor_memory``, ``env_vars``, ...) are ignored with a warning.
     """
 
     #: The Spark CLI command this operator runs.
@@ -83,11 +124,19 @@ class DeltaSparkOperator(BaseOperator):
         spark_binary: str | None = None,
         name: str | None = None,
         hook_params: Mapping[str, Any] | None = None,
+        debug: bool = False,
+        engine: str = "spark",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if io not in IO_MODES:
             raise ValueError(f"io must be one of {IO_MODES}, not {io!r}")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+        if engine == "python" and getattr(self, "operation", None) not in PYTHON_ENGINE_OPERATIONS:
+            raise ValueError(
+                f"engine='python' runs only {', '.join(PYTHON_ENGINE_OPERATIONS)}; {self.operation} needs Spark"
+            )
         self.table_path = table_path
         self.conn_id = conn_id
         self.storage_conn_id = storage_conn_id
@@ -103,6 +152,8 @@ class DeltaSparkOperator(BaseOperator):
         self.spark_binary = spark_binary
         self.name = name
         self.hook_params = dict(hook_params or {})
+        self.debug = debug
+        self.engine = engine
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
 
@@ -111,8 +162,19 @@ class DeltaSparkOperator(BaseOperator):
         raise NotImplementedError
 
     @cached_property
-    def hook(self) -> DeltaSparkHook:
-        """The hook, built once per try from the rendered arguments."""
+    def hook(self) -> DeltaSparkHook | DeltaInProcessHook:
+        """The hook, built once per try from the rendered arguments: in-process
+        for ``engine="python"`` and ``spark_connect`` connections, else spark-submit."""
+        if self.engine == "python":
+            return DeltaInProcessHook(None, storage_conn_id=self.storage_conn_id)
+        if BaseHook.get_connection(self.conn_id).conn_type == SPARK_CONNECT_CONN_TYPE:
+            ignored = sorted(a for a in _SPARK_SUBMIT_ONLY if getattr(self, a) is not None)
+            if ignored or self.hook_params:
+                self.log.warning(
+                    "Over Spark Connect, these spark-submit arguments are ignored: %s",
+                    ", ".join([*ignored, *sorted(self.hook_params)]),
+                )
+            return DeltaInProcessHook(self.conn_id, storage_conn_id=self.storage_conn_id, conf=self.conf)
         return DeltaSparkHook(
             conn_id=self.conn_id,
             storage_conn_id=self.storage_conn_id,
@@ -136,7 +198,7 @@ class DeltaSparkOperator(BaseOperator):
         result = self.hook.run(
             self.operation,
             self.table_path,
-            [*self.cli_arguments(), "--io", self.io],
+            [*self.cli_arguments(), "--io", self.io, *_flag("--debug", self.debug)],
             token=token,
             not_before=getattr(dag_run, "start_date", None),
         )

@@ -33,11 +33,13 @@ columns it needs (``columns``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -46,6 +48,7 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import encode_path, relative_to_root, to_absolute
 from airflow_delta_provider.delta.schema import as_nullable
 from airflow_delta_provider.delta.storage import TableLocation
+from airflow_delta_provider.spark.session import is_connect
 from airflow_delta_provider.spark.worker_env import forward_store_env
 
 SOURCE_NAME = "delta_arrow_files"
@@ -199,8 +202,11 @@ def _register(spark: SparkSession) -> None:
     (:mod:`.worker_env`), so it is renewed whenever either changed.
     """
     forward_store_env(spark)
-    sc = spark.sparkContext
-    key = (sc.pythonExec, tuple(sorted(sc.environment.items())))
+    if is_connect(spark):  # the server's workers: one registration per session
+        key: Any = "connect"
+    else:
+        sc = spark.sparkContext
+        key = (sc.pythonExec, tuple(sorted(sc.environment.items())))
     if getattr(spark, "_delta_arrow_source", None) != key:
         spark.dataSource.register(DeltaArrowSource)
         spark._delta_arrow_source = key  # type: ignore[attr-defined]
@@ -250,6 +256,8 @@ def plan_splits(
 
 def _split_settings(spark: SparkSession) -> dict[str, int]:
     """Spark's file-source split settings of this session."""
+    if is_connect(spark):
+        return _connect_split_settings(spark)
     settings = {
         "parallelism": spark.sparkContext.defaultParallelism,
         "max_partition_bytes": _DEFAULT_MAX_PARTITION_BYTES,
@@ -269,6 +277,39 @@ def _split_settings(spark: SparkSession) -> dict[str, int]:
     except (Py4JError, AttributeError):  # no JVM (Spark Connect): Spark's defaults
         pass
     return settings
+
+
+def _connect_split_settings(spark: SparkSession) -> dict[str, int]:
+    """:func:`_split_settings` over Spark Connect, from the session's settings.
+
+    The default parallelism is not a setting the client can read; a
+    ``range`` without a slice count is cut into exactly that many
+    partitions, so one tiny job counts them (once per session).
+    """
+    settings = {
+        "max_partition_bytes": _bytes(spark.conf.get("spark.sql.files.maxPartitionBytes", None))
+        or _DEFAULT_MAX_PARTITION_BYTES,
+        "open_cost": _bytes(spark.conf.get("spark.sql.files.openCostInBytes", None)) or _DEFAULT_OPEN_COST,
+    }
+    minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
+    parallelism = getattr(spark, "_delta_parallelism", None)
+    if minimum:
+        parallelism = int(minimum)
+    elif parallelism is None:
+        parallelism = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).distinct().count()
+        spark._delta_parallelism = parallelism  # type: ignore[attr-defined]
+    settings["parallelism"] = max(1, int(parallelism))
+    return settings
+
+
+def _bytes(text: str | None) -> int | None:
+    """A Spark byte size (``128MB``, ``4194304b``, ``134217728``) in bytes; None when unset or unreadable."""
+    if not text:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", text.lower())
+    if not match:
+        return None
+    return int(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " ")
 
 
 def _partition_value(f: AddFile, column: str) -> str | None:

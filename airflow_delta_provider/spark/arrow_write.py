@@ -44,6 +44,7 @@ from airflow_delta_provider.delta.storage import TableStorage
 from airflow_delta_provider.delta.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.arrow_scan import worker_root
 from airflow_delta_provider.spark.scan import column
+from airflow_delta_provider.spark.session import is_connect
 from airflow_delta_provider.spark.worker_env import forward_store_env
 
 log = logging.getLogger(__name__)
@@ -111,12 +112,18 @@ def write_arrow(
         frame = frame.sortWithinPartitions(*[column(c) for c in partition_columns])
     group = f"delta-arrow-write-{uuid.uuid4()}"
     forward_store_env(spark)
+    connect = is_connect(spark)
     try:
-        with _job_group(spark.sparkContext, group):
+        with _connect_tag(spark, group) if connect else _job_group(spark.sparkContext, group):
             rows = frame.mapInArrow(partial(write_task, plan), RESULT_SCHEMA).collect()
     except BaseException:
-        spark.sparkContext.cancelJobGroup(group)  # an interrupted driver leaves no task writing
-        _wait_for_tasks(spark.sparkContext, group)
+        # An interrupted driver leaves no task writing.
+        if connect:
+            _interrupt_tag(spark, group)
+            _wait_for_markers(storage, plan.staging)
+        else:
+            spark.sparkContext.cancelJobGroup(group)
+            _wait_for_tasks(spark.sparkContext, group)
         try:
             _discard(storage, plan.staging, keep=set())
         except (OSError, StorageError) as exc:  # the job's own error is the one to report
@@ -168,6 +175,46 @@ def _job_group(sc: Any, group: str) -> Iterator[None]:
     finally:
         for k, v in saved.items():
             sc.setLocalProperty(k, v)
+
+
+@contextmanager
+def _connect_tag(spark: Any, tag: str) -> Iterator[None]:
+    """Spark Connect's job group: the block's operations carry ``tag``."""
+    spark.addTag(tag)
+    try:
+        yield
+    finally:
+        spark.removeTag(tag)
+
+
+def _interrupt_tag(spark: Any, tag: str) -> None:
+    try:
+        spark.interruptTag(tag)
+    except Exception as exc:  # noqa: BLE001 - a server gone has no task left to stop
+        log.warning("could not interrupt the operations tagged %s: %s", tag, exc)
+
+
+def _wait_for_markers(
+    storage: TableStorage, staging: str, timeout: float = TASK_STOP_TIMEOUT_S, quiet_s: float = 1.0
+) -> None:
+    """Over Spark Connect, where no task status can be read: wait until no
+    new marker has appeared under ``staging`` for ``quiet_s``. A task marks a
+    file before it writes a byte of it, so a quiet folder has no task starting
+    a file; the cleanup then deletes what the markers name."""
+    deadline = time.monotonic() + timeout
+    seen: set[str] | None = None
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        try:
+            now = {m.path for m in storage.list_tree(staging) if not m.is_dir}
+        except (OSError, StorageError):
+            return
+        if now != seen:
+            seen, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_s:
+            return
+        time.sleep(0.1)
+    log.warning("files of %s still appear after %.0f s; cleaning up anyway", staging, timeout)
 
 
 def _wait_for_tasks(sc: Any, group: str, timeout: float = TASK_STOP_TIMEOUT_S) -> None:

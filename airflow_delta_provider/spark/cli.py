@@ -12,6 +12,11 @@ vacuum). Bad input (Spark errors of SQLSTATE class 22 or 42 included),
 unsupported tables and conflicts exit with code 2 and one line on stderr,
 ``ClassName: message``; the table is left unchanged. Any other failure exits
 with code 1: the traceback, then one ``ClassName: message`` line, last.
+
+PySpark logs every error it converts from the JVM with the whole JVM stack
+(its ``SQLQueryContextLogger``, one JSON line of kilobytes). Those records are
+dropped unless ``--debug`` is given: bad input is reported by its one line, and
+a crash by its traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Callable, Sequence
 
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
@@ -33,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors follow the one-line error convention."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        _fail(InvalidInputError(f"{self.prog}: {message}"))
+        raise InvalidInputError(f"{self.prog}: {message}")
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -56,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(IO_MODES),
         default="auto",
         help="data file I/O: Spark's Hadoop filesystem, or pyarrow through the storage layer (default: auto)",
+    )
+    common.add_argument(
+        "--debug", action="store_true", help="also log PySpark's records of Spark errors, with their JVM stacks"
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -110,16 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
+def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str, str] | None = None) -> Any:
     token = args.token
+    opts = storage_options
     if args.command == "update":
         from airflow_delta_provider.spark.commands.update import run_update
 
-        return run_update(spark, args.table, args.condition, dict(args.set_exprs), token, io=args.io)
+        set_exprs = dict(args.set_exprs)
+        return run_update(spark, args.table, args.condition, set_exprs, token, io=args.io, storage_options=opts)
     if args.command == "delete":
         from airflow_delta_provider.spark.commands.delete import run_delete
 
-        return run_delete(spark, args.table, args.condition, token, io=args.io)
+        return run_delete(spark, args.table, args.condition, token, io=args.io, storage_options=opts)
     if args.command == "append":
         from airflow_delta_provider.spark.commands.append import run_append
 
@@ -138,28 +150,43 @@ def _dispatch(args: argparse.Namespace, spark: Any) -> Any:
             token=token,
             io=args.io,
             table_properties=dict(args.property),
+            storage_options=opts,
         )
     if args.command == "checkpoint":
         from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
 
-        return run_checkpoint(spark, args.table, args.cleanup_logs, token)
+        return run_checkpoint(spark, args.table, args.cleanup_logs, token, storage_options=opts)
     if args.command == "vacuum":
         from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 
-        return run_vacuum(spark, args.table, args.retention_hours, args.dry_run, args.enforce_retention, token)
+        return run_vacuum(
+            spark,
+            args.table,
+            args.retention_hours,
+            args.dry_run,
+            args.enforce_retention,
+            token,
+            storage_options=opts,
+        )
     if args.command == "reorg":
         from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
 
-        return run_reorg_purge(spark, args.table, args.min_deleted_ratio, token, io=args.io)
+        return run_reorg_purge(spark, args.table, args.min_deleted_ratio, token, io=args.io, storage_options=opts)
     if args.command == "alter":
         from airflow_delta_provider.spark.commands.alter import run_alter
 
-        return run_alter(spark, args.table, args.change, args.enable_column_mapping, token)
+        return run_alter(spark, args.table, args.change, args.enable_column_mapping, token, storage_options=opts)
     raise InvalidInputError(f"unknown command {args.command!r}")
 
 
 #: Commands that never touch data files, so no JVM is started for them.
-_NO_SPARK = frozenset({"checkpoint", "alter"})
+NO_SPARK_COMMANDS = frozenset({"checkpoint", "alter"})
+#: Commands that can also run with no Spark at all (``engine="python"``): VACUUM
+#: only lists and deletes, which Spark spreads over executors on a local disk.
+PYTHON_ENGINE_COMMANDS = NO_SPARK_COMMANDS | {"vacuum"}
+
+#: PySpark's loggers that record every error converted from Spark, with its JVM stack.
+SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def main(
@@ -172,12 +199,12 @@ def main(
     other failure exits with :data:`EXIT_INTERNAL`: the traceback, then one
     summarising ``ClassName: message`` line, last, for the Airflow hook.
     """
-    args = build_parser().parse_args(argv)
-    spark = None
     try:
-        if args.command not in _NO_SPARK:
+        args = build_parser().parse_args(argv)
+        spark = None
+        if args.command not in NO_SPARK_COMMANDS:
             spark = (session_factory or _default_session)(dict(args.spark_conf))
-        result = _run_translating_spark_errors(args, spark)
+        result = execute(args, spark)
     except DeltaError as exc:
         _fail(exc)
     except Exception as exc:  # noqa: BLE001 - reported, then the process fails
@@ -186,10 +213,47 @@ def main(
     return EXIT_OK
 
 
-def _run_translating_spark_errors(args: argparse.Namespace, spark: Any) -> Any:
+def execute(args: argparse.Namespace, spark: Any, storage_options: Mapping[str, str] | None = None) -> Any:
+    """Run the parsed command on ``spark`` (None for :data:`NO_SPARK_COMMANDS`).
+
+    Spark errors the input caused become InvalidInputError; PySpark's records
+    of them are dropped unless ``args.debug``. ``storage_options`` reach the
+    table from this process (default: the environment).
+    """
+    with spark_error_records(enabled=args.debug or spark is None):
+        return _run_translating_spark_errors(args, spark, storage_options)
+
+
+@contextmanager
+def spark_error_records(enabled: bool) -> Iterator[None]:
+    """Let PySpark's error records (:data:`SPARK_ERROR_LOGGERS`) through only when ``enabled``.
+
+    PySpark logs each error it converts, with the whole JVM stack, before the
+    error even reaches our handling; for bad input that is kilobytes of noise
+    around the one line that matters.
+    """
+    if enabled:
+        yield
+        return
+    from pyspark.logger import PySparkLogger  # the loggers must be PySpark's own kind
+
+    loggers = [PySparkLogger.getLogger(name) for name in SPARK_ERROR_LOGGERS]
+    saved = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, saved):
+            logger.disabled = disabled
+
+
+def _run_translating_spark_errors(
+    args: argparse.Namespace, spark: Any, storage_options: Mapping[str, str] | None
+) -> Any:
     """Run the command; Spark errors the input caused become InvalidInputError."""
     try:
-        return _dispatch(args, spark)
+        return _dispatch(args, spark, storage_options)
     except DeltaError:
         raise
     except Exception as exc:
@@ -296,4 +360,16 @@ def _crash(exc: BaseException) -> None:
     raise SystemExit(EXIT_INTERNAL)
 
 
-__all__ = ["BAD_INPUT_SQLSTATE_CLASSES", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "build_parser", "main", "spark_input_error"]
+__all__ = [
+    "BAD_INPUT_SQLSTATE_CLASSES",
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+    "NO_SPARK_COMMANDS",
+    "PYTHON_ENGINE_COMMANDS",
+    "SPARK_ERROR_LOGGERS",
+    "build_parser",
+    "execute",
+    "main",
+    "spark_error_records",
+    "spark_input_error",
+]

@@ -44,8 +44,13 @@ def resolve_io(spark: Any, location: TableLocation | str, io: str = "auto") -> s
         return ARROW
     if location.is_local:
         return HADOOP
+    from airflow_delta_provider.spark.session import is_connect  # pyspark: not for the commands without Spark
+
     scheme = location.spark_uri().split("://", 1)[0]
-    available = hadoop_filesystem_available(spark, scheme)
+    if is_connect(spark):
+        available = _server_filesystem_available(spark, location)
+    else:
+        available = hadoop_filesystem_available(spark, scheme)
     if io == HADOOP and not available:
         raise InvalidInputError(
             f"io=hadoop needs a Hadoop FileSystem for {scheme}:// in Spark (the connector jar, e.g. "
@@ -64,8 +69,8 @@ def hadoop_filesystem_available(spark: Any, scheme: str) -> bool:
 
     Asks Hadoop itself (``FileSystem.getFileSystemClass``, which honours
     ``fs.<scheme>.impl`` and the FileSystems on the classpath) with the
-    session's Hadoop configuration. A session without a JVM (Spark Connect)
-    has none we can use.
+    session's Hadoop configuration. A session without a JVM here (Spark
+    Connect) is asked with :func:`_server_filesystem_available` instead.
     """
     from py4j.protocol import Py4JError
 
@@ -75,6 +80,28 @@ def hadoop_filesystem_available(spark: Any, scheme: str) -> bool:
         jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
     except (Py4JError, AttributeError):  # UnsupportedFileSystemException, ClassNotFoundException; no JVM
         return False
+    return True
+
+
+#: What Hadoop says when it has no FileSystem for a scheme.
+_NO_FILESYSTEM = ("UnsupportedFileSystemException", "No FileSystem for scheme")
+#: A path under the table that never exists: resolving it only asks whether the filesystem loads.
+_PROBE_PATH = "_delta_log/_airflow_delta_filesystem_probe"
+
+
+def _server_filesystem_available(spark: Any, location: TableLocation) -> bool:
+    """Over Spark Connect: whether the server's Spark has a Hadoop FileSystem for ``location``.
+
+    The server resolves a read of a path under the table that does not
+    exist: a missing FileSystem fails with Hadoop's
+    ``UnsupportedFileSystemException``; any other answer (path not found,
+    access denied) means the filesystem loaded. One metadata request at most.
+    """
+    probe = f"{location.spark_uri().rstrip('/')}/{_PROBE_PATH}"
+    try:
+        spark.read.format("text").load(probe).schema  # noqa: B018 - resolving the path is the probe
+    except Exception as exc:  # noqa: BLE001 - the server's error text is the answer
+        return not any(marker in str(exc) for marker in _NO_FILESYSTEM)
     return True
 
 

@@ -46,7 +46,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from py4j.protocol import Py4JError
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -62,6 +61,7 @@ from airflow_delta_provider.delta.partitions import (
 )
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
 from airflow_delta_provider.spark.io_mode import ARROW, resolve_io
+from airflow_delta_provider.spark.session import is_connect
 
 #: Default name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
 FILE_COLUMN = "_file"
@@ -243,7 +243,12 @@ def count_matches(
 
 def _referenced_columns(spark: SparkSession, struct: StructType, condition: Column) -> list[str] | None:
     """The top-level columns of ``struct`` that ``condition`` reads, from
-    Spark's analyzer over an empty frame (no job runs); None when unknown."""
+    Spark's analyzer over an empty frame (no job runs); None when unknown,
+    as over Spark Connect, where the analyzed plan stays on the server."""
+    if is_connect(spark):
+        return None
+    from py4j.protocol import Py4JError
+
     try:
         plan = spark.createDataFrame([], struct).filter(condition)._jdf.queryExecution().analyzed()
         names = set()

@@ -56,10 +56,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from typing import Any, Mapping
 
 import pyspark
-from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.errors import UnsupportedFeatureError
@@ -125,6 +124,8 @@ def get_or_create_session(
     :class:`~airflow_delta_provider.delta.errors.UnsupportedFeatureError` when
     PySpark and the JVM are different Spark releases.
     """
+    from pyspark import SparkContext
+
     conf = dict(conf or {})
     builder = SparkSession.builder.appName(app_name)
     if master:
@@ -150,6 +151,11 @@ def get_or_create_session(
         if not key.startswith("spark.hadoop."):
             session.conf.set(key, value)
     return session
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM, no SparkContext in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def is_local_master(master: str) -> bool:
@@ -214,13 +220,15 @@ def _redacted_by(regex: str, key: str) -> bool:
         return False
 
 
-def _submitted_conf() -> SparkConf:
+def _submitted_conf() -> Any:
     """The configuration spark-submit handed the driver (empty otherwise).
 
     Under spark-submit the JVM already runs and holds ``--conf`` values as
     system properties; a plain ``python`` run has no JVM yet, and starting
     one here would fix its options before ours are known.
     """
+    from pyspark import SparkConf, SparkContext
+
     if SparkContext._gateway is None and not _under_spark_submit():
         return SparkConf(loadDefaults=False)
     SparkContext._ensure_initialized()

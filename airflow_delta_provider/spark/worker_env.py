@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.storage import credential_env
+from airflow_delta_provider.spark.session import is_connect
 
 #: Attribute on the SparkContext naming the variables this module put there.
 _FORWARDED = "_delta_forwarded_store_env"
@@ -39,7 +40,13 @@ _FORWARDED = "_delta_forwarded_store_env"
 
 def forward_store_env(spark: Any, environ: Mapping[str, str] | None = None) -> None:
     """Make the driver's store variables (``environ``, default ``os.environ``)
-    the environment of Python functions created from now on."""
+    the environment of Python functions created from now on.
+
+    A Spark Connect session has no SparkContext here: the server's workers
+    keep the server's environment, and nothing is forwarded.
+    """
+    if is_connect(spark):
+        return
     sc = spark.sparkContext
     env: dict[str, str] = sc.environment
     forwarded: set[str] = getattr(sc, _FORWARDED, set())

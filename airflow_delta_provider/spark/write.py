@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, Iterable, Mapping, Sequence
 
-from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -131,7 +130,7 @@ def write_files(
         data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
         try:
             return write_arrow(conformed, storage, data_columns, partition_columns, types, leaves, field_ids)
-        except (PySparkException, Py4JJavaError) as exc:
+        except job_error_types() as exc:
             _raise_violation(exc)
             raise
     return _write_hadoop(conformed, storage, partition_columns, types, leaves)
@@ -149,7 +148,7 @@ def _write_hadoop(
     location = storage.location
     adds: list[AddFile] = []
     try:
-        writer = conformed.write.mode("errorifexists").option("compression", "snappy")
+        writer = conformed.write.mode("error").option("compression", "snappy")
         if partition_columns:
             writer = writer.partitionBy(*partition_columns)
         try:
@@ -482,6 +481,16 @@ def _invariant_sql(metadata: Mapping[str, Any]) -> str | None:
         return parsed["expression"]["expression"]
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidInputError(f"unreadable delta.invariants {raw!r}") from exc
+
+
+def job_error_types() -> tuple[type[BaseException], ...]:
+    """What a failed Spark job raises: PySpark's errors, and py4j's raw JVM
+    error where py4j is installed (a Spark Connect client may not have it)."""
+    try:
+        from py4j.protocol import Py4JJavaError
+    except ImportError:
+        return (PySparkException,)
+    return (PySparkException, Py4JJavaError)
 
 
 def _raise_violation(exc: BaseException) -> None:

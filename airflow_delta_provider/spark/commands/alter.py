@@ -8,6 +8,7 @@ JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -22,6 +23,7 @@ def run_alter(
     change: str | dict[str, Any],
     enable_column_mapping: bool = False,
     token: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Apply ``change`` (JSON text or its dict) to ``table``. ``spark`` may be None."""
     del spark
@@ -33,7 +35,7 @@ def run_alter(
     if not isinstance(change, dict):
         raise InvalidInputError("the change must be a JSON object, e.g. {\"drop_columns\": [\"a\"]}")
     parsed = change_from_json(change)
-    result = alter_table(DeltaTable(table), parsed, enable_column_mapping=enable_column_mapping, token=token)
+    result = alter_table(DeltaTable(table, storage_options), parsed, enable_column_mapping=enable_column_mapping, token=token)
     return CommandResult(table, parsed.operation, result.version, {})
 
 

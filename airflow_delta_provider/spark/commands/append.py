@@ -80,18 +80,20 @@ def run_append(
     token: str | None = None,
     io: str = "auto",
     table_properties: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` to ``table``.
 
     ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
     ``table_properties`` (``delta.*``) are set on the table in the same
     commit; one that needs a table feature (``delta.enableDeletionVectors``)
-    upgrades the protocol, as delta-spark does.
+    upgrades the protocol, as delta-spark does. ``storage_options`` reach
+    the table (and a Delta source) from this process (default: the environment).
     """
     partition_by = list(partition_by or [])
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
     check_io(io)
-    target = DeltaTable(table)
+    target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
     snapshot = target.snapshot() if target.exists() else None
 
@@ -100,7 +102,7 @@ def run_append(
         if recorded is not None and recorded >= int(txn_version):  # type: ignore[arg-type]
             return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
 
-    data = read_source(spark, source, format, options or {}, io=io)
+    data = read_source(spark, source, format, options or {}, io=io, storage_options=storage_options)
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
     data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
     previous = snapshot.metadata if snapshot is not None else None
@@ -143,7 +145,12 @@ def run_append(
 
 
 def read_source(
-    spark: SparkSession, source: str, format: str, options: Mapping[str, str], io: str = "auto"
+    spark: SparkSession,
+    source: str,
+    format: str,
+    options: Mapping[str, str],
+    io: str = "auto",
+    storage_options: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The source rows; a Delta source is read through our own scan.
 
@@ -151,7 +158,7 @@ def read_source(
     parquet (a file, or a flat folder of files) or Delta.
     """
     if format == "delta":
-        return scan(spark, DeltaTable(source).snapshot(), io=io)
+        return scan(spark, DeltaTable(source, storage_options).snapshot(), io=io)
     try:
         location = parse_location(source)
     except InvalidInputError:

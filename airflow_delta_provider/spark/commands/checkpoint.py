@@ -7,6 +7,7 @@ and nothing records the token.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.checkpoint import write_checkpoint
@@ -23,10 +24,11 @@ def run_checkpoint(
     table: str,
     cleanup_logs: bool = False,
     token: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Checkpoint ``table`` at its latest version. ``spark`` may be None."""
     del spark, token  # the core does the work; a checkpoint commits nothing
-    target = DeltaTable(table)
+    target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     check_writable(snapshot.protocol, snapshot.metadata)
     write_checkpoint(target, snapshot)

@@ -20,6 +20,8 @@ whose rows stays is removed whole.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.spark.commands.dml import DmlCommand
@@ -55,14 +57,20 @@ class DeleteCommand(DmlCommand):
 
 
 def run_delete(
-    spark: SparkSession, table: str, condition: str | None, token: str | None = None, io: str = "auto"
+    spark: SparkSession,
+    table: str,
+    condition: str | None,
+    token: str | None = None,
+    io: str = "auto",
+    storage_options: Mapping[str, str] | None = None,
 ):
     """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult.
 
     ``version`` is None when no row matched (nothing is committed). ``io``:
     ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    ``storage_options`` reach the table from this process (default: the environment).
     """
-    return DeleteCommand(spark, table, condition, token, io).run()
+    return DeleteCommand(spark, table, condition, token, io, storage_options).run()
 
 
 __all__ = ["DeleteCommand", "run_delete"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,14 +78,20 @@ class DmlCommand:
     operation: str = ""
 
     def __init__(
-        self, spark: SparkSession, table: str, condition: str | None, token: str | None, io: str = "auto"
+        self,
+        spark: SparkSession,
+        table: str,
+        condition: str | None,
+        token: str | None,
+        io: str = "auto",
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         self.spark = spark
         self.table_uri = table
         self.condition_sql = condition
         self.token = token
         self.io = check_io(io)  # resolved to hadoop or arrow by prepare()
-        self.table = DeltaTable(table)
+        self.table = DeltaTable(table, storage_options)
         self.snapshot: Any = None
         self.txn: Any = None
         self.condition: Column | None = None

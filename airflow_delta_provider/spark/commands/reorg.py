@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -36,6 +37,7 @@ def run_reorg_purge(
     min_deleted_ratio: float = 0.0,
     token: str | None = None,
     io: str = "auto",
+    storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Rewrite the files of ``table`` whose vectors hide more than
     ``min_deleted_ratio`` of their rows; ``version`` is None when none does."""
@@ -46,7 +48,7 @@ def run_reorg_purge(
         raise InvalidInputError(f"min_deleted_ratio must be at least 0 and below 1, got {min_deleted_ratio}")
     check_io(io)
     started = time.monotonic()
-    target = DeltaTable(table)
+    target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     parameters = {"predicate": json.dumps([]), "applyPurge": True}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)

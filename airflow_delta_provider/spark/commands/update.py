@@ -46,8 +46,9 @@ class UpdateCommand(DmlCommand):
         set_exprs: Mapping[str, str],
         token: str | None,
         io: str = "auto",
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(spark, table, condition, token, io)
+        super().__init__(spark, table, condition, token, io, storage_options)
         self.set_exprs = dict(set_exprs)
         self.assignments: dict[str, Column] = {}
 
@@ -133,13 +134,15 @@ def run_update(
     set_exprs: Mapping[str, str],
     token: str | None = None,
     io: str = "auto",
+    storage_options: Mapping[str, str] | None = None,
 ):
     """UPDATE ``table`` SET ``set_exprs`` [WHERE ``condition``]; a CommandResult.
 
     ``version`` is None when no row matched (nothing is committed). ``io``:
     ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    ``storage_options`` reach the table from this process (default: the environment).
     """
-    return UpdateCommand(spark, table, condition, set_exprs, token, io).run()
+    return UpdateCommand(spark, table, condition, set_exprs, token, io, storage_options).run()
 
 
 __all__ = ["UpdateCommand", "run_update"]

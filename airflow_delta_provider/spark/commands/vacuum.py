@@ -14,9 +14,8 @@ reports.
 from __future__ import annotations
 
 import time
-from typing import Iterator
-
-from pyspark.sql import SparkSession
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.storage import TableStorage
@@ -30,6 +29,9 @@ from airflow_delta_provider.delta.vacuum import (
     plan_vacuum,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 #: Above this many files, deletes run on the executors instead of the driver.
 PARALLEL_DELETE_THRESHOLD = 1000
@@ -37,18 +39,20 @@ _FILES_PER_TASK = 1000
 
 
 def run_vacuum(
-    spark: SparkSession,
+    spark: SparkSession | None,
     table: str,
     retention_hours: float | None = None,
     dry_run: bool = False,
     enforce_retention: bool = True,
     token: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ):
     """VACUUM ``table``; a CommandResult whose version is ``VACUUM END``'s
-    (None on a dry run, which carries the planned ``files`` instead)."""
+    (None on a dry run, which carries the planned ``files`` instead).
+    ``spark`` may be None: this process then deletes every file itself."""
     from airflow_delta_provider.spark.result import CommandResult
 
-    dt = DeltaTable(table)
+    dt = DeltaTable(table, storage_options)
     snap = dt.snapshot()
     configured_ms = config.deleted_file_retention_ms(snap.metadata)
     retention_ms = check_retention(retention_hours, configured_ms, enforce_retention)
@@ -96,9 +100,12 @@ def run_vacuum(
 # --- deleting -------------------------------------------------------------------
 
 
-def _delete_files(spark: SparkSession, storage: TableStorage, plan: VacuumPlan) -> int:
+def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: VacuumPlan) -> int:
     paths = [checked_relative(e.path) for e in plan.files]
-    if not storage.is_local or len(paths) <= PARALLEL_DELETE_THRESHOLD:
+    if spark is None or not storage.is_local or len(paths) <= PARALLEL_DELETE_THRESHOLD or _is_connect(spark):
+        # Object stores take bulk deletes from the driver. With no Spark, or
+        # over Spark Connect, this process deletes: it reaches the table, as
+        # its commits do.
         return storage.delete_many(paths)
     absolute = [storage.location.child(p) for p in paths]
 
@@ -117,6 +124,12 @@ def _delete_files(spark: SparkSession, storage: TableStorage, plan: VacuumPlan) 
 
     slices = max(1, min(len(absolute) // _FILES_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))
     return spark.sparkContext.parallelize(absolute, slices).mapPartitions(delete_partition).sum()
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    from airflow_delta_provider.spark.session import is_connect
+
+    return is_connect(spark)
 
 
 __all__ = ["PARALLEL_DELETE_THRESHOLD", "run_vacuum"]

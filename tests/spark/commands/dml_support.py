@@ -157,6 +157,13 @@ def rows_deltalake(path: str) -> list[tuple]:
     return _sorted(DeltaTable(path).to_pyarrow_table())
 
 
+def rows_rs(path: str) -> list[tuple]:
+    """The table's rows as delta-rs reads them through DataFusion, which applies deletion vectors."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    return _sorted(pa.table(QueryBuilder().register("t", DeltaTable(path)).execute("SELECT * FROM t").read_all()))
+
+
 def rows_duckdb(con, path: str, where: str | None = None) -> list[tuple]:
     sql = f"SELECT * FROM delta_scan('{path}')" + (f" WHERE {where}" if where else "")
     return _sorted(con.execute(sql).fetch_arrow_table())

@@ -31,7 +31,7 @@ from airflow_delta_provider.spark.commands.delete import DeleteCommand, run_dele
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 
-from .dml_support import _sorted, commit_actions, rows_duckdb, state
+from .dml_support import _sorted, commit_actions, rows_duckdb, rows_rs, state
 
 DV_ON = {"delta.enableDeletionVectors": "true"}
 
@@ -67,13 +67,6 @@ def tables(spark, tmp_path):
     run_append(spark, dv, src, "parquet", partition_by=["part"], table_properties=DV_ON)
     run_append(spark, cow, src, "parquet", partition_by=["part"])
     return dv, cow
-
-
-def rows_rs(path: str) -> list[tuple]:
-    from deltalake import DeltaTable as RsTable
-    from deltalake import QueryBuilder
-
-    return _sorted(pa.table(QueryBuilder().register("t", RsTable(path)).execute("SELECT * FROM t").read_all()))
 
 
 def _same_rows(dv: str, cow: str, duckdb_delta) -> None:

@@ -1,0 +1,121 @@
+"""Run one Delta operation in the task's own process: over Spark Connect, or with no Spark.
+
+spark-submit starts a JVM and a SparkContext for every task: seconds before
+any work, even for a CHECKPOINT of a small table. Two modes skip that.
+
+- **Spark Connect.** With a ``spark_connect`` connection
+  (apache-airflow-providers-apache-spark's type: ``sc://host:port``, the
+  token in the password), the operation runs as a Spark Connect client in the
+  task process: the server runs the Spark jobs, the Delta core reads the log
+  and commits from here. Many small tasks share one warm server.
+- **No Spark** (``engine="python"``): CHECKPOINT and ALTER touch no data
+  file, and VACUUM only lists and deletes, so the core does them alone
+  (over Spark Connect too: they open no session).
+
+The operation is the very command spark-submit would run
+(:mod:`airflow_delta_provider.spark.in_process`), imported when the task
+runs, never when a DAG is parsed. Results and retries work as with
+spark-submit (:class:`~.delta_operation.DeltaOperationMixin`). The store's
+credentials stay in this process: the Spark Connect server's executors use
+the server's own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk.bases.hook import BaseHook
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, is_permanent
+from airflow_delta_provider.hooks.package_zip import build_package_zip
+
+#: Operations that can run with no Spark at all (``engine="python"``).
+PYTHON_ENGINE_OPERATIONS = ("checkpoint", "alter", "vacuum")
+#: The connection type of a Spark Connect server (apache-airflow-providers-apache-spark's).
+SPARK_CONNECT_CONN_TYPE = "spark_connect"
+
+
+class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
+    """Run Delta operations in this process, over Spark Connect or with no Spark.
+
+    :param conn_id: A ``spark_connect`` connection; None runs the operation
+        with no Spark (only :data:`PYTHON_ENGINE_OPERATIONS`).
+    :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
+        ``google_cloud_platform`` connection with the table store's
+        credentials, used by this process only; None: each cloud's own chain.
+    :param conf: Spark settings for the Connect session (runtime settings;
+        the server refuses static ones, by name).
+    :param package_cache_dir: Where the package zip the server's Python
+        workers import is cached (default ``~/.cache/airflow-delta-provider``).
+    """
+
+    conn_name_attr = "conn_id"
+    default_conn_name = "spark_connect_default"
+    conn_type = SPARK_CONNECT_CONN_TYPE
+    hook_name = "Delta Lake over Spark Connect"
+
+    def __init__(
+        self,
+        conn_id: str | None = None,
+        *,
+        storage_conn_id: str | None = None,
+        conf: Mapping[str, Any] | None = None,
+        package_cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.conn_id = conn_id
+        self.storage_conn_id = storage_conn_id
+        self.conf = {str(k): str(v) for k, v in (conf or {}).items()}
+        self._package_cache_dir = package_cache_dir
+        self._command: Any = None
+
+    def _remote_url(self) -> str:
+        """The server's ``sc://`` URL, built by the Spark provider's own hook (it holds the token)."""
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        return SparkConnectHook(conn_id=self.conn_id).get_connection_url()  # type: ignore[arg-type]
+
+    def _execute(
+        self, operation: str, table: str, arguments: Sequence[str], token: str | None
+    ) -> dict[str, Any] | None:
+        from airflow_delta_provider.delta.errors import DeltaError
+        from airflow_delta_provider.spark.in_process import InProcessCommand
+
+        argv = [operation, table, *arguments, *(["--token", token] if token else [])]
+        remote = None if self.conn_id is None else self._remote_url()
+        where = "with no Spark" if remote is None else "over Spark Connect"
+        try:
+            self._command = InProcessCommand(
+                argv,
+                remote=remote,
+                storage_options=self.storage_options or None,
+                conf=self.conf,
+                py_files=[] if remote is None else [str(build_package_zip(self._package_cache_dir))],
+            )
+            self.log.info("Running Delta %s on %s %s", operation, table, where)
+            return self._command.run()
+        except DeltaError as exc:
+            name = type(exc).__name__
+            message = f"Delta {operation} on {table} failed: {name}: {_one_line(exc)}"
+            if is_permanent(name):
+                raise AirflowFailException(message) from None
+            raise AirflowException(message) from exc
+        finally:
+            self._command = None
+
+    def on_kill(self) -> None:
+        """Interrupt the Spark Connect session's running operations; nothing uncommitted lands."""
+        command = self._command
+        if command is not None:
+            self.log.info("Interrupting the Spark Connect session's operations")
+            command.interrupt()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
+__all__ = ["PYTHON_ENGINE_OPERATIONS", "SPARK_CONNECT_CONN_TYPE", "DeltaInProcessHook"]

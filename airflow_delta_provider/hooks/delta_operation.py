@@ -1,0 +1,216 @@
+"""What every way of running a Delta operation shares: the token, the result, the log.
+
+An operation runs through spark-submit (:class:`~.delta_spark.DeltaSparkHook`)
+or in the task's own process (:class:`~.delta_in_process.DeltaInProcessHook`:
+Spark Connect, or no Spark at all). Either way:
+
+* the result comes from ``_delta_log``: the commit that carries the caller's
+  operation token (driver stdout never comes back in cluster deploy mode,
+  the log always does);
+* a retried task whose earlier try already committed gets that commit back,
+  and nothing runs again.
+
+:class:`DeltaOperationMixin` holds that skeleton; a hook supplies
+:meth:`~DeltaOperationMixin._execute`. Neither pyspark nor pyarrow is
+imported here; the Delta core is imported inside the methods that read the log.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow_delta_provider.delta.actions import CommitInfo
+
+#: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
+OPERATIONS = ("update", "delete", "append", "checkpoint", "vacuum", "reorg", "alter")
+
+#: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
+CLOCK_SKEW = timedelta(hours=1)
+
+
+class DeltaOperationResult(TypedDict):
+    """What one operation returns (and what operators push to XCom)."""
+
+    table: str
+    #: The committed version; None when the operation changed nothing.
+    version: int | None
+    operation: str
+    metrics: dict[str, Any]
+
+
+def operation_token(dag_id: str, task_id: str, run_id: str, map_index: int | None = -1) -> str:
+    """The token that names one task instance's change across its tries.
+
+    The try number is left out on purpose: every try of a task instance
+    carries the same token, so a retry can find what an earlier try committed.
+    """
+    return f"{dag_id}/{task_id}/{run_id}/{-1 if map_index is None else map_index}"
+
+
+def operation_metrics(raw: Any) -> dict[str, Any]:
+    """operationMetrics as written (strings, delta-spark style), numbers made numbers."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value):
+            out[key] = int(value)
+        else:
+            out[key] = value
+    return out
+
+
+def is_permanent(error_name: str | None) -> bool:
+    """Whether a retry could not help: bad input or a feature we refuse."""
+    from airflow_delta_provider.delta import errors
+
+    cls = getattr(errors, error_name or "", None)
+    return isinstance(cls, type) and issubclass(cls, (errors.InvalidInputError, errors.UnsupportedFeatureError))
+
+
+class DeltaOperationMixin:
+    """The run skeleton of a Delta hook: find an earlier try's commit, run, read the commit.
+
+    A hook sets ``storage_conn_id`` and implements :meth:`_execute`.
+    """
+
+    storage_conn_id: str | None
+    log: Any
+
+    @cached_property
+    def storage_options(self) -> dict[str, str]:
+        """The store settings of ``storage_conn_id`` (empty without one)."""
+        from airflow_delta_provider.hooks.storage_connection import storage_settings
+
+        return storage_settings(self.storage_conn_id)
+
+    def _delta_table(self, table: str) -> Any:
+        from airflow_delta_provider.delta.table import DeltaTable
+
+        return DeltaTable(table, self.storage_options or None)
+
+    def run(
+        self,
+        operation: str,
+        table: str,
+        arguments: Sequence[str] = (),
+        token: str | None = None,
+        not_before: datetime | None = None,
+    ) -> DeltaOperationResult:
+        """Run ``operation`` on ``table`` and return the commit it made.
+
+        :param operation: One of :data:`OPERATIONS`.
+        :param table: The table's path or URI, as the engine sees it.
+        :param arguments: The Spark CLI's options for this operation.
+        :param token: Names this change across retries; when a commit with
+            it exists already, that commit is returned and nothing runs.
+        :param not_before: When the work this token names began (the DAG
+            run's start): older commits cannot carry it, so they are not read.
+        """
+        if operation not in OPERATIONS:
+            raise ValueError(f"unknown Delta operation {operation!r}; expected one of {OPERATIONS}")
+
+        before = -1
+        if token:
+            earlier = self._last_commit_with_token(table, token, not_before=not_before)
+            if earlier is not None:
+                version, info = earlier
+                self.log.info(
+                    "Version %s of %s already carries token %r (an earlier try committed it); not running again.",
+                    version,
+                    table,
+                    token,
+                )
+                return self._commit_result(table, version, info)
+            before = self._latest_version(table)
+
+        printed = self._execute(operation, table, arguments, token)
+
+        if token:
+            committed = self._last_commit_with_token(table, token, since_version=before + 1)
+            if committed is not None:
+                return self._commit_result(table, *committed)
+            return self._uncommitted_result(operation, table, printed)
+        return self._printed_result(operation, table, printed)
+
+    def _execute(
+        self, operation: str, table: str, arguments: Sequence[str], token: str | None
+    ) -> dict[str, Any] | None:
+        """Run the operation; the result the engine printed, when it came back."""
+        raise NotImplementedError
+
+    # --- Reading the result from the log ---------------------------------------
+
+    def _latest_version(self, table: str) -> int:
+        delta_table = self._delta_table(table)
+        return delta_table.latest_version() if delta_table.exists() else -1
+
+    def _last_commit_with_token(
+        self, table: str, token: str, since_version: int = 0, not_before: datetime | None = None
+    ) -> tuple[int, CommitInfo] | None:
+        """The newest commit carrying ``token``, or None."""
+        delta_table = self._delta_table(table)
+        if not delta_table.exists():
+            return None
+        not_before_ms = None
+        if not_before is not None:
+            # Commits are stamped by the storage's clock: allow for skew.
+            not_before_ms = int((not_before - CLOCK_SKEW).timestamp() * 1000)
+        return delta_table.find_commit(token, since_version, not_before_ms=not_before_ms)
+
+    @staticmethod
+    def _commit_result(table: str, version: int, info: CommitInfo) -> DeltaOperationResult:
+        return DeltaOperationResult(
+            table=table,
+            version=version,
+            operation=info.operation or "",
+            metrics=operation_metrics(info.raw.get("operationMetrics")),
+        )
+
+    def _uncommitted_result(
+        self, operation: str, table: str, printed: dict[str, Any] | None
+    ) -> DeltaOperationResult:
+        """The result when no commit carries the token: nothing changed.
+
+        The printed result fills in what it can (it is lost in cluster deploy
+        mode). A checkpoint commits nothing by nature; its version is the
+        checkpointed one, read from ``_last_checkpoint`` when nothing was printed.
+        """
+        result = self._printed_result(operation, table, printed)
+        if operation != "checkpoint":
+            result["version"] = None
+        elif result["version"] is None:
+            result["version"] = self._last_checkpoint_version(table)
+        return result
+
+    @staticmethod
+    def _printed_result(operation: str, table: str, printed: dict[str, Any] | None) -> DeltaOperationResult:
+        """The result as the engine printed it (empty when it did not come back)."""
+        printed = printed or {}
+        return DeltaOperationResult(
+            table=table,
+            version=printed.get("version"),
+            operation=str(printed.get("operation") or operation.upper()),
+            metrics=operation_metrics(printed.get("metrics")),
+        )
+
+    def _last_checkpoint_version(self, table: str) -> int | None:
+        last = self._delta_table(table).log_store.read_last_checkpoint()
+        return None if last is None else last.get("version")
+
+
+__all__ = [
+    "CLOCK_SKEW",
+    "OPERATIONS",
+    "DeltaOperationMixin",
+    "DeltaOperationResult",
+    "is_permanent",
+    "operation_metrics",
+    "operation_token",
+]

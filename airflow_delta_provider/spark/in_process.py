@@ -1,0 +1,116 @@
+"""Run one Spark CLI command inside the calling process.
+
+spark-submit runs the CLI (:mod:`.cli`) in a driver of its own. Two modes run
+the very same commands, with the same arguments, in the caller's process
+instead (an Airflow task's):
+
+- **Spark Connect** (``remote="sc://host:port"``): the commands are a client
+  of a Spark Connect server, which runs the Spark jobs; the core reads the
+  log and commits from this process. No JVM starts here, and nothing Connect
+  lacks is used: no SparkContext, no RDD, no py4j.
+- **No Spark** (``remote=None``), for the commands that need none
+  (:data:`~.cli.PYTHON_ENGINE_COMMANDS`: CHECKPOINT, ALTER and VACUUM):
+  the core alone. They open no Connect session either.
+
+:class:`InProcessCommand` returns what the CLI would print, as a dict, and
+raises what the CLI would report: a
+:class:`~airflow_delta_provider.delta.errors.DeltaError` (bad input as
+InvalidInputError, a server gone as EngineUnavailableError), or anything
+else for a crash. :meth:`InProcessCommand.interrupt` (another thread) stops
+the session's Spark operations; what was not committed stays uncommitted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from airflow_delta_provider.delta.errors import DeltaError, EngineUnavailableError, InvalidInputError
+from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, build_parser, execute
+
+class InProcessCommand:
+    """One Spark CLI command, run in this process (see the module docs).
+
+    :param argv: The CLI's arguments: the command, the table, its options.
+    :param remote: A Spark Connect URL (``sc://host:port/;token=...``);
+        None runs a command that needs no Spark.
+    :param storage_options: The table store's settings for this process
+        (the core's reads and commits); None: the environment.
+    :param conf: Spark settings for the Connect session (runtime ones only).
+    :param py_files: Zips or ``.py`` files the server's Python workers need
+        (the package's own zip, as spark-submit's ``--py-files``).
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        remote: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        conf: Mapping[str, str] | None = None,
+        py_files: Iterable[str] = (),
+    ) -> None:
+        self.args = build_parser().parse_args(list(argv))
+        if remote is None and self.args.command not in PYTHON_ENGINE_COMMANDS:
+            runnable = ", ".join(sorted(PYTHON_ENGINE_COMMANDS))
+            raise InvalidInputError(
+                f"{self.args.command} needs Spark: give a Spark Connect server, or use spark-submit "
+                f"(only {runnable} run without Spark)"
+            )
+        # A command that needs no Spark opens no session, over Connect too.
+        self.remote = remote if self.args.command not in PYTHON_ENGINE_COMMANDS else None
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.conf = {**dict(self.args.spark_conf), **dict(conf or {})}
+        self.py_files = list(py_files)
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._interrupted = False
+
+    def run(self) -> dict[str, Any]:
+        """Run the command; the result the CLI would print, as a dict."""
+        if self.remote is None:
+            return execute(self.args, None, self.storage_options).to_dict()
+        from airflow_delta_provider.spark.remote_session import connect_mode
+
+        with connect_mode():
+            return self._run_remote()
+
+    def _run_remote(self) -> dict[str, Any]:
+        from airflow_delta_provider.spark.remote_session import close, connect_session, unreachable_reason
+
+        session = connect_session(self.remote, self.conf, self.py_files)  # type: ignore[arg-type]
+        with self._lock:
+            self._session = session
+            interrupted = self._interrupted
+        try:
+            if interrupted:
+                raise EngineUnavailableError("the operation was interrupted before it started")
+            return execute(self.args, session, self.storage_options).to_dict()
+        except DeltaError:
+            raise
+        except Exception as exc:
+            lost = unreachable_reason(exc)
+            if lost is None:
+                raise
+            raise EngineUnavailableError(
+                f"the Spark Connect server went away during the {self.args.command}: {lost}"
+            ) from exc
+        finally:
+            with self._lock:
+                self._session = None
+            close(session)
+
+    def interrupt(self) -> None:
+        """Stop the session's running Spark operations (from another thread)."""
+        with self._lock:
+            self._interrupted = True
+            session = self._session
+        if session is not None:
+            try:
+                session.interruptAll()
+            except Exception:  # noqa: BLE001, S110 - a server gone runs nothing more
+                pass
+
+
+__all__ = ["InProcessCommand"]
