@@ -47,7 +47,11 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": [
             {
                 "integration-name": _INTEGRATION,
-                "python-modules": ["airflow_delta_provider.hooks.delta_spark"],
+                "python-modules": [
+                    "airflow_delta_provider.hooks.delta_spark",
+                    "airflow_delta_provider.hooks.delta_in_process",
+                    "airflow_delta_provider.hooks.delta_operation",
+                ],
             }
         ],
         "triggers": [

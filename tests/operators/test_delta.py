@@ -1,7 +1,8 @@
-"""The Delta operators, each run through dag.test() with real spark-submit on local Spark.
+"""The Delta operators, each run through dag.test(): with real spark-submit on
+local Spark, and over a real Spark Connect server.
 
-spark-submit costs seconds, so one DAG runs every operator in turn, and a
-second one checks that a retried task does not commit twice.
+A task costs seconds, so one DAG runs every operator in turn, and a second
+one checks that a retried task does not commit twice; both run once per mode.
 """
 
 from __future__ import annotations
@@ -97,9 +98,21 @@ def _commits_with_token(table: Path, token: str) -> list[int]:
     return versions
 
 
+@pytest.fixture(params=["spark_submit", "spark_connect"])
+def engine(request, monkeypatch) -> dict[str, Any]:
+    """How the operators reach Spark: the ``spark`` connection (spark-submit), or
+    a ``spark_connect`` connection to the session's Connect server."""
+    if request.param == "spark_submit":
+        return {"name": "", "kwargs": {}}
+    server = request.getfixturevalue("spark_connect")
+    conn = {"conn_type": "spark_connect", "host": "127.0.0.1", "port": server.port}
+    monkeypatch.setenv("AIRFLOW_CONN_DELTA_CONNECT", json.dumps(conn))
+    return {"name": "_connect", "kwargs": {"conn_id": "delta_connect"}}
+
+
 @needs_spark
 @pytest.mark.usefixtures("airflow_db")
-def test_every_operator_through_dag_test(tmp_path: Path) -> None:
+def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> None:
     from airflow.sdk import DAG
     from deltalake import DeltaTable as ReaderTable
 
@@ -113,9 +126,10 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": pa.array([5], pa.int64()), "amount": ["fifty"]}), clashing)
     table = tmp_path / "table"
 
-    common = {"conf": SPARK_TEST_CONF}
+    common = {"conf": SPARK_TEST_CONF, **engine["kwargs"]}
+    dag_id = "delta_operators" + engine["name"]
     with DAG(
-        "delta_operators",
+        dag_id,
         schedule=None,
         params={"country": "NL", "table": str(table)},
         default_args={"retries": 0},
@@ -134,6 +148,9 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
         delete = DeltaDeleteOperator(task_id="delete", table_path=str(table), condition="id = 1", **common)
         no_match = DeltaDeleteOperator(task_id="no_match", table_path=str(table), condition="id > 1000", **common)
         checkpoint = DeltaCheckpointOperator(task_id="checkpoint", table_path=str(table), **common)
+        python_checkpoint = DeltaCheckpointOperator(
+            task_id="python_checkpoint", table_path=str(table), engine="python", cleanup_logs=True
+        )
         vacuum = DeltaVacuumOperator(
             task_id="vacuum", table_path=str(table), retention_hours=0, retention_check=False, dry_run=True, **common
         )
@@ -157,14 +174,15 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
             task_id="after_rename", table_path=str(table), updates={"total": "total + 1"}, condition="id = 4", **common
         )
         refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
-        create >> evolve >> update >> delete >> no_match >> checkpoint >> vacuum >> enable_dvs >> dv_delete >> purge
+        create >> evolve >> update >> delete >> no_match >> checkpoint >> python_checkpoint >> vacuum >> enable_dvs
+        enable_dvs >> dv_delete >> purge
         purge >> rename >> after_rename >> refused
 
     dag_run = run_dag(dag)
 
     succeeded = (
-        "create", "evolve", "update", "delete", "no_match", "checkpoint", "vacuum", "enable_dvs", "dv_delete", "purge",
-        "rename", "after_rename",
+        "create", "evolve", "update", "delete", "no_match", "checkpoint", "python_checkpoint", "vacuum", "enable_dvs",
+        "dv_delete", "purge", "rename", "after_rename",
     )  # fmt: skip
     assert task_states(dag_run) == {**{t: "success" for t in succeeded}, "refused": "failed"}
     created = xcom(dag_run, "create")
@@ -177,6 +195,9 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
     assert (deleted["version"], deleted["operation"], deleted["metrics"]["numDeletedRows"]) == (3, "DELETE", 1)
     assert xcom(dag_run, "no_match")["version"] is None
     assert xcom(dag_run, "checkpoint")["version"] == 3
+    python_checkpoint = xcom(dag_run, "python_checkpoint")
+    assert (python_checkpoint["operation"], python_checkpoint["version"]) == ("CHECKPOINT", 3)
+    assert python_checkpoint["metrics"]["numDeletedLogFiles"] == 0  # nothing older than the log retention
     assert xcom(dag_run, "vacuum")["version"] is None
     for task_id, version in {"create": 0, "evolve": 1, "update": 2, "delete": 3, "no_match": None}.items():
         assert xcom(dag_run, task_id, key="version") == version
@@ -189,7 +210,7 @@ def test_every_operator_through_dag_test(tmp_path: Path) -> None:
         {"id": 4, "amount": 80, "country": "NL"},
     ]
     assert (table / "_delta_log" / f"{3:020d}.checkpoint.parquet").is_file()
-    token = f"delta_operators/update/{dag_run.run_id}/-1"
+    token = f"{dag_id}/update/{dag_run.run_id}/-1"
     assert _commits_with_token(table, token) == [2]
 
     # Deletion vectors: enabled by a table property, written by DELETE, purged by REORG.
@@ -229,7 +250,7 @@ class _FailsAfterCommitting(DeltaDeleteOperator):
 
 @needs_spark
 @pytest.mark.usefixtures("airflow_db")
-def test_a_retry_after_a_committed_try_returns_that_commit(tmp_path: Path) -> None:
+def test_a_retry_after_a_committed_try_returns_that_commit(tmp_path: Path, engine: dict[str, Any]) -> None:
     from airflow.sdk import DAG
 
     from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
@@ -239,7 +260,8 @@ def test_a_retry_after_a_committed_try_returns_that_commit(tmp_path: Path) -> No
     table = tmp_path / "table"
     DeltaSparkHook(conf=SPARK_TEST_CONF).run("append", str(table), ["--source", str(source), "--format", "parquet"])
 
-    with DAG("delta_retry", schedule=None) as dag:
+    dag_id = "delta_retry" + engine["name"]
+    with DAG(dag_id, schedule=None) as dag:
         _FailsAfterCommitting(
             task_id="delete",
             table_path=str(table),
@@ -247,11 +269,47 @@ def test_a_retry_after_a_committed_try_returns_that_commit(tmp_path: Path) -> No
             conf=SPARK_TEST_CONF,
             retries=1,
             retry_delay=timedelta(0),
+            **engine["kwargs"],
         )
     dag_run = run_dag(dag)
 
     assert task_states(dag_run) == {"delete": "success"}
     assert xcom(dag_run, "delete")["version"] == 1
     assert xcom(dag_run, "delete", key="version") == 1
-    assert _commits_with_token(table, f"delta_retry/delete/{dag_run.run_id}/-1") == [1]
+    assert _commits_with_token(table, f"{dag_id}/delete/{dag_run.run_id}/-1") == [1]
     assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{v:020d}.json" for v in (0, 1)]
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_bad_input_leaves_one_clear_line_in_the_task_log(
+    tmp_path: Path, engine: dict[str, Any], capfd: Any, caplog: Any
+) -> None:
+    """An UPDATE with an unknown column, as a new user would write it: the task
+    fails with one line that names the column and the ones there are, and the
+    log holds no JVM stack (PySpark's SQLQueryContextLogger record)."""
+    from airflow.sdk import DAG
+    from deltalake import write_deltalake
+
+    table = tmp_path / "orders"
+    orders = pa.table({"order_id": pa.array([1, 2], pa.int64()), "amount": pa.array([5, 9], pa.int64())})
+    write_deltalake(str(table), orders)
+    with DAG("delta_bad_input" + engine["name"], schedule=None) as dag:
+        DeltaUpdateOperator(
+            task_id="update",
+            table_path=str(table),
+            condition="nosuchcol > 3",
+            updates={"amount": "0"},
+            conf=SPARK_TEST_CONF,
+            **engine["kwargs"],
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"update": "failed"}
+    printed = capfd.readouterr()
+    log = printed.out + printed.err + caplog.text
+    assert f"Delta update on {table} failed: InvalidInputError: invalid condition 'nosuchcol > 3'" in log
+    assert "Did you mean one of the following? [`amount`, `order_id`]" in log
+    assert "SQLQueryContextLogger" not in log
+    assert "JVM stacktrace" not in log and "\tat org.apache.spark" not in log
+    assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
