@@ -82,12 +82,6 @@ class UnsafeStorageError(UnsupportedFeatureError):
 # --- Bad input ---------------------------------------------------------------
 
 
-class EngineUnavailableError(DeltaError):
-    """The Spark engine cannot be reached, or went away during the operation
-    (a Spark Connect server that is down, stopped or unreachable). Nothing was
-    committed unless the log shows the operation's commit."""
-
-
 class InvalidInputError(DeltaError):
     """An argument is wrong: a condition that does not parse, an unknown
     column, a bad option value."""
@@ -113,13 +107,31 @@ class RetentionTooShortError(InvalidInputError):
     """VACUUM was asked for a retention below the table's safe minimum."""
 
 
+# --- The Spark engine --------------------------------------------------------
+
+
+class EngineUnavailableError(DeltaError):
+    """The Spark engine cannot be reached, or went away during the operation
+    (a Spark Connect server that is down, stopped or unreachable). Nothing was
+    committed unless the log shows the operation's commit."""
+
+
+class EngineAccessDeniedError(InvalidInputError):
+    """The Spark engine refused the connection's credentials (a Spark Connect
+    token it does not accept). Retrying with the same connection cannot help."""
+
+
+class OperationInterruptedError(DeltaError):
+    """The operation was interrupted (Airflow's ``on_kill``) before it committed."""
+
+
+# --- Concurrency (delta-spark's ConcurrentModificationException family) ------
+
+
 class CommitOutcomeUnknownError(DeltaError):
     """A commit's create got no answer and the store could not be read back:
     the version may or may not have landed. Not a CommitFailedError on
     purpose: the files it names must be kept, since they may be committed."""
-
-
-# --- Concurrency (delta-spark's ConcurrentModificationException family) ------
 
 
 class CommitFailedError(DeltaError):

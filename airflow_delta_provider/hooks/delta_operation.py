@@ -173,9 +173,7 @@ class DeltaOperationMixin:
             metrics=operation_metrics(info.raw.get("operationMetrics")),
         )
 
-    def _uncommitted_result(
-        self, operation: str, table: str, printed: dict[str, Any] | None
-    ) -> DeltaOperationResult:
+    def _uncommitted_result(self, operation: str, table: str, printed: dict[str, Any] | None) -> DeltaOperationResult:
         """The result when no commit carries the token: nothing changed.
 
         The printed result fills in what it can (it is lost in cluster deploy

@@ -167,7 +167,7 @@ class DeltaSparkOperator(BaseOperator):
         for ``engine="python"`` and ``spark_connect`` connections, else spark-submit."""
         if self.engine == "python":
             return DeltaInProcessHook(None, storage_conn_id=self.storage_conn_id)
-        if BaseHook.get_connection(self.conn_id).conn_type == SPARK_CONNECT_CONN_TYPE:
+        if self._conn_type() == SPARK_CONNECT_CONN_TYPE:
             ignored = sorted(a for a in _SPARK_SUBMIT_ONLY if getattr(self, a) is not None)
             if ignored or self.hook_params:
                 self.log.warning(
@@ -190,6 +190,15 @@ class DeltaSparkOperator(BaseOperator):
             name=self.name,
             **self.hook_params,
         )
+
+    def _conn_type(self) -> str | None:
+        """The type of ``conn_id``; None when it is not defined (SparkSubmitHook then uses its defaults)."""
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
+        try:
+            return BaseHook.get_connection(self.conn_id).conn_type
+        except AirflowNotFoundException:
+            return None
 
     def execute(self, context: Context) -> DeltaOperationResult:
         ti = context["ti"]
@@ -233,9 +242,7 @@ class DeltaSparkOperator(BaseOperator):
     def _openlineage(self, result: DeltaOperationResult | None) -> Any:
         from airflow_delta_provider.lineage.build import operator_lineage  # imports no OpenLineage itself
 
-        return operator_lineage(
-            self.table_path, result, lambda: self.hook.storage_options, **self._lineage_arguments()
-        )
+        return operator_lineage(self.table_path, result, lambda: self.hook.storage_options, **self._lineage_arguments())
 
     def _lineage_arguments(self) -> dict[str, Any]:
         """What :func:`~airflow_delta_provider.lineage.build.operator_lineage` needs beyond the table."""

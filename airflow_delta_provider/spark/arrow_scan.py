@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,23 +126,27 @@ def arrow_read(
     return spark.read.format(SOURCE_NAME).option("plan", json.dumps(plan)).load()
 
 
-def arrow_read_parquet(spark: SparkSession, location: TableLocation) -> DataFrame:
+def arrow_read_parquet(
+    spark: SparkSession, location: TableLocation, storage_options: Mapping[str, str] | None = None
+) -> DataFrame:
     """The rows of a parquet file, or of a flat folder of parquet files, on a
     store (names starting with ``_`` or ``.`` are skipped, as Spark does).
 
     The schema is the first file's, as Spark's parquet source takes it.
     Sub-folders (Hive partitions) are not discovered: an InvalidInputError.
+    ``storage_options`` reach the store from this process (the listing and
+    the schema); the executors read the files with their own environment.
     """
     import pyarrow.parquet as pq
 
     from airflow_delta_provider.delta.schema import from_arrow_schema
     from airflow_delta_provider.delta.storage import open_storage, parse_location
 
-    storage = open_storage(location)
+    storage = open_storage(location, storage_options)
     listed = [m for m in storage.list_tree("") if not m.is_dir and not _hidden(m.path)]
     if not listed and "/" in location.uri.split("://", 1)[-1]:
         parent, name = worker_root(location).rsplit("/", 1)
-        storage = open_storage(parent)
+        storage = open_storage(parent, storage_options)
         try:
             listed = [storage.head(name)]
         except FileNotFoundError:
@@ -374,9 +378,7 @@ class DeltaArrowReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         files = self._files or []
-        return [
-            InputPartition([[i, *files[i], start, length] for i, start, length in split]) for split in self._splits
-        ]
+        return [InputPartition([[i, *files[i], start, length] for i, start, length in split]) for split in self._splits]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         yield from read_entries(self.root, self.schema, self.columns, partition.value)

@@ -297,7 +297,6 @@ def spark_input_error(exc: BaseException) -> InvalidInputError | None:
 def _spark_error(exc: BaseException) -> tuple[str, str | None, str] | None:
     """(SQLSTATE, error class, message) of a Spark error; None for anything else."""
     try:
-        from py4j.protocol import Py4JError, Py4JJavaError
         from pyspark.errors import PySparkException
     except ImportError:  # checkpoint runs without pyspark: no Spark error possible
         return None
@@ -307,6 +306,10 @@ def _spark_error(exc: BaseException) -> tuple[str, str | None, str] | None:
             return None
         getter = getattr(exc, "getCondition", None) or exc.getErrorClass  # getCondition: Spark 4
         return state, getter(), str(exc)
+    try:  # a Spark Connect client may have no py4j (pyspark-client alone): no JVM error then
+        from py4j.protocol import Py4JError, Py4JJavaError
+    except ImportError:
+        return None
     if not isinstance(exc, Py4JJavaError):
         return None
     throwable = exc.java_exception

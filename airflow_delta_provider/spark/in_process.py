@@ -26,8 +26,14 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from airflow_delta_provider.delta.errors import DeltaError, EngineUnavailableError, InvalidInputError
+from airflow_delta_provider.delta.errors import (
+    DeltaError,
+    EngineUnavailableError,
+    InvalidInputError,
+    OperationInterruptedError,
+)
 from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, build_parser, execute
+
 
 class InProcessCommand:
     """One Spark CLI command, run in this process (see the module docs).
@@ -63,7 +69,8 @@ class InProcessCommand:
         self.storage_options = dict(storage_options) if storage_options else None
         self.conf = {**dict(self.args.spark_conf), **dict(conf or {})}
         self.py_files = list(py_files)
-        self._lock = threading.Lock()
+        # Reentrant: Airflow calls on_kill from a signal handler, on the thread that runs the command.
+        self._lock = threading.RLock()
         self._session: Any = None
         self._interrupted = False
 
@@ -85,11 +92,13 @@ class InProcessCommand:
             interrupted = self._interrupted
         try:
             if interrupted:
-                raise EngineUnavailableError("the operation was interrupted before it started")
+                raise OperationInterruptedError(f"the {self.args.command} was interrupted before it started")
             return execute(self.args, session, self.storage_options).to_dict()
         except DeltaError:
             raise
         except Exception as exc:
+            if self._interrupted:
+                raise OperationInterruptedError(f"the {self.args.command} was interrupted before it committed") from exc
             lost = unreachable_reason(exc)
             if lost is None:
                 raise
@@ -102,7 +111,11 @@ class InProcessCommand:
             close(session)
 
     def interrupt(self) -> None:
-        """Stop the session's running Spark operations (from another thread)."""
+        """Stop the command: its running Spark operations are interrupted and
+        its session is released, so no later Spark operation starts either.
+        Safe from another thread and from a signal handler."""
+        from airflow_delta_provider.spark.remote_session import close
+
         with self._lock:
             self._interrupted = True
             session = self._session
@@ -111,6 +124,7 @@ class InProcessCommand:
                 session.interruptAll()
             except Exception:  # noqa: BLE001, S110 - a server gone runs nothing more
                 pass
+            close(session)
 
 
 __all__ = ["InProcessCommand"]

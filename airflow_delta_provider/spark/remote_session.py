@@ -24,14 +24,20 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import pyspark
 
-from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError
-from airflow_delta_provider.spark.session import REQUIRED_CONF, check_spark_version
+from airflow_delta_provider.delta.errors import (
+    DeltaError,
+    EngineAccessDeniedError,
+    EngineUnavailableError,
+    InvalidInputError,
+)
+from airflow_delta_provider.spark.session import REQUIRED_CONF, SPARK_DEFAULT_REDACTION_REGEX, check_spark_version
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +51,11 @@ CONNECT_RETRIES = 4
 CONNECT_MODE_VARIABLE = "SPARK_CONNECT_MODE_ENABLED"
 
 
+_mode_lock = threading.Lock()
+_mode_users = 0
+_mode_previous: str | None = None
+
+
 @contextmanager
 def connect_mode() -> Iterator[None]:
     """PySpark's process-wide Spark Connect switch, on for the block.
@@ -53,17 +64,24 @@ def connect_mode() -> Iterator[None]:
     classic columns by an environment variable that PySpark's own
     ``builder.remote()`` sets for good. An Airflow task process runs one
     operation; a process that also holds a classic session (a test suite)
-    gets its previous state back afterwards.
+    gets its previous state back once the last block in any thread has ended.
     """
-    previous = os.environ.get(CONNECT_MODE_VARIABLE)
-    os.environ[CONNECT_MODE_VARIABLE] = "1"
+    global _mode_users, _mode_previous
+    with _mode_lock:
+        if _mode_users == 0:
+            _mode_previous = os.environ.get(CONNECT_MODE_VARIABLE)
+            os.environ[CONNECT_MODE_VARIABLE] = "1"
+        _mode_users += 1
     try:
         yield
     finally:
-        if previous is None:
-            os.environ.pop(CONNECT_MODE_VARIABLE, None)
-        else:
-            os.environ[CONNECT_MODE_VARIABLE] = previous
+        with _mode_lock:
+            _mode_users -= 1
+            if _mode_users == 0:
+                if _mode_previous is None:
+                    os.environ.pop(CONNECT_MODE_VARIABLE, None)
+                else:
+                    os.environ[CONNECT_MODE_VARIABLE] = _mode_previous
 
 
 def connect_session(
@@ -74,31 +92,52 @@ def connect_session(
     """A new Spark Connect session on the server at ``url`` (``sc://host:port/;params``).
 
     Raises :class:`~airflow_delta_provider.delta.errors.EngineUnavailableError`
-    when the server cannot be reached, :class:`InvalidInputError` for a
-    setting the server will not take, and UnsupportedFeatureError when the
-    server runs another Spark release than this PySpark.
+    when the server cannot be reached (a retry may find it),
+    :class:`~airflow_delta_provider.delta.errors.EngineAccessDeniedError` when
+    it refuses the credentials, :class:`InvalidInputError` for a malformed URL
+    or a setting the server will not take, and UnsupportedFeatureError when
+    the server runs another Spark release than this PySpark. No message names
+    the URL's parameters (its token).
     """
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
+    where = redact_url(url)
     if not url.startswith("sc://"):
-        raise InvalidInputError(f"a Spark Connect URL starts with sc://, not {redact_url(url)!r}")
+        raise InvalidInputError(f"a Spark Connect URL starts with sc://, not {where!r}")
+    session = None
     try:
         session = RemoteSparkSession.builder.remote(_with_user_agent(url)).create()
         session.client.set_retry_policies(retry_policies())
         version = session.version
-    except Exception as exc:  # noqa: BLE001 - grpc's and pyspark's errors for an unreachable server vary
-        reason = unreachable_reason(exc) or _first_line(exc)
-        raise EngineUnavailableError(f"cannot reach the Spark Connect server at {redact_url(url)}: {reason}") from exc
-    try:
         check_spark_version(pyspark.__version__, version, None)
         for key, value in {**dict(conf or {}), **REQUIRED_CONF}.items():
             _set(session, key, str(value))
         for path in py_files:
             session.addArtifacts(path, pyfile=True)
-    except BaseException:
-        close(session)
-        raise
+    except BaseException as exc:
+        if session is not None:
+            close(session)
+        if isinstance(exc, DeltaError) or not isinstance(exc, Exception):
+            raise
+        raise _session_error(exc, where) from None  # the cause may quote the URL, token included
     return session
+
+
+def _session_error(exc: Exception, where: str) -> DeltaError:
+    """What a failure to open a session means, in one line that names no secret."""
+    reason = unreachable_reason(exc)
+    if reason is not None:
+        return EngineUnavailableError(f"cannot reach the Spark Connect server at {where}: {reason}")
+    text = str(exc)
+    if any(code in text for code in ("StatusCode.UNAUTHENTICATED", "StatusCode.PERMISSION_DENIED")):
+        return EngineAccessDeniedError(f"the Spark Connect server at {where} refused the connection's credentials")
+    condition = getattr(exc, "getCondition", lambda: None)()
+    if condition and condition.startswith("INVALID_CONNECT_URL"):
+        return InvalidInputError(f"the Spark Connect URL for {where} is not valid ({condition})")
+    return EngineUnavailableError(
+        f"cannot open a session on the Spark Connect server at {where}: {type(exc).__name__}"
+        + (f" [{condition}]" if condition else "")
+    )
 
 
 def retry_policies() -> list[Any]:
@@ -131,13 +170,19 @@ def _set(session: Any, key: str, value: str) -> None:
     try:
         session.conf.set(key, value)
     except PySparkException as exc:
+        if unreachable_reason(exc) is not None:
+            raise
         if exc.getCondition() not in _SERVER_SETTINGS:
-            raise InvalidInputError(f"the Spark setting {key}={value!r} is refused: {_first_line(exc)}") from None
-        current = session.conf.get(key, None)
-        if current != value:
-            log.warning(
-                "Spark setting %s is the Spark Connect server's own (%s there); %r is ignored", key, current, value
-            )
+            why = exc.getCondition() if _secret_setting(key) else _first_line(exc)  # the text may quote the value
+            raise InvalidInputError(f"the Spark setting {key} is refused: {why}") from None
+        if session.conf.get(key, None) != value:
+            shown = value if not _secret_setting(key) else "***"
+            log.warning("Spark setting %s is the Spark Connect server's own; %s=%s is ignored", key, key, shown)
+
+
+def _secret_setting(key: str) -> bool:
+    """Whether Spark would hide ``key``'s value (its default ``spark.redaction.regex``)."""
+    return re.search(SPARK_DEFAULT_REDACTION_REGEX, key) is not None
 
 
 def unreachable_reason(exc: BaseException) -> str | None:

@@ -27,7 +27,13 @@ def test_the_example_pipeline_runs_over_spark_connect(spark_connect, tmp_path, m
 
     assert set(task_states(dag_run).values()) == {"success"}
     versions = {step: xcom(dag_run, step)["version"] for step in STEPS}
-    assert versions == {"load_day_1": 0, "append_day_2": 1, "flag_large_orders": 2, "drop_cancelled": 3, "checkpoint": 3}
+    assert versions == {
+        "load_day_1": 0,
+        "append_day_2": 1,
+        "flag_large_orders": 2,
+        "drop_cancelled": 3,
+        "checkpoint": 3,
+    }
     assert xcom(dag_run, "vacuum_dry_run")["version"] is None
     table = DeltaTable(str(tmp_path / "data" / "delta" / "orders"))
     assert table.version() == 3

@@ -117,7 +117,9 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     from deltalake import DeltaTable as ReaderTable
 
     first = tmp_path / "first.parquet"
-    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "amount": pa.array([10, 20, 30], pa.int64())}), first)
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2, 3], pa.int64()), "amount": pa.array([10, 20, 30], pa.int64())}), first
+    )
     wider = tmp_path / "wider.parquet"
     pq.write_table(
         pa.table({"id": pa.array([4], pa.int64()), "amount": pa.array([40], pa.int64()), "country": ["NL"]}), wider
@@ -224,8 +226,9 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
 
     latest = ReaderTable(str(table))
     assert latest.protocol().min_writer_version == 7
-    now = pa.table(QueryBuilder().register("t", ReaderTable(str(table), version=6)).execute(
-        "SELECT id, amount FROM t").read_all()).to_pylist()
+    now = pa.table(
+        QueryBuilder().register("t", ReaderTable(str(table), version=6)).execute("SELECT id, amount FROM t").read_all()
+    ).to_pylist()
     assert sorted((r["id"], r["amount"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
 
     # A column renamed through column mapping, then updated by its new name.
@@ -313,3 +316,66 @@ def test_bad_input_leaves_one_clear_line_in_the_task_log(
     assert "SQLQueryContextLogger" not in log
     assert "JVM stacktrace" not in log and "\tat org.apache.spark" not in log
     assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_a_task_whose_connect_server_dies_mid_write_fails_clearly_and_changes_nothing(
+    tmp_path: Path, fresh_spark_connect: Any, monkeypatch: pytest.MonkeyPatch, capfd: Any, caplog: Any
+) -> None:
+    """The server is killed while the UPDATE writes its files (its staging
+    folder has appeared): the task fails with EngineUnavailableError, not
+    for good (a retry may find the server back), and the table is as it was."""
+    import threading
+    import time
+
+    from airflow.sdk import DAG
+    from deltalake import write_deltalake
+
+    server = fresh_spark_connect()
+    conn = {"conn_type": "spark_connect", "host": "127.0.0.1", "port": server.port}
+    monkeypatch.setenv("AIRFLOW_CONN_DYING_CONNECT", json.dumps(conn))
+    table = tmp_path / "orders"
+    write_deltalake(str(table), pa.table({"id": pa.array(range(200), pa.int64()), "amount": pa.array(range(200))}))
+    files_before = sorted(p.name for p in table.iterdir())
+    slow = "id >= 0 AND java_method('java.lang.Thread', 'sleep', cast(50 as bigint)) = 'null'"
+
+    def kill_once_writing() -> None:
+        deadline = time.monotonic() + 120
+        while not any(table.glob("_delta_staging_*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.kill()
+
+    killer = threading.Thread(target=kill_once_writing)
+    killer.start()
+    with DAG("delta_connect_dies", schedule=None) as dag:
+        DeltaUpdateOperator(
+            task_id="update", table_path=str(table), condition=slow, updates={"amount": "0"}, conn_id="dying_connect"
+        )
+    dag_run = run_dag(dag)
+    killer.join()
+
+    assert task_states(dag_run) == {"update": "failed"}
+    assert sorted(p.name for p in table.iterdir()) == files_before  # no data file, no staging folder left
+    assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
+    printed = capfd.readouterr()
+    log = printed.out + printed.err + caplog.text
+    assert f"Delta update on {table} failed: EngineUnavailableError: the Spark Connect server went away" in log
+    assert "AirflowFailException" not in log  # retryable: the server may come back
+
+
+def test_the_connection_type_picks_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_delta_provider.hooks.delta_in_process import DeltaInProcessHook
+    from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
+
+    monkeypatch.setenv("AIRFLOW_CONN_SOME_CONNECT", json.dumps({"conn_type": "spark_connect", "host": "h", "port": 1}))
+    connect = DeltaCheckpointOperator(task_id="c", table_path="/t", conn_id="some_connect", executor_memory="2g")
+    assert isinstance(connect.hook, DeltaInProcessHook) and connect.hook.conn_id == "some_connect"
+    python = DeltaCheckpointOperator(task_id="p", table_path="/t", engine="python", conn_id="some_connect")
+    assert isinstance(python.hook, DeltaInProcessHook) and python.hook.conn_id is None
+    assert isinstance(DeltaCheckpointOperator(task_id="s", table_path="/t").hook, DeltaSparkHook)
+    # A connection defined nowhere: spark-submit, with SparkSubmitHook's own defaults, as before.
+    undefined = DeltaCheckpointOperator(task_id="u", table_path="/t", conn_id="defined_nowhere")
+    assert isinstance(undefined.hook, DeltaSparkHook)
+    with pytest.raises(ValueError, match="update needs Spark"):
+        DeltaUpdateOperator(task_id="x", table_path="/t", updates={"a": "1"}, engine="python")

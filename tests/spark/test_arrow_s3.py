@@ -113,8 +113,10 @@ def test_append_creates_a_table_from_a_parquet_folder_in_the_bucket(spark, bucke
     source = tmp_path / "src"
     source.mkdir()
     for i in range(3):
-        pq.write_table(pa.table({"id": [i * 10 + j for j in range(10)], "p": [f"v{j % 2}" for j in range(10)]}),
-                       str(source / f"part-{i}.parquet"))
+        pq.write_table(
+            pa.table({"id": [i * 10 + j for j in range(10)], "p": [f"v{j % 2}" for j in range(10)]}),
+            str(source / f"part-{i}.parquet"),
+        )
     (source / "_SUCCESS").write_bytes(b"")
     upload_tree(str(source), bucket.uri("src"))
     uri, local = bucket.uri("t"), str(tmp_path / "local")
@@ -156,10 +158,13 @@ def test_hadoop_staging_is_published_through_the_store(spark, bucket, tmp_path):
     """hadoop mode on a store: the files Spark staged are moved, measured and
     cleaned up through the storage layer, as on a local disk."""
     df = spark.createDataFrame([(i, f"v{i % 2}") for i in range(20)], "id long, p string")
-    schema = {"type": "struct", "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
-    ]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
     staged = tmp_path / "staged"
     df.repartition(2).write.partitionBy("p").parquet(str(staged))
     results = {}
@@ -233,3 +238,20 @@ def test_bad_input_on_a_bucket_changes_nothing(spark, bucket, tables, tmp_path):
     missing = f"s3://no-such-{bucket.bucket}/t"
     with pytest.raises(StorageNotFoundError, match=f"bucket 'no-such-{bucket.bucket}' does not exist"):
         run_append(spark, missing, str(source), "parquet")
+
+
+def test_a_parquet_source_is_listed_with_the_callers_storage_options(spark, s3_bucket, tmp_path, monkeypatch):
+    """In a task's own process (Spark Connect), the store's credentials come as
+    storage_options, not as environment: the source's listing and schema use them."""
+    from airflow_delta_provider.spark.commands.append import read_source
+
+    for key in s3_bucket.env:
+        monkeypatch.delenv(key, raising=False)
+    source = tmp_path / "src"
+    source.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "note": ["a", "b"]}), str(source / "part-0.parquet"))
+    upload_tree(str(source), s3_bucket.uri("src"), s3_bucket.storage_options)
+    frame = read_source(
+        spark, s3_bucket.uri("src"), "parquet", {}, io="arrow", storage_options=s3_bucket.storage_options
+    )
+    assert frame.schema.names == ["id", "note"]

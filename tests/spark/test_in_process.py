@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,7 +24,7 @@ import pytest
 from tests.spark_connect_server import wait_until
 from tests.storage_servers import free_port
 
-from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError
+from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError, OperationInterruptedError
 from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, SPARK_ERROR_LOGGERS, build_parser, execute
 from airflow_delta_provider.spark.in_process import InProcessCommand
 from airflow_delta_provider.spark.remote_session import CONNECT_MODE_VARIABLE, redact_url
@@ -164,7 +165,8 @@ def test_an_unreachable_server_is_engine_unavailable_and_says_where(tmp_path):
     with pytest.raises(EngineUnavailableError, match=r"sc://127\.0\.0\.1:\d+") as caught:
         InProcessCommand(["delete", table, "--condition", "id = 1"], remote=url).run()
     assert time.monotonic() - started < 60
-    assert "s3cr3t-token" not in str(caught.value)
+    everything = "".join(traceback.format_exception(caught.value))  # the chained causes too
+    assert "s3cr3t-token" not in everything
     assert redact_url(url) in str(caught.value)
 
 
@@ -191,10 +193,12 @@ def test_interrupt_stops_the_running_operation_and_commits_nothing(spark_connect
     thread, outcome = _run_in_thread(command)
     wait_until(lambda: command._session is not None)
     time.sleep(2.0)  # into the scan: 400 rows take 8 s of sleeps on two cores
+    assert thread.is_alive()  # still running: the interrupt is what ends it
+    interrupted_at = time.monotonic()
     command.interrupt()
     thread.join(timeout=120)
-    assert not thread.is_alive()
-    assert "error" in outcome, outcome
+    assert not thread.is_alive() and time.monotonic() - interrupted_at < 30
+    assert isinstance(outcome.get("error"), OperationInterruptedError), outcome
     assert state(table) == before
 
 
@@ -251,3 +255,23 @@ def test_commands_that_need_spark_refuse_to_run_without_it(argv):
     assert argv[0] not in PYTHON_ENGINE_COMMANDS
     with pytest.raises(InvalidInputError, match=f"{argv[0]} needs Spark"):
         InProcessCommand(argv)
+
+
+def test_bad_input_is_recognised_without_py4j(monkeypatch):
+    """A Spark Connect client with ``pyspark-client`` alone has no py4j: a
+    Spark error the input caused is still bad input."""
+    from pyspark.errors.exceptions.connect import AnalysisException  # what a Connect client raises
+
+    from airflow_delta_provider.spark.cli import spark_input_error
+
+    monkeypatch.setitem(sys.modules, "py4j", None)
+    monkeypatch.setitem(sys.modules, "py4j.protocol", None)
+    error = AnalysisException(
+        message="[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column ... with name `nosuchcol` cannot be resolved.",
+        errorClass="UNRESOLVED_COLUMN.WITH_SUGGESTION",
+        sql_state="42703",
+    )
+    translated = spark_input_error(error)
+    assert isinstance(translated, InvalidInputError)
+    assert "[UNRESOLVED_COLUMN.WITH_SUGGESTION]" in str(translated) and "nosuchcol" in str(translated)
+    assert spark_input_error(RuntimeError("not a Spark error")) is None

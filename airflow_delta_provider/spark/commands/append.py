@@ -171,7 +171,7 @@ def read_source(
             )
         from airflow_delta_provider.spark.arrow_scan import arrow_read_parquet
 
-        return arrow_read_parquet(spark, location)
+        return arrow_read_parquet(spark, location, storage_options)
     try:
         return spark.read.format(format).options(**dict(options)).load(source)
     except AnalysisException as exc:

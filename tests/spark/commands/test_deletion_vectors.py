@@ -31,7 +31,7 @@ from airflow_delta_provider.spark.commands.delete import DeleteCommand, run_dele
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 
-from .dml_support import _sorted, commit_actions, rows_duckdb, rows_rs, state
+from .dml_support import commit_actions, rows_duckdb, rows_rs, state
 
 DV_ON = {"delta.enableDeletionVectors": "true"}
 
