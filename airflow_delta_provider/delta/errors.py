@@ -107,6 +107,11 @@ class RetentionTooShortError(InvalidInputError):
     """VACUUM was asked for a retention below the table's safe minimum."""
 
 
+class DataFilesMissingError(InvalidInputError):
+    """Files a version needs are gone from the store (deleted by VACUUM or by
+    hand), so that version cannot be restored. The message names them."""
+
+
 # --- The Spark engine --------------------------------------------------------
 
 

@@ -8,8 +8,8 @@ any work, even for a CHECKPOINT of a small table. Two modes skip that.
   token in the password), the operation runs as a Spark Connect client in the
   task process: the server runs the Spark jobs, the Delta core reads the log
   and commits from here. Many small tasks share one warm server.
-- **No Spark** (``engine="python"``): CHECKPOINT and ALTER touch no data
-  file, and VACUUM only lists and deletes, so the core does them alone
+- **No Spark** (``engine="python"``): CHECKPOINT, ALTER and RESTORE touch no
+  data file, and VACUUM only lists and deletes, so the core does them alone
   (over Spark Connect too: they open no session).
 
 The operation is the very command spark-submit would run
@@ -33,7 +33,7 @@ from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, is
 from airflow_delta_provider.hooks.package_zip import build_package_zip
 
 #: Operations that can run with no Spark at all (``engine="python"``).
-PYTHON_ENGINE_OPERATIONS = ("checkpoint", "alter", "vacuum")
+PYTHON_ENGINE_OPERATIONS = ("checkpoint", "alter", "vacuum", "restore")
 #: The connection type of a Spark Connect server (apache-airflow-providers-apache-spark's).
 SPARK_CONNECT_CONN_TYPE = "spark_connect"
 

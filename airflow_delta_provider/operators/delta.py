@@ -90,7 +90,7 @@ class DeltaSparkOperator(BaseOperator):
     :param debug: Also log PySpark's records of Spark errors, with their JVM
         stacks (by default bad input is reported by its one line).
     :param engine: ``spark`` (default), or ``python`` for the operations that
-        need no Spark (CHECKPOINT, VACUUM, ALTER): the core does them in the
+        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE): the core does them in the
         task's process, with no JVM, in a fraction of a second
         (``docs/operators.rst`` says when Spark pays off for VACUUM).
 
@@ -518,3 +518,35 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
 
     def cli_arguments(self) -> list[str]:
         return ["--change", json.dumps(self.change), *_flag("--enable-column-mapping", self.enable_column_mapping)]
+
+
+class DeltaRestoreOperator(DeltaSparkOperator):
+    """Restore the table to an earlier version, as delta-spark's ``RESTORE
+    TABLE ... TO VERSION AS OF`` does: one new commit re-adds the files that
+    version had and removes the ones added since, and brings back its schema
+    and properties. No data file is read or written (``engine="python"`` runs
+    it with no Spark). If a file the version needs was vacuumed, the task
+    fails naming it, and nothing is committed.
+
+    :param version: The version to restore, e.g. one an upstream task pushed. (templated)
+    :param timestamp: Or: restore the newest version committed at or before
+        this time (ISO 8601; UTC unless it has a zone). (templated)
+    """
+
+    operation = "restore"
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "version", "timestamp")
+
+    def __init__(self, *, version: int | str | None = None, timestamp: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if (version is None) == (timestamp is None):
+            raise ValueError("DeltaRestoreOperator needs version or timestamp (one of them)")
+        self.version = version
+        self.timestamp = timestamp
+
+    def cli_arguments(self) -> list[str]:
+        if self.version is not None:
+            return ["--version", str(self.version)]
+        return ["--timestamp", str(self.timestamp)]
+
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {"rewrite": {}}  # the table, from an earlier version of itself

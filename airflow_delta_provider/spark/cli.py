@@ -1,6 +1,6 @@
 """Command line of the Spark applications (what spark-submit runs).
 
-``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum|reorg> TABLE [options]``
+``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum|reorg|alter|restore> TABLE [options]``
 
 ``--io auto|hadoop|arrow`` picks how data files are read and written
 (:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
@@ -104,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     reorg.add_argument(
         "--min-deleted-ratio", type=float, default=0.0, help="only files whose vector hides more than this share"
     )
+    restore = sub.add_parser("restore", parents=[common], help="RESTORE the table to an earlier version")
+    target = restore.add_mutually_exclusive_group(required=True)
+    target.add_argument("--version", type=int, help="the version to restore")
+    target.add_argument(
+        "--timestamp", help="restore the newest version committed at or before this time (ISO 8601, UTC if no zone)"
+    )
     alter = sub.add_parser("alter", parents=[common], help="ALTER TABLE: one schema or property change")
     alter.add_argument(
         "--change",
@@ -176,11 +182,15 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
         from airflow_delta_provider.spark.commands.alter import run_alter
 
         return run_alter(spark, args.table, args.change, args.enable_column_mapping, token, storage_options=opts)
+    if args.command == "restore":
+        from airflow_delta_provider.spark.commands.restore import run_restore
+
+        return run_restore(spark, args.table, args.version, args.timestamp, token, storage_options=opts)
     raise InvalidInputError(f"unknown command {args.command!r}")
 
 
 #: Commands that never touch data files, so no JVM is started for them.
-NO_SPARK_COMMANDS = frozenset({"checkpoint", "alter"})
+NO_SPARK_COMMANDS = frozenset({"checkpoint", "alter", "restore"})
 #: Commands that can also run with no Spark at all (``engine="python"``): VACUUM
 #: only lists and deletes, which Spark spreads over executors on a local disk.
 PYTHON_ENGINE_COMMANDS = NO_SPARK_COMMANDS | {"vacuum"}

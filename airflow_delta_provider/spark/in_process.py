@@ -9,7 +9,7 @@ instead (an Airflow task's):
   log and commits from this process. No JVM starts here, and nothing Connect
   lacks is used: no SparkContext, no RDD, no py4j.
 - **No Spark** (``remote=None``), for the commands that need none
-  (:data:`~.cli.PYTHON_ENGINE_COMMANDS`: CHECKPOINT, ALTER and VACUUM):
+  (:data:`~.cli.PYTHON_ENGINE_COMMANDS`: CHECKPOINT, ALTER, RESTORE and VACUUM):
   the core alone. They open no Connect session either.
 
 :class:`InProcessCommand` returns what the CLI would print, as a dict, and

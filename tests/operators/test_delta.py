@@ -25,6 +25,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
     DeltaPurgeDeletionVectorsOperator,
+    DeltaRestoreOperator,
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
@@ -72,6 +73,12 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     ]  # fmt: skip
     with pytest.raises(ValueError, match="exactly one"):
         DeltaAlterTableOperator(task_id="r", table_path="/t", change={"drop_columns": ["a"], "set_properties": {}})
+    assert DeltaRestoreOperator(task_id="r", table_path="/t", version=3).cli_arguments() == ["--version", "3"]
+    assert DeltaRestoreOperator(task_id="r", table_path="/t", timestamp="2026-11-26").cli_arguments() == [
+        "--timestamp", "2026-11-26"
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="version or timestamp"):
+        DeltaRestoreOperator(task_id="r", table_path="/t")
 
 
 @pytest.mark.parametrize(
@@ -175,16 +182,22 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
         after_rename = DeltaUpdateOperator(
             task_id="after_rename", table_path=str(table), updates={"total": "total + 1"}, condition="id = 4", **common
         )
+        restore = DeltaRestoreOperator(
+            task_id="restore",
+            table_path=str(table),
+            version="{{ ti.xcom_pull(task_ids='rename', key='version') }}",  # undo after_rename
+            **common,
+        )
         refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
         create >> evolve >> update >> delete >> no_match >> checkpoint >> python_checkpoint >> vacuum >> enable_dvs
         enable_dvs >> dv_delete >> purge
-        purge >> rename >> after_rename >> refused
+        purge >> rename >> after_rename >> restore >> refused
 
     dag_run = run_dag(dag)
 
     succeeded = (
         "create", "evolve", "update", "delete", "no_match", "checkpoint", "python_checkpoint", "vacuum", "enable_dvs",
-        "dv_delete", "purge", "rename", "after_rename",
+        "dv_delete", "purge", "rename", "after_rename", "restore",
     )  # fmt: skip
     assert task_states(dag_run) == {**{t: "success" for t in succeeded}, "refused": "failed"}
     created = xcom(dag_run, "create")
@@ -237,18 +250,34 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     assert xcom(dag_run, "after_rename")["version"] == 8
     latest = ReaderTable(str(table))
     assert "columnMapping" in latest.protocol().reader_features
-    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, total FROM t").read_all()).to_pylist()
+    at_8 = ReaderTable(str(table), version=8)
+    now = pa.table(QueryBuilder().register("t", at_8).execute("SELECT id, total FROM t").read_all()).to_pylist()
     assert sorted((r["id"], r["total"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 81)]
 
+    # RESTORE to the rename's version, templated from its XCom: the +1 is undone.
+    restored = xcom(dag_run, "restore")
+    assert (restored["version"], restored["operation"]) == (9, "RESTORE")
+    assert restored["metrics"]["numRestoredFiles"] == restored["metrics"]["numRemovedFiles"] == 1
+    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, total FROM t").read_all()).to_pylist()
+    assert sorted((r["id"], r["total"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
 
-class _FailsAfterCommitting(DeltaDeleteOperator):
+
+class _LostAfterTheCommit:
     """Commits, then fails its first try: a worker lost right after the commit."""
 
     def execute(self, context: Any) -> Any:
-        result = super().execute(context)
+        result = super().execute(context)  # type: ignore[misc]
         if context["ti"].try_number == 1:
             raise RuntimeError("worker lost after the commit")
         return result
+
+
+class _FailsAfterCommitting(_LostAfterTheCommit, DeltaDeleteOperator):
+    pass
+
+
+class _RestoreFailsAfterCommitting(_LostAfterTheCommit, DeltaRestoreOperator):
+    pass
 
 
 @needs_spark
@@ -379,3 +408,26 @@ def test_the_connection_type_picks_the_hook(monkeypatch: pytest.MonkeyPatch) -> 
     assert isinstance(undefined.hook, DeltaSparkHook)
     with pytest.raises(ValueError, match="update needs Spark"):
         DeltaUpdateOperator(task_id="x", table_path="/t", updates={"a": "1"}, engine="python")
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_restore_retried_after_its_commit_returns_that_commit(tmp_path: Path) -> None:
+    """RESTORE with no Spark (``engine="python"``): the retry finds its commit and restores nothing twice."""
+    from airflow.sdk import DAG
+    from deltalake import DeltaTable as ReaderTable
+    from deltalake import write_deltalake
+
+    table = tmp_path / "table"
+    for ids in ([1, 2], [3]):
+        write_deltalake(str(table), pa.table({"id": pa.array(ids, pa.int64())}), mode="append")
+    with DAG("delta_restore_retry", schedule=None) as dag:
+        _RestoreFailsAfterCommitting(
+            task_id="restore", table_path=str(table), version=0, engine="python", retries=1, retry_delay=timedelta(0)
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"restore": "success"}
+    assert xcom(dag_run, "restore")["version"] == 2
+    assert _commits_with_token(table, f"delta_restore_retry/restore/{dag_run.run_id}/-1") == [2]
+    assert ReaderTable(str(table)).version() == 2
+    assert sorted(ReaderTable(str(table)).to_pyarrow_table()["id"].to_pylist()) == [1, 2]

@@ -1,0 +1,31 @@
+"""RESTORE: the table as it was at an earlier version or timestamp, as a new commit.
+
+This needs no Spark: the core plans and commits it
+(:mod:`airflow_delta_provider.delta.restore`); no data file is read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_delta_provider.delta.restore import OPERATION, restore_table
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.result import CommandResult
+
+
+def run_restore(
+    spark: Any,
+    table: str,
+    version: int | None = None,
+    timestamp: str | None = None,
+    token: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> CommandResult:
+    """RESTORE ``table`` to ``version`` or ``timestamp``. ``spark`` may be None."""
+    del spark
+    result, plan = restore_table(DeltaTable(table, storage_options), version, timestamp, token)
+    return CommandResult(table, OPERATION, result.version, plan.metrics())
+
+
+__all__ = ["run_restore"]
