@@ -83,8 +83,9 @@ def hadoop_filesystem_available(spark: Any, scheme: str) -> bool:
     return True
 
 
-#: What Hadoop says when it has no FileSystem for a scheme.
-_NO_FILESYSTEM = ("UnsupportedFileSystemException", "No FileSystem for scheme")
+#: What Hadoop says when it has no FileSystem for a scheme: none configured, or
+#: one configured whose class is not on the classpath (``fs.s3a.impl`` without hadoop-aws).
+_NO_FILESYSTEM = ("UnsupportedFileSystemException", "No FileSystem for scheme", "ClassNotFoundException")
 #: A path under the table that never exists: resolving it only asks whether the filesystem loads.
 _PROBE_PATH = "_delta_log/_airflow_delta_filesystem_probe"
 
@@ -94,8 +95,10 @@ def _server_filesystem_available(spark: Any, location: TableLocation) -> bool:
 
     The server resolves a read of a path under the table that does not
     exist: a missing FileSystem fails with Hadoop's
-    ``UnsupportedFileSystemException``; any other answer (path not found,
-    access denied) means the filesystem loaded. One metadata request at most.
+    ``UnsupportedFileSystemException`` or, for a scheme Hadoop configures but
+    whose jar is missing (``s3a://`` without hadoop-aws), a
+    ``ClassNotFoundException``; any other answer (path not found, access
+    denied) means the filesystem loaded. One metadata request at most.
     """
     probe = f"{location.spark_uri().rstrip('/')}/{_PROBE_PATH}"
     try:

@@ -275,3 +275,35 @@ def test_bad_input_is_recognised_without_py4j(monkeypatch):
     assert isinstance(translated, InvalidInputError)
     assert "[UNRESOLVED_COLUMN.WITH_SUGGESTION]" in str(translated) and "nosuchcol" in str(translated)
     assert spark_input_error(RuntimeError("not a Spark error")) is None
+
+
+def test_an_update_over_connect_on_s3(fresh_spark_connect, s3_bucket, tmp_path, monkeypatch):
+    """A table in a moto bucket: the server's executors reach it with the
+    server's own credentials (its environment), the task's process with the
+    storage options it was given; neither has the other's. ``io=auto`` finds
+    no S3 filesystem in the server's Spark and picks arrow."""
+    from deltalake import DeltaTable as RsTable
+    from deltalake import write_deltalake
+    from tests.storage_servers import upload_tree
+
+    server = fresh_spark_connect(env=s3_bucket.env)
+    for key in s3_bucket.env:
+        monkeypatch.delenv(key, raising=False)
+    local = str(tmp_path / "local")
+    write_deltalake(local, pa.table({"id": pa.array(range(20), pa.int64()), "val": [f"v{i}" for i in range(20)]}))
+    uri = s3_bucket.uri("orders")
+    upload_tree(local, uri, s3_bucket.storage_options)
+
+    result = InProcessCommand(
+        ["update", uri, "--condition", "id < 5", "--set", "val = 'x'", "--token", "s3-update"],
+        remote=server.url,
+        storage_options=s3_bucket.storage_options,
+    ).run()
+
+    assert (result["version"], result["metrics"]["numUpdatedRows"]) == (1, 5)
+    read = RsTable(uri, storage_options=s3_bucket.storage_options).to_pyarrow_table().to_pylist()
+    assert sorted((r["id"], r["val"]) for r in read) == [(i, "x" if i < 5 else f"v{i}") for i in range(20)]
+    from airflow_delta_provider.delta.storage import open_storage
+
+    names = {m.path for m in open_storage(uri, s3_bucket.storage_options).list_tree("") if not m.is_dir}
+    assert not [n for n in names if n.startswith("_delta_staging_")]
