@@ -110,9 +110,7 @@ def check_readable(protocol: Protocol, metadata: Metadata | None = None) -> None
     if rv == 3:
         missing = sorted(set(protocol.reader_features or ()) - SUPPORTED_READER_FEATURES)
         if missing:
-            raise UnsupportedFeatureError(
-                f"table requires unsupported reader feature(s): {', '.join(missing)}"
-            )
+            raise UnsupportedFeatureError(f"table requires unsupported reader feature(s): {', '.join(missing)}")
     if metadata is not None:
         from airflow_delta_provider.delta import column_mapping
 
@@ -227,6 +225,23 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
         min_writer_version=7,
         reader_features=tuple(sorted(readers | needed)),
         writer_features=tuple(sorted(writers | needed)),
+    )
+
+
+def merge_protocols(first: Protocol, second: Protocol) -> Protocol:
+    """The smallest protocol both ``first`` and ``second`` fit in (delta-spark's
+    ``Protocol.merge``): for an older state coming back (RESTORE), where no
+    feature either one lists may be lost."""
+    reader = max(first.min_reader_version, second.min_reader_version)
+    writer = max(first.min_writer_version, second.min_writer_version)
+    if reader < 3 and writer < 7:
+        return Protocol(min_reader_version=reader, min_writer_version=writer)
+    (r1, w1), (r2, w2) = listed_features(first), listed_features(second)
+    return Protocol(
+        min_reader_version=reader,
+        min_writer_version=writer,
+        reader_features=tuple(sorted(r1 | r2)) if reader >= 3 else None,
+        writer_features=tuple(sorted(w1 | w2 | r1 | r2)) if writer >= 7 else None,
     )
 
 

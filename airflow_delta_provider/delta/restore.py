@@ -11,8 +11,10 @@ Follows delta-spark's ``RestoreTableCommand``:
    VACUUM (or anyone) deleted one, the error names them and nothing is
    committed;
 4. one commit: the adds and removes, the old version's metadata (schema,
-   properties), and a protocol that is never downgraded (time travel to
-   versions in between must keep working), with delta-spark's metrics.
+   properties), and the union of both versions' protocols (never a
+   downgrade: time travel to versions in between must keep working), with
+   delta-spark's metrics. Whether files may be removed is judged by the table
+   as it is now (``delta.appendOnly``), as delta-spark does.
 
 No data file is read or written, so RESTORE needs no Spark. Like every
 command that reads the whole table, it conflicts with any concurrent commit
@@ -22,14 +24,16 @@ that changes files.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from airflow_delta_provider.delta.actions import AddFile, RemoveFile
-from airflow_delta_provider.delta.deletion_vectors import dv_location
-from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError
+from airflow_delta_provider.delta.deletion_vectors import relative_dv_path
+from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.features import merge_protocols
 from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.replay import PathCanonicalizer
 from airflow_delta_provider.delta.snapshot import Snapshot
@@ -78,26 +82,47 @@ def plan_restore(table: DeltaTable, version: int | None = None, timestamp: Any =
     canonical = PathCanonicalizer(table.root)
     then = {(canonical(f.path), f.dv_id): f for f in target.files}
     now = {(canonical(f.path), f.dv_id): f for f in latest.files}
-    restored = [dataclasses.replace(f, data_change=True) for key, f in then.items() if key not in now]
+    restored = [_as_restored(f) for key, f in then.items() if key not in now]
     removed = [f for key, f in now.items() if key not in then]
     return RestorePlan(target, latest, restored, removed)
 
 
+def _as_restored(f: AddFile) -> AddFile:
+    """``f`` re-added as data; stats a checkpoint held only as a struct become JSON, as a commit needs."""
+    stats = (
+        f.stats
+        if f.stats is not None
+        else (json.dumps(f.stats_parsed, separators=(",", ":")) if f.stats_parsed else None)
+    )
+    return dataclasses.replace(f, data_change=True, stats=stats, stats_parsed=None)
+
+
 def missing_files(table: DeltaTable, files: Iterable[AddFile]) -> list[str]:
-    """The data and deletion vector files among ``files``' that the store no
-    longer holds, as table-relative paths (absolute outside the root)."""
-    needed: list[str] = []
+    """The data and deletion vector files of ``files`` that the store no
+    longer holds, as table-relative paths. A file outside the table's root (a
+    shallow clone's) is refused: this store cannot vouch for it."""
+    needed: list[str] = []  # table-relative, decoded
     for f in files:
-        needed.append(f.path)
-        if f.deletion_vector is not None:
-            location = dv_location(f.deletion_vector, table.root)
-            if location is not None:
-                needed.append(location)
-    relative = [(p, relative_to_root(table.root, p)) for p in dict.fromkeys(needed)]
-    checked = [(p, rel) for p, rel in relative if rel is not None]  # a shallow clone's outside files: not ours
+        needed.append(_relative(table, f.path))
+        dv = f.deletion_vector
+        if dv is not None and dv.storage_type == "u":
+            needed.append(relative_dv_path(dv))
+        elif dv is not None and dv.storage_type == "p":
+            needed.append(_relative(table, dv.path_or_inline_dv))
+    paths = list(dict.fromkeys(needed))
     with ThreadPoolExecutor(_CHECK_THREADS) as pool:
-        present = list(pool.map(lambda item: table.storage.exists(item[1]), checked))
-    return sorted(rel for (_p, rel), there in zip(checked, present) if not there)
+        present = list(pool.map(table.storage.exists, paths))
+    return sorted(p for p, there in zip(paths, present) if not there)
+
+
+def _relative(table: DeltaTable, path: str) -> str:
+    rel = relative_to_root(table.root, path)
+    if rel is None:  # a shallow clone's file elsewhere: this store cannot vouch for it
+        raise UnsupportedFeatureError(
+            f"cannot restore {table.uri}: the version refers to {path}, outside the table's root, which RESTORE "
+            "cannot check"
+        )
+    return rel
 
 
 def restore_table(
@@ -122,6 +147,9 @@ def restore_table(
     txn.read_whole_table()
     if plan.target.metadata != plan.latest.metadata:
         txn.update_metadata(plan.target.metadata)
+    protocol = merge_protocols(plan.latest.protocol, plan.target.protocol)  # never downgraded
+    if protocol != plan.latest.protocol:
+        txn.update_protocol(protocol)
     now = int(time.time() * 1000)
     actions: list[AddFile | RemoveFile] = [*plan.restored, *(f.remove(now) for f in plan.removed)]
     txn.add_all(actions)

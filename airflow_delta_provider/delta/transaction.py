@@ -234,10 +234,12 @@ class Transaction:
             previous = self.read_snapshot.metadata if self.read_snapshot is not None else None
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
-        if config.append_only(md) and any(isinstance(a, RemoveFile) and a.data_change for a in self._actions):
+        # The table as it is decides (delta-spark's assertRemovable on the read
+        # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
+        current = self.read_snapshot.metadata if self.read_snapshot is not None else md
+        if config.append_only(current) and any(isinstance(a, RemoveFile) and a.data_change for a in self._actions):
             raise AppendOnlyViolationError(
-                f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} "
-                "would remove data"
+                f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} would remove data"
             )
         seen: set[tuple[str, str, str | None]] = set()
         for a in self._actions:

@@ -14,6 +14,7 @@ credentials the core uses (:mod:`.hadoop_store_conf`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -84,8 +85,11 @@ def hadoop_filesystem_available(spark: Any, scheme: str) -> bool:
 
 
 #: What Hadoop says when it has no FileSystem for a scheme: none configured, or
-#: one configured whose class is not on the classpath (``fs.s3a.impl`` without hadoop-aws).
-_NO_FILESYSTEM = ("UnsupportedFileSystemException", "No FileSystem for scheme", "ClassNotFoundException")
+#: one configured whose class is not on the classpath (``fs.s3a.impl`` without
+#: hadoop-aws: ``Configuration.getClass``'s "Class ...FileSystem not found").
+_NO_FILESYSTEM = re.compile(
+    r"UnsupportedFileSystemException|No FileSystem for scheme|ClassNotFoundException: Class \S*FileSystem not found"
+)
 #: A path under the table that never exists: resolving it only asks whether the filesystem loads.
 _PROBE_PATH = "_delta_log/_airflow_delta_filesystem_probe"
 
@@ -104,7 +108,7 @@ def _server_filesystem_available(spark: Any, location: TableLocation) -> bool:
     try:
         spark.read.format("text").load(probe).schema  # noqa: B018 - resolving the path is the probe
     except Exception as exc:  # noqa: BLE001 - the server's error text is the answer
-        return not any(marker in str(exc) for marker in _NO_FILESYSTEM)
+        return _NO_FILESYSTEM.search(str(exc)) is None
     return True
 
 

@@ -12,7 +12,15 @@ import time
 import pyarrow as pa
 import pytest
 
-from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError, VersionNotFoundError
+from airflow_delta_provider.delta.actions import Protocol
+from airflow_delta_provider.delta.checkpoint import write_checkpoint
+from airflow_delta_provider.delta.errors import (
+    AppendOnlyViolationError,
+    ConcurrentAppendError,
+    DataFilesMissingError,
+    InvalidInputError,
+    VersionNotFoundError,
+)
 from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.restore import plan_restore, restore_table
 from airflow_delta_provider.delta.table import DeltaTable
@@ -144,3 +152,89 @@ def test_restore_brings_back_the_old_schema_and_properties(tmp_path, new_table, 
     assert restored.metadata.configuration == old.metadata.configuration
     assert restored.protocol == old.protocol
     assert ids_of(snapshot_rows(restored)) == [1]
+
+
+def _set_properties(table: DeltaTable, **changes: str | None) -> None:
+    snapshot = table.snapshot()
+    configuration = {k: v for k, v in {**snapshot.metadata.configuration, **changes}.items() if v is not None}
+    txn = table.transaction("SET TBLPROPERTIES", snapshot=snapshot)
+    txn.update_metadata(dataclasses.replace(snapshot.metadata, configuration=configuration))
+    txn.commit()
+
+
+def test_append_only_is_judged_by_the_table_as_it_is_now(tmp_path, new_table, data_file, snapshot_rows):
+    """As delta-spark's assertRemovable: an append-only table refuses a RESTORE
+    that removes data (even to a version from before the property), and a table
+    whose property was turned off may go back to a version that had it."""
+    uri = str(tmp_path / "t")
+    table = _history(new_table, data_file, uri)  # v3: [3, 4]
+    _set_properties(table, **{"delta.appendOnly": "true"})  # v4
+    with pytest.raises(AppendOnlyViolationError, match="append-only"):
+        restore_table(table, version=1)
+    assert table.latest_version() == 4
+
+    _set_properties(table, **{"delta.appendOnly": "false"})  # v5
+    result, _ = restore_table(table, version=4)  # back to append-only, removing nothing
+    assert result.version == 6 and table.snapshot().metadata.configuration["delta.appendOnly"] == "true"
+    _set_properties(table, **{"delta.appendOnly": None})  # v7
+    restore_table(table, version=1)  # removes [4]: allowed, the table is not append-only now
+    assert ids_of(snapshot_rows(table.snapshot())) == [1, 2, 3]
+
+
+def test_the_protocol_is_never_downgraded_nor_loses_a_feature_of_the_old_version(tmp_path, new_table, data_file):
+    uri = str(tmp_path / "t")
+    new_table(uri, SCHEMA, ["p"], {"delta.enableDeletionVectors": "true"}, adds=[rows(data_file, uri, [1])])  # v0
+    table = DeltaTable(uri)
+    with_vectors = table.snapshot().protocol
+    assert "deletionVectors" in with_vectors.writer_features
+    _set_properties(table, **{"delta.enableDeletionVectors": None})  # v1: the feature stays listed
+    txn = table.transaction("DROP FEATURE", snapshot=table.snapshot())  # v2: as delta-spark's DROP FEATURE leaves it
+    txn.update_protocol(Protocol(1, 2))
+    txn.commit()
+    append(table, rows(data_file, uri, [2]))  # v3
+
+    restore_table(table, version=1)
+
+    restored = table.snapshot().protocol
+    assert (restored.min_reader_version, restored.min_writer_version) == (3, 7)
+    assert "deletionVectors" in restored.reader_features and "deletionVectors" in restored.writer_features
+    restore_table(table, version=3)  # and back: v1's features are not dropped again
+    assert table.snapshot().protocol == restored
+
+
+def test_stats_a_checkpoint_held_only_as_a_struct_come_back_as_json(tmp_path, new_table, data_file):
+    uri = str(tmp_path / "t")
+    configuration = {"delta.checkpoint.writeStatsAsJson": "false", "delta.checkpoint.writeStatsAsStruct": "true"}
+    new_table(uri, SCHEMA, ["p"], configuration, adds=[rows(data_file, uri, [1, 2, 3])])
+    table = DeltaTable(uri)
+    append(table, rows(data_file, uri, [4]))
+    write_checkpoint(table, table.snapshot())
+    old = next(f for f in table.snapshot(version=1).files if f.num_records == 3)
+    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=table.snapshot())
+    txn.add(old.remove(int(time.time() * 1000)))
+    txn.commit()
+
+    restore_table(table, version=1)
+
+    (readd,) = [a["add"] for a in _commit(table, 3) if "add" in a]
+    assert json.loads(readd["stats"])["numRecords"] == 3
+
+
+def test_a_concurrent_append_makes_restore_fail_rather_than_lose_it(
+    tmp_path, new_table, data_file, snapshot_rows, monkeypatch
+):
+    from airflow_delta_provider.delta import restore as restore_module
+
+    uri = str(tmp_path / "t")
+    table = _history(new_table, data_file, uri)
+    checking = restore_module.missing_files
+
+    def append_meanwhile(target, files):  # another writer commits between the plan and the commit
+        append(DeltaTable(uri), rows(data_file, uri, [9]))
+        return checking(target, files)
+
+    monkeypatch.setattr(restore_module, "missing_files", append_meanwhile)
+    with pytest.raises(ConcurrentAppendError):
+        restore_table(table, version=1)
+    assert table.latest_version() == 4
+    assert ids_of(snapshot_rows(table.snapshot())) == [3, 4, 9]

@@ -4,11 +4,13 @@ the restored table takes new writes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.cli import build_parser
 from airflow_delta_provider.spark.commands.append import run_append
@@ -64,3 +66,19 @@ def test_the_cli_takes_a_version_or_a_timestamp() -> None:
         parser.parse_args(["restore", "/t", "--version", "3", "--timestamp", "2026-01-01"])
     with pytest.raises(InvalidInputError, match="one of the arguments --version --timestamp is required"):
         parser.parse_args(["restore", "/t"])
+
+
+def test_a_vacuumed_deletion_vector_file_is_named_and_nothing_is_committed(spark, tmp_path):
+    source = tmp_path / "src.parquet"
+    pq.write_table(pa.table({"id": pa.array(range(50), pa.int64())}), source)
+    table = str(tmp_path / "t")
+    run_append(spark, table, str(source), "parquet", table_properties={"delta.enableDeletionVectors": "true"})
+    run_delete(spark, table, "id = 1")  # v1: a vector file
+    first_vectors = {p.name for p in Path(table).glob("deletion_vector_*.bin")}
+    run_delete(spark, table, "id = 2")  # v2: the union, in a new file
+    (gone,) = first_vectors
+    (Path(table) / gone).unlink()  # what VACUUM does once v1 is past the retention
+
+    with pytest.raises(DataFilesMissingError, match=gone):
+        run_restore(None, table, version=1)
+    assert DeltaTable(table).latest_version() == 2
