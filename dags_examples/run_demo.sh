@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the delta_pipeline example once on local Spark, then show the table's history.
+# Run the delta_pipeline example once on local Spark, then delta_maintenance, then show the table's history.
 # `make demo` calls this after it has installed Java and the .venv; run it from anywhere.
 set -euo pipefail
 
@@ -20,6 +20,9 @@ airflow db migrate >/dev/null
 
 echo "==> Running delta_pipeline on local Spark (table: $DELTA_DEMO_DATA/delta/orders)"
 airflow dags test delta_pipeline
+
+echo "==> Running delta_maintenance (OPTIMIZE with Z-order, VACUUM, CHECKPOINT) on the same table"
+airflow dags test delta_maintenance
 
 echo
 echo "==> History of $DELTA_DEMO_DATA/delta/orders"

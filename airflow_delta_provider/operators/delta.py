@@ -550,3 +550,52 @@ class DeltaRestoreOperator(DeltaSparkOperator):
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the table, from an earlier version of itself
+
+
+class DeltaOptimizeOperator(DeltaSparkOperator):
+    """Compact small files, or Z-order, as delta-spark's ``OPTIMIZE`` does.
+
+    The files of each partition smaller than the target size are packed into
+    files close to it; with ``zorder_by``, every file of each partition is
+    rewritten sorted by the Z-order of those columns, so filters on any of
+    them skip more files. The rows do not change: the commit's files carry
+    ``dataChange=false``, and a concurrent append does not conflict with it.
+    With nothing to rewrite nothing is committed, and ``version`` is None.
+
+    :param where: A condition on partition columns: only those partitions. (templated)
+    :param target_size: Bytes per file (default: ``delta.targetFileSize``, else 128 MiB).
+    :param zorder_by: Columns to Z-order by (numeric, date or timestamp, with
+        statistics; not partition columns). (templated)
+    """
+
+    operation = "optimize"
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "zorder_by")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkOperator.template_fields_renderers,
+        "where": "sql",
+    }
+
+    def __init__(
+        self,
+        *,
+        where: str | None = None,
+        target_size: int | None = None,
+        zorder_by: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if target_size is not None and int(target_size) <= 0:
+            raise ValueError(f"target_size must be positive, not {target_size!r}")
+        self.where = where
+        self.target_size = target_size
+        self.zorder_by = list(zorder_by or [])
+
+    def cli_arguments(self) -> list[str]:
+        args = _option("--where", self.where)
+        args += _option("--target-size", None if self.target_size is None else str(int(self.target_size)))
+        if self.zorder_by:
+            args += ["--zorder-by", ",".join(self.zorder_by)]
+        return args
+
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {"rewrite": {}}  # the same rows, rewritten

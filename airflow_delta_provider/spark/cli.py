@@ -1,6 +1,6 @@
 """Command line of the Spark applications (what spark-submit runs).
 
-``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum|reorg|alter|restore> TABLE [options]``
+``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum|reorg|optimize|alter|restore> TABLE [options]``
 
 ``--io auto|hadoop|arrow`` picks how data files are read and written
 (:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
@@ -48,6 +48,13 @@ def _key_value(text: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key.strip(), value
+
+
+def _column_list(text: str) -> list[str]:
+    columns = [c.strip() for c in text.split(",") if c.strip()]
+    if not columns:
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got {text!r}")
+    return columns
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     reorg.add_argument("--purge", action="store_true", required=True, help="rewrite files that carry deletion vectors")
     reorg.add_argument(
         "--min-deleted-ratio", type=float, default=0.0, help="only files whose vector hides more than this share"
+    )
+    optimize = sub.add_parser("optimize", parents=[common], help="OPTIMIZE: compact small files, or Z-order")
+    optimize.add_argument("--where", help="a condition on partition columns: only those partitions")
+    optimize.add_argument(
+        "--target-size", type=int, help="bytes per file (default: delta.targetFileSize, else 128 MiB)"
+    )
+    optimize.add_argument(
+        "--zorder-by", type=_column_list, default=[], metavar="C1,C2", help="Z-order by these columns"
     )
     restore = sub.add_parser("restore", parents=[common], help="RESTORE the table to an earlier version")
     target = restore.add_mutually_exclusive_group(required=True)
@@ -182,6 +197,12 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
         from airflow_delta_provider.spark.commands.alter import run_alter
 
         return run_alter(spark, args.table, args.change, args.enable_column_mapping, token, storage_options=opts)
+    if args.command == "optimize":
+        from airflow_delta_provider.spark.commands.optimize import run_optimize
+
+        return run_optimize(
+            spark, args.table, args.where, args.target_size, args.zorder_by, token, io=args.io, storage_options=opts
+        )
     if args.command == "restore":
         from airflow_delta_provider.spark.commands.restore import run_restore
 

@@ -18,7 +18,9 @@ def dagbag():
 
 def test_examples_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
-    assert set(dagbag.dag_ids) == {"delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline"}
+    assert set(dagbag.dag_ids) == {
+        "delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline", "delta_maintenance"
+    }  # fmt: skip
 
 
 def test_pipeline_runs_every_operator_on_the_demo_table(dagbag) -> None:
@@ -61,3 +63,33 @@ def test_s3_example_takes_its_credentials_from_a_connection(dagbag) -> None:
         assert task.table_path.startswith("s3://")
         assert task.storage_conn_id == "aws_lake"
     assert dag.get_task("changed").deferrable
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_the_maintenance_dag_runs_with_real_spark_submit(tmp_path, monkeypatch) -> None:
+    """dag.test() of delta_maintenance on a table of many small files: OPTIMIZE
+    (a real spark-submit) compacts them, VACUUM and CHECKPOINT run with no Spark."""
+    import pyarrow as pa
+    from airflow.dag_processing.dagbag import DagBag
+    from deltalake import DeltaTable, write_deltalake
+    from tests.airflow_env import run_dag, task_states, xcom
+
+    monkeypatch.setenv("DELTA_DEMO_DATA", str(tmp_path))
+    table = tmp_path / "delta" / "orders"
+    for day in range(6):
+        ids = pa.array(range(day * 10, day * 10 + 10), pa.int64())
+        write_deltalake(str(table), pa.table({"order_id": ids, "amount": ids, "status": ["open"] * 10}), mode="append")
+    expected = sorted(DeltaTable(str(table)).to_pyarrow_table()["order_id"].to_pylist())
+    dag = DagBag(dag_folder=str(EXAMPLES / "delta_maintenance.py")).dags["delta_maintenance"]
+
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"optimize": "success", "vacuum": "success", "checkpoint": "success"}
+    optimized = xcom(dag_run, "optimize")
+    assert (optimized["version"], optimized["operation"]) == (6, "OPTIMIZE")
+    assert (optimized["metrics"]["numRemovedFiles"], optimized["metrics"]["numAddedFiles"]) == (6, 1)
+    assert xcom(dag_run, "vacuum")["metrics"]["numDeletedFiles"] == 0  # the rewritten files are within retention
+    assert xcom(dag_run, "checkpoint")["version"] == 8  # after VACUUM START and END
+    reader = DeltaTable(str(table))
+    assert len(reader.file_uris()) == 1
+    assert sorted(reader.to_pyarrow_table()["order_id"].to_pylist()) == expected

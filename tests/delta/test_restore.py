@@ -9,7 +9,6 @@ import dataclasses
 import json
 import time
 
-import pyarrow as pa
 import pytest
 
 from airflow_delta_provider.delta.actions import Protocol

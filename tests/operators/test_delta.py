@@ -24,6 +24,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaAppendOperator,
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
+    DeltaOptimizeOperator,
     DeltaPurgeDeletionVectorsOperator,
     DeltaRestoreOperator,
     DeltaUpdateOperator,
@@ -74,6 +75,10 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         DeltaAlterTableOperator(task_id="r", table_path="/t", change={"drop_columns": ["a"], "set_properties": {}})
     assert DeltaRestoreOperator(task_id="r", table_path="/t", version=3).cli_arguments() == ["--version", "3"]
+    optimize = DeltaOptimizeOperator(
+        task_id="o", table_path="/t", where="p = 1", target_size=1024, zorder_by=["a", "b"]
+    )
+    assert optimize.cli_arguments() == ["--where", "p = 1", "--target-size", "1024", "--zorder-by", "a,b"]
     assert DeltaRestoreOperator(task_id="r", table_path="/t", timestamp="2026-11-26").cli_arguments() == [
         "--timestamp", "2026-11-26"
     ]  # fmt: skip
@@ -188,16 +193,17 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
             version="{{ ti.xcom_pull(task_ids='rename', key='version') }}",  # undo after_rename
             **common,
         )
+        optimize = DeltaOptimizeOperator(task_id="optimize", table_path=str(table), **common)
         refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
         create >> evolve >> update >> delete >> no_match >> checkpoint >> python_checkpoint >> vacuum >> enable_dvs
         enable_dvs >> dv_delete >> purge
-        purge >> rename >> after_rename >> restore >> refused
+        purge >> rename >> after_rename >> restore >> optimize >> refused
 
     dag_run = run_dag(dag)
 
     succeeded = (
         "create", "evolve", "update", "delete", "no_match", "checkpoint", "python_checkpoint", "vacuum", "enable_dvs",
-        "dv_delete", "purge", "rename", "after_rename", "restore",
+        "dv_delete", "purge", "rename", "after_rename", "restore", "optimize",
     )  # fmt: skip
     assert task_states(dag_run) == {**{t: "success" for t in succeeded}, "refused": "failed"}
     created = xcom(dag_run, "create")
@@ -258,6 +264,15 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     restored = xcom(dag_run, "restore")
     assert (restored["version"], restored["operation"]) == (9, "RESTORE")
     assert restored["metrics"]["numRestoredFiles"] == restored["metrics"]["numRemovedFiles"] == 1
+    at_9 = ReaderTable(str(table), version=9)
+    now = pa.table(QueryBuilder().register("t", at_9).execute("SELECT id, total FROM t").read_all()).to_pylist()
+    assert sorted((r["id"], r["total"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
+
+    # OPTIMIZE compacts the files of version 9 into one, rows unchanged.
+    optimized = xcom(dag_run, "optimize")
+    assert (optimized["version"], optimized["operation"]) == (10, "OPTIMIZE")
+    assert optimized["metrics"]["numRemovedFiles"] == len(at_9.file_uris()) > 1
+    assert len(latest.file_uris()) == 1
     now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, total FROM t").read_all()).to_pylist()
     assert sorted((r["id"], r["total"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
 
@@ -277,6 +292,10 @@ class _FailsAfterCommitting(_LostAfterTheCommit, DeltaDeleteOperator):
 
 
 class _RestoreFailsAfterCommitting(_LostAfterTheCommit, DeltaRestoreOperator):
+    pass
+
+
+class _OptimizeFailsAfterCommitting(_LostAfterTheCommit, DeltaOptimizeOperator):
     pass
 
 
@@ -431,3 +450,27 @@ def test_a_restore_retried_after_its_commit_returns_that_commit(tmp_path: Path) 
     assert _commits_with_token(table, f"delta_restore_retry/restore/{dag_run.run_id}/-1") == [2]
     assert ReaderTable(str(table)).version() == 2
     assert sorted(ReaderTable(str(table)).to_pyarrow_table()["id"].to_pylist()) == [1, 2]
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_an_optimize_retried_after_its_commit_returns_that_commit(tmp_path: Path, engine: dict[str, Any]) -> None:
+    from airflow.sdk import DAG
+    from deltalake import DeltaTable as ReaderTable
+    from deltalake import write_deltalake
+
+    table = tmp_path / "table"
+    for ids in ([1, 2], [3], [4]):
+        write_deltalake(str(table), pa.table({"id": pa.array(ids, pa.int64())}), mode="append")
+    dag_id = "delta_optimize_retry" + engine["name"]
+    with DAG(dag_id, schedule=None) as dag:
+        _OptimizeFailsAfterCommitting(
+            task_id="optimize", table_path=str(table), conf=SPARK_TEST_CONF, retries=1, retry_delay=timedelta(0),
+            **engine["kwargs"],
+        )  # fmt: skip
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"optimize": "success"}
+    assert xcom(dag_run, "optimize")["version"] == 3
+    assert _commits_with_token(table, f"{dag_id}/optimize/{dag_run.run_id}/-1") == [3]
+    assert ReaderTable(str(table)).version() == 3 and len(ReaderTable(str(table)).file_uris()) == 1

@@ -57,10 +57,12 @@ def run_reorg_purge(
         return CommandResult(table, OPERATION, None, _metrics([], [], started))
     mode = resolve_io(spark, target.storage.location, io)
     txn.read_files(purged)
-    adds = write_files(scan(spark, snapshot, purged, io=mode), snapshot, snapshot.schema, snapshot.partition_columns, io=mode)
+    adds = write_files(
+        scan(spark, snapshot, purged, io=mode), snapshot, snapshot.schema, snapshot.partition_columns, io=mode
+    )
     adds = [replace(a, data_change=False) for a in adds]
     with WrittenFiles(target, adds) as written:
-        _check_rows_kept(purged, adds)
+        check_rows_kept(OPERATION, purged, adds)
         now = int(time.time() * 1000)
         txn.add_all([*adds, *(f.remove(now, data_change=False) for f in purged)])
         metrics = _metrics(adds, purged, started)
@@ -69,17 +71,18 @@ def run_reorg_purge(
     return CommandResult(table, OPERATION, commit.version, metrics)
 
 
-def _check_rows_kept(purged: list[AddFile], adds: list[AddFile]) -> None:
-    """A purge writes exactly the live rows it read: any other count means
-    deleted rows came back (or rows went missing), and nothing is committed."""
-    live = [f.num_live_records for f in purged]
+def check_rows_kept(operation: str, rewritten: list[AddFile], adds: list[AddFile]) -> None:
+    """A rewrite that keeps every row (REORG, OPTIMIZE) writes exactly the live
+    rows it read: any other count means deleted rows came back (or rows went
+    missing), and nothing is committed."""
+    live = [f.num_live_records for f in rewritten]
     if any(n is None for n in live):
         return
     written = sum(a.num_records or 0 for a in adds)
     if written != sum(live):  # type: ignore[arg-type]
         raise DeltaError(
-            f"internal error: the purge wrote {written} rows where the purged files hold {sum(live)} live rows; "
-            "nothing is committed"
+            f"internal error: {operation} wrote {written} rows where the files it rewrote hold {sum(live)} live "
+            "rows; nothing is committed"
         )
 
 
@@ -103,4 +106,4 @@ def _metrics(adds: list[AddFile], removed: list[AddFile], started: float) -> dic
     }
 
 
-__all__ = ["OPERATION", "run_reorg_purge"]
+__all__ = ["OPERATION", "check_rows_kept", "run_reorg_purge"]

@@ -1,0 +1,184 @@
+"""OPTIMIZE: compact small files, or Z-order, as delta-spark's ``OptimizeTableCommand``.
+
+The core plans the bins (:mod:`airflow_delta_provider.delta.optimize`); each
+bin is read (deletion vectors applied) and written back:
+
+- compaction: one file per bin (``coalesce(1)``, no shuffle);
+- Z-order: range-partitioned by the Z-order key (:mod:`..zorder`) into
+  ``ceil(bin size / target size)`` files, each sorted by it.
+
+Bins are rewritten concurrently, as many at a time as Spark has task slots.
+The commit removes the old files and adds the new ones, all with
+``dataChange=false``: the rows are the same, so readers of changes skip it, and
+a concurrent append does not conflict with it (only the rewritten files were
+read). A written row count that differs from the live rows read is an
+internal error, and nothing is committed. With nothing to rewrite, nothing is
+committed and ``version`` is None.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.optimize import Bin, plan_bins, target_file_size
+from airflow_delta_provider.delta.skipping import Predicate, partition_filter
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark import conditions
+from airflow_delta_provider.spark.commands.reorg import check_rows_kept
+from airflow_delta_provider.spark.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.result import CommandResult
+
+OPERATION = "OPTIMIZE"
+#: Bins rewritten at once at most (each is one Spark job).
+MAX_CONCURRENT_BINS = 8
+
+
+def run_optimize(
+    spark: SparkSession,
+    table: str,
+    where: str | None = None,
+    target_size: int | None = None,
+    zorder_by: Sequence[str] = (),
+    token: str | None = None,
+    io: str = "auto",
+    storage_options: Mapping[str, str] | None = None,
+) -> CommandResult:
+    """OPTIMIZE ``table`` [WHERE ``where``] [ZORDER BY ``zorder_by``]; ``version`` None when nothing was to do."""
+    from airflow_delta_provider.spark.scan import scan
+    from airflow_delta_provider.spark.write import WrittenFiles, write_files
+
+    check_io(io)
+    started = time.monotonic()
+    target = DeltaTable(table, storage_options)
+    snapshot = target.snapshot()
+    zorder_by = _check_zorder_columns(snapshot, list(zorder_by))
+    files = _files_where(spark, snapshot, where)
+    size = target_file_size(snapshot.configuration, target_size)
+    bins = plan_bins(files, size, zorder=bool(zorder_by))
+    parameters = {"predicate": json.dumps([where] if where else []), "zOrderBy": json.dumps(zorder_by)}
+    if not bins:
+        return CommandResult(table, OPERATION, None, _metrics([], [], len(files), started))
+    txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    removed = [f for b in bins for f in b.files]
+    txn.read_files(removed)
+    mode = resolve_io(spark, target.storage.location, io)
+
+    def rewrite(one: Bin) -> list[AddFile]:
+        frame = scan(spark, snapshot, one.files, io=mode)
+        if zorder_by:
+            from airflow_delta_provider.spark.zorder import zorder_key
+
+            key = "__delta_zorder_key"
+            count = max(1, math.ceil(one.size / size))
+            frame = frame.withColumn(key, zorder_key(frame, zorder_by))
+            frame = frame.repartitionByRange(count, F.col(key)).sortWithinPartitions(key).drop(key)
+        else:
+            frame = frame.coalesce(1)
+        return write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode)
+
+    adds: list[AddFile] = []
+    with WrittenFiles(target, adds) as written:
+        failures: list[BaseException] = []
+        with ThreadPoolExecutor(min(len(bins), MAX_CONCURRENT_BINS)) as pool:
+            for future in [pool.submit(rewrite, b) for b in bins]:
+                try:  # every bin's files are kept track of, so a failure removes them all
+                    adds.extend(replace(a, data_change=False) for a in future.result())
+                except BaseException as exc:  # noqa: BLE001 - the first is raised below
+                    failures.append(exc)
+        if failures:
+            raise failures[0]
+        check_rows_kept(OPERATION, removed, adds)
+        now = int(time.time() * 1000)
+        txn.add_all([*adds, *(f.remove(now, data_change=False) for f in removed)])
+        metrics = _metrics(adds, removed, len(files), started)
+        written.committing()
+        commit = txn.commit(metrics=metrics, token=token)
+    return CommandResult(table, OPERATION, commit.version, metrics)
+
+
+def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
+    """The Z-order columns as the schema spells them; refused: unknown ones,
+    partition columns and columns without statistics (nothing to skip by)."""
+    from airflow_delta_provider.spark.stats import stats_leaves
+
+    if not columns:
+        return []
+    fields = {f["name"].lower(): f for f in snapshot.schema.get("fields", ())}
+    partitions = {c.lower() for c in snapshot.partition_columns}
+    leaves = stats_leaves(snapshot.schema, snapshot.partition_columns, snapshot.configuration)
+    with_stats = {path[0].lower() for path, _type in leaves if len(path) == 1}
+    out = []
+    for column in columns:
+        name = column.strip().strip("`")
+        if name.lower() not in fields:
+            raise InvalidInputError(
+                f"cannot Z-order by {column!r}: no such column; the table has {sorted(f['name'] for f in fields.values())}"
+            )
+        if name.lower() in partitions:
+            raise InvalidInputError(
+                f"cannot Z-order by {column!r}: it is a partition column (partitions already cluster it)"
+            )
+        if name.lower() not in with_stats:
+            raise InvalidInputError(
+                f"cannot Z-order by {column!r}: the table collects no statistics for it (see "
+                "delta.dataSkippingNumIndexedCols and delta.dataSkippingStatsColumns), so no file could be skipped by it"
+            )
+        if fields[name.lower()]["type"] in ("float", "double"):
+            raise InvalidInputError(
+                f"cannot Z-order by {column!r}: its files carry no min/max for float and double columns (a NaN "
+                "could hide behind them), so no file could be skipped by it"
+            )
+        out.append(fields[name.lower()]["name"])
+    if len({c.lower() for c in out}) != len(out):
+        raise InvalidInputError(f"a Z-order column is named twice: {columns}")
+    return out
+
+
+def _files_where(spark: SparkSession, snapshot: Any, where: str | None) -> list[AddFile]:
+    """The live files of the partitions ``where`` selects (every file without one)."""
+    if where is None:
+        return snapshot.files
+    conditions.parse_condition(spark, snapshot.schema, where)  # resolves and is boolean, or InvalidInputError
+    predicate = Predicate.parse(where)
+    if not predicate.is_partition_only(snapshot.partition_columns):
+        raise InvalidInputError(
+            f"OPTIMIZE's where may name partition columns only ({', '.join(snapshot.partition_columns) or 'none'}), "
+            f"not {where!r}"
+        )
+    chosen = partition_filter(
+        snapshot.files, predicate, snapshot.schema, snapshot.partition_columns,
+        mapping_mode=snapshot.column_mapping.mode,
+    )  # fmt: skip
+    if chosen is None:
+        raise InvalidInputError(f"OPTIMIZE's where {where!r} cannot be decided from partition values alone")
+    return chosen
+
+
+def _metrics(adds: list[AddFile], removed: list[AddFile], considered: int, started: float) -> dict[str, Any]:
+    sizes = sorted(a.size for a in adds)
+    return {
+        "numAddedFiles": len(adds),
+        "numRemovedFiles": len(removed),
+        "numAddedBytes": sum(sizes),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "minFileSize": sizes[0] if sizes else 0,
+        "maxFileSize": sizes[-1] if sizes else 0,
+        "totalConsideredFiles": considered,
+        "totalFilesSkipped": considered - len(removed),
+        "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in removed),
+        "executionTimeMs": int((time.monotonic() - started) * 1000),
+    }
+
+
+__all__ = ["MAX_CONCURRENT_BINS", "OPERATION", "run_optimize"]
