@@ -564,8 +564,9 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
 
     :param where: A condition on partition columns: only those partitions. (templated)
     :param target_size: Bytes per file (default: ``delta.targetFileSize``, else 128 MiB).
-    :param zorder_by: Columns to Z-order by (numeric, date or timestamp, with
-        statistics; not partition columns). (templated)
+    :param zorder_by: Columns to Z-order by, as a list or one comma-separated
+        string (integral, decimal, date or timestamp, with statistics; not
+        partition columns). (templated)
     """
 
     operation = "optimize"
@@ -580,7 +581,7 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         *,
         where: str | None = None,
         target_size: int | None = None,
-        zorder_by: Sequence[str] | None = None,
+        zorder_by: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -588,13 +589,15 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
             raise ValueError(f"target_size must be positive, not {target_size!r}")
         self.where = where
         self.target_size = target_size
-        self.zorder_by = list(zorder_by or [])
+        self.zorder_by = zorder_by  # a list, or one string of comma-separated names (templates render strings)
 
     def cli_arguments(self) -> list[str]:
         args = _option("--where", self.where)
         args += _option("--target-size", None if self.target_size is None else str(int(self.target_size)))
-        if self.zorder_by:
-            args += ["--zorder-by", ",".join(self.zorder_by)]
+        columns = self.zorder_by.split(",") if isinstance(self.zorder_by, str) else list(self.zorder_by or [])
+        columns = [c.strip() for c in columns if c.strip()]
+        if columns:
+            args += ["--zorder-by", ",".join(columns)]
         return args
 
     def _lineage_arguments(self) -> dict[str, Any]:

@@ -79,6 +79,8 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
         task_id="o", table_path="/t", where="p = 1", target_size=1024, zorder_by=["a", "b"]
     )
     assert optimize.cli_arguments() == ["--where", "p = 1", "--target-size", "1024", "--zorder-by", "a,b"]
+    templated = DeltaOptimizeOperator(task_id="o", table_path="/t", zorder_by="a, b")  # as a template renders it
+    assert templated.cli_arguments() == ["--zorder-by", "a,b"]
     assert DeltaRestoreOperator(task_id="r", table_path="/t", timestamp="2026-11-26").cli_arguments() == [
         "--timestamp", "2026-11-26"
     ]  # fmt: skip

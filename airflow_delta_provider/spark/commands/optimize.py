@@ -7,7 +7,8 @@ bin is read (deletion vectors applied) and written back:
 - Z-order: range-partitioned by the Z-order key (:mod:`..zorder`) into
   ``ceil(bin size / target size)`` files, each sorted by it.
 
-Bins are rewritten concurrently, as many at a time as Spark has task slots.
+Bins are rewritten concurrently, :data:`MAX_CONCURRENT_BINS` at a time; after
+a failure, the bins not started are not, and every file written is removed.
 The commit removes the old files and adds the new ones, all with
 ``dataChange=false``: the rows are the same, so readers of changes skip it, and
 a concurrent append does not conflict with it (only the rewritten files were
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +40,7 @@ from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.reorg import check_rows_kept
 from airflow_delta_provider.spark.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.spark.worker_env import forward_store_env
 
 OPERATION = "OPTIMIZE"
 #: Bins rewritten at once at most (each is one Spark job).
@@ -74,28 +77,38 @@ def run_optimize(
     txn.read_files(removed)
     mode = resolve_io(spark, target.storage.location, io)
 
+    planning = threading.Lock()  # scan() sets a session setting for its own read: one thread at a time
+
     def rewrite(one: Bin) -> list[AddFile]:
-        frame = scan(spark, snapshot, one.files, io=mode)
+        with planning:
+            frame = scan(spark, snapshot, one.files, io=mode)
         if zorder_by:
             from airflow_delta_provider.spark.zorder import zorder_key
 
-            key = "__delta_zorder_key"
+            key, noise = "__delta_zorder_key", "__delta_zorder_noise"
             count = max(1, math.ceil(one.size / size))
-            frame = frame.withColumn(key, zorder_key(frame, zorder_by))
-            frame = frame.repartitionByRange(count, F.col(key)).sortWithinPartitions(key).drop(key)
+            frame = frame.withColumn(key, zorder_key(frame, zorder_by)).withColumn(noise, F.rand(seed=0))
+            # The noise splits rows of one key (duplicates, nulls) over files, as delta-spark's addNoise.
+            frame = frame.repartitionByRange(count, F.col(key), F.col(noise))
+            ordering = [*snapshot.partition_columns, key]  # the partition sort a writer needs comes first
+            frame = frame.sortWithinPartitions(*ordering).drop(key, noise)
         else:
             frame = frame.coalesce(1)
         return write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode)
 
+    forward_store_env(spark)  # once, before the threads: later calls then change nothing
     adds: list[AddFile] = []
     with WrittenFiles(target, adds) as written:
-        failures: list[BaseException] = []
+        failures: list[Exception] = []
         with ThreadPoolExecutor(min(len(bins), MAX_CONCURRENT_BINS)) as pool:
-            for future in [pool.submit(rewrite, b) for b in bins]:
+            futures = [pool.submit(rewrite, b) for b in bins]
+            for future in futures:
                 try:  # every bin's files are kept track of, so a failure removes them all
                     adds.extend(replace(a, data_change=False) for a in future.result())
-                except BaseException as exc:  # noqa: BLE001 - the first is raised below
+                except Exception as exc:  # noqa: BLE001 - the first is raised below
                     failures.append(exc)
+                    for rest in futures:  # bins not started yet: no point in writing them
+                        rest.cancel()
         if failures:
             raise failures[0]
         check_rows_kept(OPERATION, removed, adds)
@@ -139,10 +152,24 @@ def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
                 f"cannot Z-order by {column!r}: its files carry no min/max for float and double columns (a NaN "
                 "could hide behind them), so no file could be skipped by it"
             )
+        if not _zorder_type(fields[name.lower()]["type"]):
+            raise InvalidInputError(
+                f"cannot Z-order by {column!r}: its type {fields[name.lower()]['type']} has no quantiles (integral, "
+                "decimal, date and timestamp columns can be Z-ordered)"
+            )
         out.append(fields[name.lower()]["name"])
     if len({c.lower() for c in out}) != len(out):
         raise InvalidInputError(f"a Z-order column is named twice: {columns}")
     return out
+
+
+def _zorder_type(delta_type: object) -> bool:
+    """Whether :mod:`..zorder` takes a column of this Delta type (float and double are refused before)."""
+    if not isinstance(delta_type, str):  # struct, array, map
+        return False
+    return delta_type in ("byte", "short", "integer", "long", "date", "timestamp", "timestamp_ntz") or (
+        delta_type.startswith("decimal")
+    )
 
 
 def _files_where(spark: SparkSession, snapshot: Any, where: str | None) -> list[AddFile]:

@@ -40,6 +40,7 @@ def _small_files(path, files: int = 12, rows: int = 50, seed: int = 7, **kwargs)
                 "x": pa.array([rng.randrange(1_000_000) for _ in range(rows)], pa.int64()),
                 "y": pa.array([rng.randrange(1_000_000) for _ in range(rows)], pa.int64()),
                 "score": [rng.random() for _ in range(rows)],
+                "label": [f"l{rng.randrange(100)}" for _ in range(rows)],
                 "p": ["a" if i % 3 else "b"] * rows,
             }
         )
@@ -104,7 +105,7 @@ def test_a_concurrent_append_still_lands(spark, tmp_path, monkeypatch):
     before = rows_rs(table)
     appended = pa.table(
         {"id": pa.array([10_000], pa.int64()), "x": pa.array([5], pa.int64()), "y": pa.array([5], pa.int64()),
-         "score": [0.5], "p": ["c"]}
+         "score": [0.5], "label": ["l0"], "p": ["c"]}
     )  # fmt: skip
     checking = optimize_module.check_rows_kept
 
@@ -154,6 +155,7 @@ def test_zorder_lets_a_filter_on_either_column_skip_most_files(spark, tmp_path):
         ({"zorder_by": ["nope"]}, "no such column"),
         ({"zorder_by": ["y"]}, "no statistics"),
         ({"zorder_by": ["score"]}, "no min/max for float and double"),
+        ({"zorder_by": ["label"]}, "type string has no quantiles"),
         ({"zorder_by": ["x", "x"]}, "named twice"),
         ({"where": "x > 5"}, "partition columns only"),
         ({"where": "p = "}, "invalid condition"),
@@ -164,7 +166,7 @@ def test_bad_input_is_refused_and_changes_nothing(spark, tmp_path, kwargs, messa
     from deltalake import DeltaTable as RsTable
 
     table = _small_files(tmp_path / "t", files=3, partition_by=["p"])
-    RsTable(table).alter.set_table_properties({"delta.dataSkippingStatsColumns": "id,x,score"})  # none for y
+    RsTable(table).alter.set_table_properties({"delta.dataSkippingStatsColumns": "id,x,score,label"})  # none for y
     before = state(table)
     with pytest.raises(InvalidInputError, match=message):
         run_optimize(spark, table, **kwargs)
@@ -178,3 +180,20 @@ def test_the_cli_takes_optimizes_options() -> None:
     assert (args.where, args.target_size, args.zorder_by) == ("p = 1", 1024, ["a", "b"])
     with pytest.raises(InvalidInputError, match="zorder-by"):
         build_parser().parse_args(["optimize", "/t", "--zorder-by", " , "])
+
+
+def test_zorder_splits_a_key_shared_by_many_rows_over_several_files(spark, tmp_path):
+    """Three distinct values: without noise the range partitioning could cut
+    at most three files; the rows of one key are spread to reach the target size."""
+    from deltalake import write_deltalake
+
+    table = str(tmp_path / "t")
+    for i in range(30):
+        ids = pa.array(range(i * 300, (i + 1) * 300), pa.int64())
+        write_deltalake(table, pa.table({"id": ids, "x": pa.array([i % 3] * 300, pa.int64())}), mode="append")
+    size = DeltaTable(table).snapshot().size_in_bytes
+
+    result = run_optimize(spark, table, zorder_by=["x"], target_size=size // 12)
+
+    assert result.metrics["numAddedFiles"] >= 8
+    assert DeltaTable(table).snapshot().num_records == 9000
