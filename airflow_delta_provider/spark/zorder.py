@@ -29,7 +29,7 @@ KEY_BITS = 62
 MAX_COLUMN_BITS = 8
 #: approxQuantile's relative error. Finer (below the 1/256 spacing of the
 #: ranges) evens the ranges out but tripled the quantile job's time, for
-#: 12% of files read instead of 17% in bench_optimize.
+#: 12% of files read instead of 18% in bench_optimize.
 QUANTILE_ERROR = 0.01
 
 
