@@ -115,37 +115,31 @@ def zorder_skipping(spark, args) -> list[dict]:
         )
         return hits / len(files), len(files)
 
-    results = []
     before, count = share(base)
-    results.append({"case": "before", "files": count, "share of files a y = c filter reads": round(before, 3)})
-    ours = root / "ours"
-    shutil.copytree(base, ours)
-    started = time.perf_counter()
-    run_optimize(spark, str(ours), zorder_by=["x", "y"], target_size=size // 100)
-    took = time.perf_counter() - started
-    fraction, count = share(ours)
-    results.append(
-        {
-            "case": "ours, zorder_by=[x, y]",
-            "files": count,
-            "share of files a y = c filter reads": round(fraction, 3),
-            "seconds": round(took, 3),
-        }
-    )
-    theirs = root / "delta-rs"
-    shutil.copytree(base, theirs)
-    started = time.perf_counter()
-    RsTable(str(theirs)).optimize.z_order(["x", "y"], target_size=size // 100)
-    took = time.perf_counter() - started
-    fraction, count = share(theirs)
-    results.append(
-        {
-            "case": "delta-rs, optimize.z_order([x, y])",
-            "files": count,
-            "share of files a y = c filter reads": round(fraction, 3),
-            "seconds": round(took, 3),
-        }
-    )
+    results = [{"case": "before", "files": count, "share of files a y = c filter reads": round(before, 3)}]
+    contenders = {
+        "ours, zorder_by=[x, y]": lambda path: run_optimize(
+            spark, str(path), zorder_by=["x", "y"], target_size=size // 100
+        ),
+        "delta-rs, optimize.z_order([x, y])": lambda path: RsTable(str(path)).optimize.z_order(
+            ["x", "y"], target_size=size // 100
+        ),
+    }
+    for case, run in contenders.items():
+        copy = root / case.split(",")[0]
+        shutil.copytree(base, copy)
+        started = time.perf_counter()
+        run(copy)
+        took = time.perf_counter() - started
+        fraction, count = share(copy)
+        results.append(
+            {
+                "case": case,
+                "files": count,
+                "share of files a y = c filter reads": round(fraction, 3),
+                "seconds": round(took, 3),
+            }
+        )
     shutil.rmtree(root, ignore_errors=True)
     return results
 

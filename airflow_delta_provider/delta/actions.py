@@ -199,6 +199,14 @@ class AddFile:
     def key(self) -> tuple[str, str | None]:
         return (self.path, self.dv_id)
 
+    def stats_json(self) -> str | None:
+        """``stats`` as JSON text, also for a file a checkpoint held with struct stats only."""
+        if self.stats is not None:
+            return self.stats
+        if self.stats_parsed is not None:
+            return json.dumps(self.stats_parsed, separators=(",", ":"))
+        return None
+
     def parsed_stats(self) -> dict[str, Any] | None:
         """Stats as a dict, from ``stats`` JSON or a checkpoint's ``stats_parsed``."""
         if self.stats_parsed is not None:

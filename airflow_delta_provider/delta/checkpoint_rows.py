@@ -14,14 +14,13 @@ actions into sidecar files (:data:`SIDECAR_SCHEMA`).
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.actions import AddFile, DeletionVector, action_to_json
+from airflow_delta_provider.delta.actions import DeletionVector, action_to_json
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -214,7 +213,7 @@ def _add_array(snapshot: Snapshot) -> pa.Array:
         _dv_array([f.deletion_vector for f in files]),
         pa.array([f.base_row_id for f in files], pa.int64()),
         pa.array([f.default_row_commit_version for f in files], pa.int64()),
-        pa.array([_stats_json(f) for f in files], pa.string()),
+        pa.array([f.stats_json() for f in files], pa.string()),
     ]
     return pa.StructArray.from_arrays(children, fields=list(t))
 
@@ -243,14 +242,6 @@ def _dv_array(dvs: list[DeletionVector | None]) -> pa.Array:
     return pa.array([dv.to_json() if dv is not None else None for dv in dvs], _DV)
 
 
-def _stats_json(f: AddFile) -> str | None:
-    if f.stats is not None:
-        return f.stats
-    if f.stats_parsed is not None:
-        return json.dumps(f.stats_parsed, separators=(",", ":"))
-    return None
-
-
 # --- the same content as JSON actions (a JSON V2 checkpoint, _last_checkpoint) ---
 
 
@@ -262,6 +253,6 @@ def non_file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
 
 def file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The live files and unexpired tombstones as checkpoint JSON actions."""
-    adds = [replace(f, data_change=False, stats=_stats_json(f), stats_parsed=None) for f in snapshot.files]
+    adds = [replace(f, data_change=False, stats=f.stats_json(), stats_parsed=None) for f in snapshot.files]
     removes = [replace(r, data_change=False, stats=None, tags=None) for r in snapshot.tombstones]
     return [action_to_json(a) for a in (*adds, *removes)]

@@ -61,6 +61,18 @@ def parse_interval(text: str) -> int:
     return int(int(m[1]) * _MS[unit])
 
 
+_BYTE_SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgtp]?)i?b?\s*", re.IGNORECASE)
+
+
+def parse_byte_size(text: str | None) -> int | None:
+    """Bytes of a Spark or Delta size such as ``134217728``, ``128mb`` or
+    ``4MiB`` (binary units); None when unset or not a size."""
+    m = _BYTE_SIZE_RE.fullmatch(text or "")
+    if not m:
+        return None
+    return int(m[1]) * 1024 ** " kmgtp".index((m[2] or " ").lower())
+
+
 def _get(md: Metadata, key: str) -> str | None:
     return md.configuration.get(key)
 

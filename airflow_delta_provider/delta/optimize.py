@@ -16,16 +16,15 @@ The target size is the caller's, else ``delta.targetFileSize``, else
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.config import parse_byte_size
 from airflow_delta_provider.delta.errors import InvalidInputError
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
-_SIZE = re.compile(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
 
 
 @dataclass
@@ -49,12 +48,12 @@ def target_file_size(configuration: Mapping[str, str], given: int | None = None)
     text = configuration.get(TARGET_FILE_SIZE_PROPERTY)
     if text is None:
         return DEFAULT_TARGET_FILE_SIZE
-    match = _SIZE.fullmatch(text)
-    if not match or int(match.group(1)) <= 0:
+    size = parse_byte_size(text)
+    if not size:
         raise InvalidInputError(
             f"{TARGET_FILE_SIZE_PROPERTY}={text!r} is not a size in bytes (e.g. 134217728 or 128mb)"
         )
-    return int(match.group(1)) * 1024 ** " kmgt".index((match.group(2) or " ").lower())
+    return size
 
 
 def plan_bins(files: Iterable[AddFile], target_size: int, zorder: bool = False) -> list[Bin]:

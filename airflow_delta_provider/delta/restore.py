@@ -24,7 +24,6 @@ that changes files.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -82,19 +81,14 @@ def plan_restore(table: DeltaTable, version: int | None = None, timestamp: Any =
     canonical = PathCanonicalizer(table.root)
     then = {(canonical(f.path), f.dv_id): f for f in target.files}
     now = {(canonical(f.path), f.dv_id): f for f in latest.files}
-    restored = [_as_restored(f) for key, f in then.items() if key not in now]
+    # Re-added as data; stats a checkpoint held only as a struct become JSON, as a commit needs.
+    restored = [
+        dataclasses.replace(f, data_change=True, stats=f.stats_json(), stats_parsed=None)
+        for key, f in then.items()
+        if key not in now
+    ]
     removed = [f for key, f in now.items() if key not in then]
     return RestorePlan(target, latest, restored, removed)
-
-
-def _as_restored(f: AddFile) -> AddFile:
-    """``f`` re-added as data; stats a checkpoint held only as a struct become JSON, as a commit needs."""
-    stats = (
-        f.stats
-        if f.stats is not None
-        else (json.dumps(f.stats_parsed, separators=(",", ":")) if f.stats_parsed else None)
-    )
-    return dataclasses.replace(f, data_change=True, stats=stats, stats_parsed=None)
 
 
 def missing_files(table: DeltaTable, files: Iterable[AddFile]) -> list[str]:

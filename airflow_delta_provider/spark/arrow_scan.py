@@ -33,7 +33,6 @@ columns it needs (``columns``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +43,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.config import parse_byte_size
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import encode_path, relative_to_root, to_absolute
 from airflow_delta_provider.delta.schema import as_nullable
@@ -291,9 +291,9 @@ def _connect_split_settings(spark: SparkSession) -> dict[str, int]:
     partitions, so one tiny job counts them (once per session).
     """
     settings = {
-        "max_partition_bytes": _bytes(spark.conf.get("spark.sql.files.maxPartitionBytes", None))
+        "max_partition_bytes": parse_byte_size(spark.conf.get("spark.sql.files.maxPartitionBytes", None))
         or _DEFAULT_MAX_PARTITION_BYTES,
-        "open_cost": _bytes(spark.conf.get("spark.sql.files.openCostInBytes", None)) or _DEFAULT_OPEN_COST,
+        "open_cost": parse_byte_size(spark.conf.get("spark.sql.files.openCostInBytes", None)) or _DEFAULT_OPEN_COST,
     }
     minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
     parallelism = getattr(spark, "_delta_parallelism", None)
@@ -304,16 +304,6 @@ def _connect_split_settings(spark: SparkSession) -> dict[str, int]:
         spark._delta_parallelism = parallelism  # type: ignore[attr-defined]
     settings["parallelism"] = max(1, int(parallelism))
     return settings
-
-
-def _bytes(text: str | None) -> int | None:
-    """A Spark byte size (``128MB``, ``4194304b``, ``134217728``) in bytes; None when unset or unreadable."""
-    if not text:
-        return None
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", text.lower())
-    if not match:
-        return None
-    return int(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " ")
 
 
 def _partition_value(f: AddFile, column: str) -> str | None:

@@ -84,3 +84,12 @@ def test_malformed_properties_are_errors_naming_the_property(key, value, getter)
     with pytest.raises(InvalidInputError) as err:
         getter(md(**{key: value}))
     assert key in str(err.value) or "interval" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("134217728", 134217728), ("128mb", 128 << 20), ("4MiB", 4 << 20), (" 1g ", 1 << 30), ("512b", 512),
+     ("", None), (None, None), ("lots", None), ("-1", None)],
+)  # fmt: skip
+def test_byte_sizes_as_spark_and_delta_write_them(text, expected):
+    assert config.parse_byte_size(text) == expected

@@ -123,11 +123,14 @@ def run_optimize(
 def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
     """The Z-order columns as the schema spells them; refused: unknown ones,
     partition columns and columns without statistics (nothing to skip by)."""
+    from airflow_delta_provider.spark.scan import spark_schema
     from airflow_delta_provider.spark.stats import stats_leaves
+    from airflow_delta_provider.spark.zorder import zorder_types_supported
 
     if not columns:
         return []
     fields = {f["name"].lower(): f for f in snapshot.schema.get("fields", ())}
+    struct = spark_schema(snapshot.schema)
     partitions = {c.lower() for c in snapshot.partition_columns}
     leaves = stats_leaves(snapshot.schema, snapshot.partition_columns, snapshot.configuration)
     with_stats = {path[0].lower() for path, _type in leaves if len(path) == 1}
@@ -152,7 +155,7 @@ def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
                 f"cannot Z-order by {column!r}: its files carry no min/max for float and double columns (a NaN "
                 "could hide behind them), so no file could be skipped by it"
             )
-        if not _zorder_type(fields[name.lower()]["type"]):
+        if not zorder_types_supported(struct[fields[name.lower()]["name"]].dataType):
             raise InvalidInputError(
                 f"cannot Z-order by {column!r}: its type {fields[name.lower()]['type']} has no quantiles (integral, "
                 "decimal, date and timestamp columns can be Z-ordered)"
@@ -161,15 +164,6 @@ def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
     if len({c.lower() for c in out}) != len(out):
         raise InvalidInputError(f"a Z-order column is named twice: {columns}")
     return out
-
-
-def _zorder_type(delta_type: object) -> bool:
-    """Whether :mod:`..zorder` takes a column of this Delta type (float and double are refused before)."""
-    if not isinstance(delta_type, str):  # struct, array, map
-        return False
-    return delta_type in ("byte", "short", "integer", "long", "date", "timestamp", "timestamp_ntz") or (
-        delta_type.startswith("decimal")
-    )
 
 
 def _files_where(spark: SparkSession, snapshot: Any, where: str | None) -> list[AddFile]:
