@@ -99,6 +99,12 @@ class AppendOnlyViolationError(InvalidInputError):
     """A data-changing remove was attempted on a ``delta.appendOnly`` table."""
 
 
+class MultipleSourceMatchesError(InvalidInputError):
+    """MERGE: a target row is matched by more than one source row, and a
+    clause would update it (or delete it, among other actions), so the
+    result would depend on which match came first. The message names the row."""
+
+
 class StorageNotFoundError(InvalidInputError, StorageError):
     """The bucket or container a table URI names does not exist."""
 

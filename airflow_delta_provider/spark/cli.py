@@ -1,6 +1,6 @@
 """Command line of the Spark applications (what spark-submit runs).
 
-``python -m airflow_delta_provider.spark <update|delete|append|checkpoint|vacuum|reorg|optimize|alter|restore> TABLE [options]``
+``python -m airflow_delta_provider.spark <update|delete|append|merge|checkpoint|vacuum|reorg|optimize|alter|restore> TABLE [options]``
 
 ``--io auto|hadoop|arrow`` picks how data files are read and written
 (:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
@@ -99,6 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--property", action="append", type=_key_value, default=[], metavar="K=V", help="table property (delta.*)"
     )
 
+    merge = sub.add_parser("merge", parents=[common], help="MERGE (upsert) a source into the table")
+    merge.add_argument("--source", required=True, help="path of the source data")
+    merge.add_argument("--source-format", default="parquet", choices=["parquet", "csv", "json", "orc", "delta"])
+    merge.add_argument("--source-version", type=int, help="version of a delta source (default: its latest)")
+    merge.add_argument("--on", required=True, help="join condition, e.g. \"t.id = s.id\"")
+    merge.add_argument(
+        "--clauses",
+        required=True,
+        help='ordered WHEN clauses as JSON, e.g. [{"when": "matched", "update": "*"}, '
+        '{"when": "not_matched", "insert": "*"}]',
+    )
+    merge.add_argument("--target-alias", default="t")
+    merge.add_argument("--source-alias", default="s")
+    merge.add_argument("--merge-schema", action="store_true", help="let * clauses add the source's new columns")
+    merge.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V", help="source reader option")
+
     checkpoint = sub.add_parser("checkpoint", parents=[common], help="checkpoint the latest version")
     checkpoint.add_argument("--cleanup-logs", action="store_true")
 
@@ -171,6 +187,25 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
             token=token,
             io=args.io,
             table_properties=dict(args.property),
+            storage_options=opts,
+        )
+    if args.command == "merge":
+        from airflow_delta_provider.spark.commands.merge import run_merge
+
+        return run_merge(
+            spark,
+            args.table,
+            args.source,
+            args.on,
+            args.clauses,
+            source_format=args.source_format,
+            source_version=args.source_version,
+            source_options=dict(args.option),
+            target_alias=args.target_alias,
+            source_alias=args.source_alias,
+            merge_schema=args.merge_schema,
+            token=token,
+            io=args.io,
             storage_options=opts,
         )
     if args.command == "checkpoint":

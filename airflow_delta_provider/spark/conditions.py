@@ -29,7 +29,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _analyse(what: str, sql: str, build) -> Any:
+def analyse(what: str, sql: str, build) -> Any:
     """Run ``build`` (which parses and analyses) and translate Spark's errors."""
     try:
         return build()
@@ -59,7 +59,7 @@ def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: s
         frame.filter(col).schema  # WHERE-only rules (no aggregates, no generators)
         return col
 
-    return _analyse("condition", condition, build)
+    return analyse("condition", condition, build)
 
 
 def resolve_column(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -90,18 +90,18 @@ def parse_assignments(
             raise InvalidInputError(f"column {name!r} is SET more than once")
         if sql is None or not str(sql).strip():
             raise InvalidInputError(f"SET {target}= has an empty expression")
-        dtype = _spark_type(field["type"])
+        dtype = spark_type(field["type"])
 
         def build(sql: str = sql, dtype: DataType = dtype) -> Column:
             col = F.expr(sql).cast(dtype)
             frame.select(col.alias("v")).schema
             return col
 
-        out[name] = _analyse(f"SET expression for {name}", sql, build)
+        out[name] = analyse(f"SET expression for {name}", sql, build)
     return out
 
 
-def _spark_type(delta_type: Any) -> DataType:
+def spark_type(delta_type: Any) -> DataType:
     """The Spark type of a Delta field type (a primitive name or a nested
     struct/array/map JSON object), read through a one-field struct."""
     return spark_schema(
@@ -110,8 +110,10 @@ def _spark_type(delta_type: Any) -> DataType:
 
 
 __all__ = [
+    "analyse",
     "empty_frame",
     "parse_assignments",
     "parse_condition",
     "resolve_column",
+    "spark_type",
 ]

@@ -47,7 +47,12 @@ def resolve_io(spark: Any, location: TableLocation | str, io: str = "auto") -> s
         return HADOOP
     from airflow_delta_provider.spark.session import is_connect  # pyspark: not for the commands without Spark
 
-    scheme = location.spark_uri().split("://", 1)[0]
+    try:
+        scheme = location.spark_uri().split("://", 1)[0]
+    except InvalidInputError:
+        if io == HADOOP:
+            raise
+        return ARROW  # Spark's filesystems cannot name it (az:// without the account); pyarrow can
     if is_connect(spark):
         available = _server_filesystem_available(spark, location)
     else:

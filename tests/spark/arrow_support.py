@@ -36,7 +36,7 @@ def commit_shape(path: str, version: int | None = None, actions: list[dict[str, 
     )
     removes = sorted(a["remove"]["path"] for a in actions if "remove" in a)
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-    metrics = {k: v for k, v in info.get("operationMetrics", {}).items() if not k.endswith(_SIZE_OR_TIME)}
+    metrics = {k: v for k, v in info.get("operationMetrics", {}).items() if not any(w in k for w in _SIZE_OR_TIME)}
     others = sorted(
         json.dumps(_without_times(a), sort_keys=True)
         for a in actions

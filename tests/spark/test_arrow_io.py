@@ -24,6 +24,7 @@ from airflow_delta_provider.spark.arrow_scan import arrow_read, plan_splits
 from airflow_delta_provider.spark.cli import build_parser, main
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
+from airflow_delta_provider.spark.commands.merge import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.scan import FILE_COLUMN, count_matches, read_files, scan, table_location
 from airflow_delta_provider.spark.worker_env import forward_store_env
@@ -113,6 +114,17 @@ def test_update_through_the_file_join_plan_is_the_same(tmp_path, spark, monkeypa
 def test_delete_is_the_same_in_both_modes(tmp_path, spark, partition_by, condition):
     src = deltalake_table(tmp_path / "src", partition_by=partition_by)
     hadoop, arrow = _both(tmp_path, src, lambda p, io: run_delete(spark, p, condition, io=io))
+    _assert_same_change(hadoop, arrow)
+
+
+@pytest.mark.parametrize("partition_by", [None, ["part"]], ids=["unpartitioned", "partitioned"])
+def test_merge_is_the_same_in_both_modes(tmp_path, spark, partition_by):
+    from .commands.test_merge import CASES, ON, source_rows, write_source
+
+    src = deltalake_table(tmp_path / "src", partition_by=partition_by)
+    source = write_source(tmp_path, source_rows([3, 4, 17, 40, 41, 60, 61, 62]))
+    clauses = CASES["conditional-all-three"]
+    hadoop, arrow = _both(tmp_path, src, lambda p, io: run_merge(spark, p, source, ON, clauses, io=io))
     _assert_same_change(hadoop, arrow)
 
 

@@ -45,6 +45,12 @@ COUNTED = (
     "numPurgedRows",
     "numDeletedFiles",
     "numAddFiles",
+    "numSourceRows",
+    "numTargetRowsInserted",
+    "numTargetRowsUpdated",
+    "numTargetRowsDeleted",
+    "numTargetRowsCopied",
+    "numTargetFilesRemoved",
 )
 
 #: A condition that holds for every row and takes 20 ms a row: a slow operation.
@@ -88,11 +94,14 @@ def _connect(server, argv: list[str], **kwargs) -> dict:
 def test_every_command_over_connect_does_what_the_classic_session_does(spark, spark_connect, tmp_path, io):
     classic, remote = _twins(tmp_path)
     wider = _source(tmp_path / "wider.parquet", range(1000, 1010), extra=True)
+    upserts = _source(tmp_path / "upserts.parquet", range(190, 215))
+    upsert = [{"when": "matched", "update": "*"}, {"when": "not_matched", "insert": "*"}]
     steps = [
         ["append", "{t}", "--source", wider, "--format", "parquet", "--merge-schema",
          "--property", "delta.enableDeletionVectors=true"],
         ["update", "{t}", "--condition", "id % 7 = 0", "--set", "val = upper(val)", "--set", "note = 'seven'"],
         ["delete", "{t}", "--condition", "id BETWEEN 20 AND 60"],
+        ["merge", "{t}", "--source", upserts, "--on", "t.id = s.id", "--clauses", json.dumps(upsert)],
         ["reorg", "{t}", "--purge"],
         ["alter", "{t}", "--change", json.dumps({"add_columns": [{"name": "extra", "type": "long"}]})],
         ["update", "{t}", "--condition", "id < 5", "--set", "extra = id * 2"],

@@ -25,6 +25,13 @@ def test_auto_picks_hadoop_locally_and_arrow_without_a_connector(spark, tmp_path
         resolve_io(spark, "s3://bucket/t", "hadoop")
 
 
+def test_an_az_uri_without_the_account_is_read_with_arrow(spark):
+    """Spark's ABFS needs the account in the URI; pyarrow's store does not."""
+    assert resolve_io(spark, "az://container/t", "auto") == "arrow"
+    with pytest.raises(InvalidInputError, match="abfss://<container>@<account>"):
+        resolve_io(spark, "az://container/t", "hadoop")
+
+
 def test_unknown_mode_is_bad_input():
     assert check_io("arrow") == "arrow"
     with pytest.raises(InvalidInputError, match="unknown io mode 'fast'"):

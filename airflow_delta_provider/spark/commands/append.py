@@ -151,14 +151,16 @@ def read_source(
     options: Mapping[str, str],
     io: str = "auto",
     storage_options: Mapping[str, str] | None = None,
+    version: int | None = None,
 ) -> DataFrame:
-    """The source rows; a Delta source is read through our own scan.
+    """The source rows; a Delta source is read through our own scan, at
+    ``version`` (default: its latest).
 
     A source on an object store that ``io`` reads in ``arrow`` mode must be
     parquet (a file, or a flat folder of files) or Delta.
     """
     if format == "delta":
-        return scan(spark, DeltaTable(source, storage_options).snapshot(), io=io)
+        return scan(spark, DeltaTable(source, storage_options).snapshot(version), io=io)
     try:
         location = parse_location(source)
     except InvalidInputError:

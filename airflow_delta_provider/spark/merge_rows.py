@@ -1,0 +1,276 @@
+"""The rows of a MERGE: the target joined to the source, and what each clause makes of them.
+
+The target's rows are read under ``target_alias`` and the source's under
+``source_alias``, each with a marker column that is non-null on its own
+side, so that after an outer join every row is known to be:
+
+- a **matched** pair (both markers): the first ``matched`` clause whose
+  condition holds acts, else the target row is copied;
+- a **target row alone**: the first ``not_matched_by_source`` clause acts,
+  else the row is copied;
+- a **source row alone**: the first ``not_matched`` clause inserts it, else
+  it is skipped.
+
+:meth:`MergeRows.action` is that decision as one integer column: the index
+of the clause that acts, :data:`COPY` or :data:`SKIP`. A NULL condition
+counts as false, as in SQL ``WHERE``. :meth:`MergeRows.output_columns` are
+the row's values after the action, cast to the table's types.
+
+Every expression is analysed by Spark against empty frames before anything
+runs (:meth:`MergeRows.validate`): an unknown or ambiguous column, a
+non-boolean condition, an insert that reads the target or a
+``not_matched_by_source`` clause that reads the source is an
+InvalidInputError naming the clause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, StructType
+
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.merge_clauses import (
+    DELETE,
+    INSERT,
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    MergeClause,
+)
+from airflow_delta_provider.spark.conditions import analyse
+from airflow_delta_provider.spark.scan import spark_schema
+
+#: The action of a target row no clause acts on: it stays as it is.
+COPY = -1
+#: The action of a source row no clause inserts.
+SKIP = -2
+
+
+def _free_name(base: str, taken: set[str]) -> str:
+    name, n = base, 0
+    while name.lower() in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+class MergeRows:
+    """One MERGE's join and clause cascade, as Spark columns.
+
+    :param schema: The table's Delta schema after the MERGE (with the
+        columns schema evolution adds): the output columns.
+    :param target_columns: The columns the target's rows are read with
+        (the table's, before evolution).
+    :param source_struct: The source's Spark schema.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        clauses: Sequence[MergeClause],
+        on: str,
+        schema: Mapping[str, Any],
+        target_columns: Sequence[str],
+        source_struct: StructType,
+        target_alias: str,
+        source_alias: str,
+    ) -> None:
+        self.spark = spark
+        self.clauses = tuple(clauses)
+        self.on = on
+        self.schema = schema
+        self.fields = list(schema["fields"])
+        self.struct = spark_schema(schema)
+        self.target_columns = list(target_columns)
+        self.source_struct = source_struct
+        self.target_alias = target_alias
+        self.source_alias = source_alias
+        taken = {f["name"].lower() for f in self.fields} | {f.name.lower() for f in source_struct.fields}
+        self.target_marker = _free_name("_merge_target_row", taken)
+        self.source_marker = _free_name("_merge_source_row", taken | {self.target_marker.lower()})
+        self._source_names = {f.name.lower(): f.name for f in source_struct.fields}
+        self._values = [self._clause_values(i, c) for i, c in enumerate(self.clauses)]
+
+    # --- frames -------------------------------------------------------------
+
+    def target(self, df: DataFrame) -> DataFrame:
+        """The target's rows (the table's columns, possibly with more), under
+        the target alias: columns schema evolution adds read as NULL."""
+        have = {c.lower() for c in self.target_columns}
+        new = {f.name: F.lit(None).cast(f.dataType) for f in self.struct.fields if f.name.lower() not in have}
+        if new:
+            df = df.withColumns(new)
+        return df.withColumn(self.target_marker, F.lit(True)).alias(self.target_alias)
+
+    def source(self, df: DataFrame) -> DataFrame:
+        """The source's rows under the source alias."""
+        return df.withColumn(self.source_marker, F.lit(True)).alias(self.source_alias)
+
+    def join(self, target: DataFrame, source: DataFrame, how: str, on: str | None = None) -> DataFrame:
+        """``target`` joined to ``source`` (both from :meth:`target` and :meth:`source`)."""
+        return target.join(source, F.expr(on or self.on), how)
+
+    def join_type(self, *, targets: bool, sources: bool) -> str:
+        """The join that keeps unmatched target rows (``targets``) and unmatched source rows (``sources``)."""
+        return {(False, False): "inner", (True, False): "left", (False, True): "right", (True, True): "full"}[
+            (targets, sources)
+        ]
+
+    # --- the decision -------------------------------------------------------
+
+    @property
+    def is_matched(self) -> Column:
+        return F.col(self.target_marker).isNotNull() & F.col(self.source_marker).isNotNull()
+
+    @property
+    def is_target_row(self) -> Column:
+        return F.col(self.target_marker).isNotNull()
+
+    def action(self) -> Column:
+        """The index of the clause that acts on the row, or COPY, or SKIP."""
+        return (
+            F.when(self.is_matched, self._cascade(MATCHED, COPY))
+            .when(self.is_target_row, self._cascade(NOT_MATCHED_BY_SOURCE, COPY))
+            .otherwise(self._cascade(NOT_MATCHED, SKIP))
+        )
+
+    def cascade(self, when: str) -> Column:
+        """The action among the clauses of one kind only (for a frame whose rows are all of that kind)."""
+        return self._cascade(when, SKIP if when == NOT_MATCHED else COPY)
+
+    def _cascade(self, when: str, otherwise: int) -> Column:
+        out = None
+        for i, clause in enumerate(self.clauses):
+            if clause.when != when:
+                continue
+            cond = F.lit(True) if clause.condition is None else F.coalesce(F.expr(clause.condition), F.lit(False))
+            out = F.when(cond, F.lit(i)) if out is None else out.when(cond, F.lit(i))
+        return F.lit(otherwise) if out is None else out.otherwise(F.lit(otherwise))
+
+    def drops(self, action: Column) -> Column:
+        """Whether a row with ``action`` leaves no row behind (deleted, or a source row not inserted)."""
+        gone = [i for i, c in enumerate(self.clauses) if c.action == DELETE] + [SKIP]
+        return action.isin(gone)
+
+    def indexes(self, *, when: str | None = None, action: str | None = None) -> list[int]:
+        """The indexes of the clauses of a kind and/or an action."""
+        return [
+            i
+            for i, c in enumerate(self.clauses)
+            if (when is None or c.when == when) and (action is None or c.action == action)
+        ]
+
+    def output_columns(self, action: Column, *, target_side: bool = True, source_side: bool = True) -> list[Column]:
+        """Every column of the table after the MERGE, for a row with
+        ``action``. A frame without the target's (or the source's) columns
+        says so, and only the clauses that can act on its rows are used."""
+        usable = {
+            MATCHED: target_side and source_side,
+            NOT_MATCHED: source_side,
+            NOT_MATCHED_BY_SOURCE: target_side,
+        }
+        out = []
+        for f in self.struct.fields:
+            value = self.target_value(f.name) if target_side else F.lit(None).cast(f.dataType)
+            expr = None
+            for i, values in enumerate(self._values):
+                if values is None or not usable[self.clauses[i].when]:
+                    continue
+                expr = F.when(action == i, values[f.name]) if expr is None else expr.when(action == i, values[f.name])
+            out.append((value if expr is None else expr.otherwise(value)).alias(f.name))
+        return out
+
+    def target_columns_out(self) -> list[Column]:
+        """The table's columns of a target row left as it is."""
+        return [self.target_value(f.name).alias(f.name) for f in self.struct.fields]
+
+    # --- values -------------------------------------------------------------
+
+    def target_value(self, name: str) -> Column:
+        """The target row's value of column ``name``."""
+        return F.col(f"`{self.target_alias}`.{_quote(name)}")
+
+    def _source(self, name: str) -> Column:
+        return F.col(f"`{self.source_alias}`.{_quote(name)}")
+
+    def _clause_values(self, index: int, clause: MergeClause) -> dict[str, Column] | None:
+        """Per output column, the value an update or insert clause gives it; None for a delete."""
+        if clause.action == DELETE:
+            return None
+        inserting = clause.action == INSERT
+        values: dict[str, Column] = {}
+        assigned = self._assigned(index, clause)
+        for f in self.struct.fields:
+            sql = assigned.get(f.name)
+            if sql is not None:
+                values[f.name] = F.expr(sql).cast(f.dataType)
+            elif clause.assignments is None and f.name.lower() in self._source_names:
+                values[f.name] = self._source(self._source_names[f.name.lower()]).cast(f.dataType)
+            elif inserting:
+                values[f.name] = F.lit(None).cast(f.dataType)
+            else:
+                values[f.name] = self.target_value(f.name)
+        return values
+
+    def _assigned(self, index: int, clause: MergeClause) -> dict[str, str]:
+        """The explicit assignments by the output column's name (a target-alias prefix allowed)."""
+        if clause.assignments is None:
+            return {}
+        by_name = {f.name.lower(): f.name for f in self.struct.fields}
+        prefix = f"{self.target_alias.lower()}."
+        out: dict[str, str] = {}
+        for key, sql in clause.assignments.items():
+            bare = key.strip()
+            if bare.lower().startswith(prefix):
+                bare = bare[len(prefix) :]
+            name = by_name.get(bare.strip("`").lower())
+            if name is None:
+                raise InvalidInputError(
+                    f"{clause.describe(index)} assigns unknown column {key!r}; the table has: "
+                    f"{', '.join(f.name for f in self.struct.fields)}"
+                )
+            if name in out:
+                raise InvalidInputError(f"{clause.describe(index)} assigns column {name!r} more than once")
+            out[name] = sql
+        return out
+
+    # --- checks -------------------------------------------------------------
+
+    def validate(self) -> None:
+        """Analyse the join condition and every clause against empty frames; no job runs."""
+        target = self.target(self.spark.createDataFrame([], spark_schema(self._table_schema())))
+        source = self.source(self.spark.createDataFrame([], self.source_struct))
+        joined = analyse("join condition", self.on, lambda: self._boolean(self.join(target, source, "full"), self.on))
+        frames = {MATCHED: joined, NOT_MATCHED: source, NOT_MATCHED_BY_SOURCE: target}
+        sides = {MATCHED: "", NOT_MATCHED: " (it sees only the source row)", NOT_MATCHED_BY_SOURCE: " (it sees only the target row)"}
+        for i, clause in enumerate(self.clauses):
+            frame, what = frames[clause.when], clause.describe(i)
+            if clause.condition is not None:
+                analyse(f"condition of {what}{sides[clause.when]}", clause.condition, lambda: self._boolean(frame, clause.condition))
+            values = self._values[i]
+            for name, sql in self._assigned(i, clause).items():
+                analyse(f"expression for {name} in {what}{sides[clause.when]}", sql, lambda v=values[name]: frame.select(v).schema)  # type: ignore[index]
+            if clause.is_star:
+                analyse(f"{clause.action} * of {what}", "*", lambda v=values: frame.select(*v.values()).schema)  # type: ignore[union-attr]
+
+    def _table_schema(self) -> dict[str, Any]:
+        keep = {c.lower() for c in self.target_columns}
+        return {"type": "struct", "fields": [f for f in self.fields if f["name"].lower() in keep]}
+
+    @staticmethod
+    def _boolean(frame: DataFrame, sql: str) -> DataFrame:
+        dtype = frame.select(F.expr(sql).alias("c")).schema["c"].dataType
+        if not isinstance(dtype, BooleanType):
+            raise InvalidInputError(f"invalid condition {sql!r}: it is of type {dtype.simpleString()}, not boolean")
+        return frame
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+__all__ = ["COPY", "SKIP", "MergeRows"]
