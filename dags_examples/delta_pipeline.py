@@ -1,14 +1,16 @@
 """delta_pipeline: the life of a Delta table, one spark-submit per step.
 
-1. ``write_day_files`` writes two days of orders as Parquet (the second day
-   brings a new column, ``country``).
+1. ``write_day_files`` writes three days of orders as Parquet (the second
+   day brings a new column, ``country``; the third corrects earlier orders).
 2. ``load_day_1`` overwrites the table with day 1 (creating it on first run).
 3. ``append_day_2`` appends day 2 and lets the schema evolve (``merge_schema``).
-4. ``flag_large_orders`` updates the orders above a threshold (a DAG param).
-5. ``drop_cancelled`` deletes cancelled orders.
-6. ``checkpoint`` writes a checkpoint of the latest version.
-7. ``vacuum_dry_run`` counts the files a vacuum would delete, deleting none.
-8. ``report`` pulls every step's version from XCom and prints the story.
+4. ``upsert_day_3`` merges day 3 in: a changed order is updated, an order
+   cancelled since is deleted, a new one is inserted (MERGE).
+5. ``flag_large_orders`` updates the orders above a threshold (a DAG param).
+6. ``drop_cancelled`` deletes cancelled orders.
+7. ``checkpoint`` writes a checkpoint of the latest version.
+8. ``vacuum_dry_run`` counts the files a vacuum would delete, deleting none.
+9. ``report`` pulls every step's version from XCom and prints the story.
 
 Runs on the ``spark_default`` connection (``local[*]`` in ``make demo``);
 the table lives in ``$DELTA_DEMO_DATA/delta/orders`` (default ``<repo>/data``).
@@ -25,6 +27,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaAppendOperator,
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
+    DeltaMergeOperator,
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
@@ -38,7 +41,7 @@ SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
 
 with DAG(
     dag_id="delta_pipeline",
-    description="Append with schema evolution, update, delete, checkpoint and vacuum a Delta table",
+    description="Append with schema evolution, upsert, update, delete, checkpoint and vacuum a Delta table",
     schedule=None,
     catchup=False,
     params={"large_order_threshold": 100},
@@ -48,7 +51,7 @@ with DAG(
 
     @task
     def write_day_files() -> dict[str, str]:
-        """Two days of orders as Parquet; day 2 adds a column."""
+        """Three days of orders as Parquet; day 2 adds a column, day 3 corrects orders."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -68,9 +71,17 @@ with DAG(
                 "country": ["NL", "FR"],
             }
         )
-        paths = {"day_1": str(SOURCES / "day_1.parquet"), "day_2": str(SOURCES / "day_2.parquet")}
-        pq.write_table(day_1, paths["day_1"])
-        pq.write_table(day_2, paths["day_2"])
+        day_3 = pa.table(
+            {
+                "order_id": pa.array([2, 4, 7], pa.int64()),
+                "amount": pa.array([260, 180, 75], pa.int64()),
+                "status": ["open", "cancelled", "open"],
+                "country": ["NL", "NL", "DE"],
+            }
+        )
+        paths = {day: str(SOURCES / f"{day}.parquet") for day in ("day_1", "day_2", "day_3")}
+        for day, rows in (("day_1", day_1), ("day_2", day_2), ("day_3", day_3)):
+            pq.write_table(rows, paths[day])
         return paths
 
     files = write_day_files()
@@ -85,6 +96,16 @@ with DAG(
         task_id="append_day_2",
         source="{{ ti.xcom_pull(task_ids='write_day_files')['day_2'] }}",
         merge_schema=True,
+    )
+    upsert_day_3 = DeltaMergeOperator(
+        task_id="upsert_day_3",
+        source="{{ ti.xcom_pull(task_ids='write_day_files')['day_3'] }}",
+        on="t.order_id = s.order_id",
+        clauses=[
+            {"when": "matched", "condition": "s.status = 'cancelled'", "delete": True},
+            {"when": "matched", "update": "*"},
+            {"when": "not_matched", "insert": "*"},
+        ],
     )
     flag_large_orders = DeltaUpdateOperator(
         task_id="flag_large_orders",
@@ -101,7 +122,8 @@ with DAG(
     def report(ti=None) -> list[str]:
         """One line per step: the version it committed, pulled from XCom."""
         lines = []
-        for step in ("load_day_1", "append_day_2", "flag_large_orders", "drop_cancelled", "checkpoint"):
+        steps = ("load_day_1", "append_day_2", "upsert_day_3", "flag_large_orders", "drop_cancelled", "checkpoint")
+        for step in steps:
             result = ti.xcom_pull(task_ids=step)
             lines.append(f"{step}: {result['operation']} -> version {result['version']} {result['metrics']}")
         vacuum = ti.xcom_pull(task_ids="vacuum_dry_run")
@@ -114,6 +136,7 @@ with DAG(
         files
         >> load_day_1
         >> append_day_2
+        >> upsert_day_3
         >> flag_large_orders
         >> drop_cancelled
         >> checkpoint

@@ -79,8 +79,23 @@ class WinningCommit:
 
     @property
     def is_blind_append(self) -> bool:
+        """As its ``commitInfo`` says; without one, whether it only added files."""
         info = self.commit_info.raw if self.commit_info else {}
-        return bool(info.get("isBlindAppend")) or (not self.removes and self.metadata is None and bool(self.adds))
+        if "isBlindAppend" in info:
+            return bool(info["isBlindAppend"])
+        return not self.removes and self.metadata is None and bool(self.adds)
+
+    def added_files_to_check(self, isolation_level: str, changes_metadata: bool) -> list[AddFile]:
+        """The adds a reader at ``isolation_level`` must not have missed
+        (delta-spark's ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn``):
+        a blind append's adds, and a non-blind commit's data-changing adds,
+        except that ``WriteSerializable`` lets blind appends through unless
+        the reader changes the metadata, and ``SnapshotIsolation`` checks none."""
+        if isolation_level == "SnapshotIsolation":
+            return []
+        if self.is_blind_append:
+            return [] if isolation_level == "WriteSerializable" and not changes_metadata else list(self.adds)
+        return [a for a in self.adds if a.data_change]
 
     @property
     def operation(self) -> str:
@@ -141,8 +156,9 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
         )
 
     # 5. Files added to data we read.
-    if not current.is_blind_append and current.isolation_level == "Serializable":
-        _check_added_files(current, winner, where)
+    if not current.is_blind_append:
+        adds = winner.added_files_to_check(current.isolation_level, current.changes_metadata)
+        _check_added_files(current, adds, where, winner.version)
 
     # 7. Files we remove, removed concurrently (before 6: see the module docstring).
     winner_removed = {current.canonical(r.path) for r in winner.removes}
@@ -175,14 +191,13 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
         )
 
 
-def _check_added_files(current: ReadSet, winner: WinningCommit, where: str) -> None:
-    adds = winner.adds
+def _check_added_files(current: ReadSet, adds: list[AddFile], where: str, version: int) -> None:
     if not adds:
         return
     if current.read_whole_table or not current.partition_columns:
         if current.read_whole_table or current.read_predicates:
             raise ConcurrentAppendError(
-                f"files were added concurrently at {where} to data this transaction read", winner.version
+                f"files were added concurrently at {where} to data this transaction read", version
             )
         return
     from airflow_delta_provider.delta.skipping import prune_files
@@ -198,7 +213,7 @@ def _check_added_files(current: ReadSet, winner: WinningCommit, where: str) -> N
             raise ConcurrentAppendError(
                 f"files were added concurrently at {where} to partition "
                 f"{_partition_text(hit[0], current)} that this transaction read (condition: {predicate.sql})",
-                winner.version,
+                version,
             )
 
 

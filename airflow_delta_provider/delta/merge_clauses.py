@@ -75,7 +75,7 @@ def parse_clauses(clauses: str | Sequence[Mapping[str, Any]]) -> tuple[MergeClau
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"MERGE clauses are not valid JSON: {exc}") from None
     if not isinstance(clauses, (list, tuple)) or not clauses:
-        raise InvalidInputError("MERGE needs a non-empty list of clauses, e.g. [{\"when\": \"matched\", \"update\": \"*\"}]")
+        raise InvalidInputError('MERGE needs a non-empty list of clauses, e.g. [{"when": "matched", "update": "*"}]')
     parsed = tuple(_parse_clause(i, raw) for i, raw in enumerate(clauses))
     for when in ACTIONS:
         of_kind = [(i, c) for i, c in enumerate(parsed) if c.when == when]

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.actions import CommitInfo
 
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
-OPERATIONS = ("update", "delete", "append", "checkpoint", "vacuum", "reorg", "optimize", "alter", "restore")
+OPERATIONS = ("update", "delete", "append", "merge", "checkpoint", "vacuum", "reorg", "optimize", "alter", "restore")
 
 #: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
 CLOCK_SKEW = timedelta(hours=1)

@@ -37,6 +37,7 @@ def operator_lineage(
     source: str | None = None,
     source_format: str | None = None,
     source_has_table_columns: bool = False,
+    joins_source: bool = False,
 ) -> Any:
     """An ``OperatorLineage`` for one Delta operator run, or None without OpenLineage.
 
@@ -49,6 +50,8 @@ def operator_lineage(
     :param source_format: The source's format (``delta`` sources are read for their schema).
     :param source_has_table_columns: The table's columns are the source's
         (an overwrite that replaces the schema), so each comes from its namesake.
+    :param joins_source: The source is joined to the table (MERGE): both are
+        inputs, and a column may come from either, so no column lineage is given.
     """
     try:
         from airflow.providers.openlineage.extractors import OperatorLineage
@@ -75,8 +78,10 @@ def operator_lineage(
         source_schema = _source_schema(source, options) if version is not None and source_format == "delta" else None
         source_facets = facets.table_facets(schema=source_schema) if source_format == "delta" else {}
         inputs.append(facets.input_dataset(lineage_source, source_facets))
-        if schema is not None:
+        if schema is not None and not joins_source:
             lineage = _append_lineage(schema, source_schema, source_has_table_columns)
+    if joins_source:
+        lineage = None
 
     output_facets = facets.table_facets(version, schema)
     if lineage is not None and lineage.fields:

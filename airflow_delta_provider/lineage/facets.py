@@ -78,12 +78,13 @@ def written(metrics: Mapping[str, Any]) -> tuple[int | None, int | None, int | N
     DELETE and REORG report ``numAddedBytes``/``numAddedFiles``, and the rows
     they wrote are the changed ones plus the ones copied beside them
     (``numUpdatedRows`` + ``numCopiedRows``; a DELETE writes only copies).
+    MERGE reports ``numOutputRows`` with ``numTargetBytesAdded``/``numTargetFilesAdded``.
     """
     rows = metrics.get("numOutputRows")
     if rows is None and ({"numUpdatedRows", "numCopiedRows"} & metrics.keys()):
         rows = int(metrics.get("numUpdatedRows", 0)) + int(metrics.get("numCopiedRows", 0))
-    size = metrics.get("numOutputBytes", metrics.get("numAddedBytes"))
-    files = metrics.get("numFiles", metrics.get("numAddedFiles"))
+    size = metrics.get("numOutputBytes", metrics.get("numAddedBytes", metrics.get("numTargetBytesAdded")))
+    files = metrics.get("numFiles", metrics.get("numAddedFiles", metrics.get("numTargetFilesAdded")))
     return rows, size, files
 
 

@@ -26,6 +26,7 @@ InvalidInputError naming the clause.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -92,6 +93,10 @@ class MergeRows:
         taken = {f["name"].lower() for f in self.fields} | {f.name.lower() for f in source_struct.fields}
         self.target_marker = _free_name("_merge_target_row", taken)
         self.source_marker = _free_name("_merge_source_row", taken | {self.target_marker.lower()})
+        #: The column a frame may hold :meth:`action` in.
+        self.action_column = _free_name(
+            "_merge_action", taken | {self.target_marker.lower(), self.source_marker.lower()}
+        )
         self._source_names = {f.name.lower(): f.name for f in source_struct.fields}
         self._values = [self._clause_values(i, c) for i, c in enumerate(self.clauses)]
 
@@ -246,16 +251,20 @@ class MergeRows:
         source = self.source(self.spark.createDataFrame([], self.source_struct))
         joined = analyse("join condition", self.on, lambda: self._boolean(self.join(target, source, "full"), self.on))
         frames = {MATCHED: joined, NOT_MATCHED: source, NOT_MATCHED_BY_SOURCE: target}
-        sides = {MATCHED: "", NOT_MATCHED: " (it sees only the source row)", NOT_MATCHED_BY_SOURCE: " (it sees only the target row)"}
+        sides = {
+            MATCHED: "",
+            NOT_MATCHED: " (it sees only the source row)",
+            NOT_MATCHED_BY_SOURCE: " (it sees only the target row)",
+        }
         for i, clause in enumerate(self.clauses):
-            frame, what = frames[clause.when], clause.describe(i)
+            frame, what = frames[clause.when], f"{clause.describe(i)}{sides[clause.when]}"
             if clause.condition is not None:
-                analyse(f"condition of {what}{sides[clause.when]}", clause.condition, lambda: self._boolean(frame, clause.condition))
-            values = self._values[i]
+                analyse(f"condition of {what}", clause.condition, partial(self._boolean, frame, clause.condition))
+            values = self._values[i] or {}
             for name, sql in self._assigned(i, clause).items():
-                analyse(f"expression for {name} in {what}{sides[clause.when]}", sql, lambda v=values[name]: frame.select(v).schema)  # type: ignore[index]
+                analyse(f"expression for {name} in {what}", sql, partial(_resolve, frame, [values[name]]))
             if clause.is_star:
-                analyse(f"{clause.action} * of {what}", "*", lambda v=values: frame.select(*v.values()).schema)  # type: ignore[union-attr]
+                analyse(f"{clause.action} * of {what}", "*", partial(_resolve, frame, list(values.values())))
 
     def _table_schema(self) -> dict[str, Any]:
         keep = {c.lower() for c in self.target_columns}
@@ -267,6 +276,11 @@ class MergeRows:
         if not isinstance(dtype, BooleanType):
             raise InvalidInputError(f"invalid condition {sql!r}: it is of type {dtype.simpleString()}, not boolean")
         return frame
+
+
+def _resolve(frame: DataFrame, columns: list[Column]) -> Any:
+    """Analyse ``columns`` over ``frame`` (no job runs)."""
+    return frame.select(*columns).schema
 
 
 def _quote(name: str) -> str:

@@ -26,10 +26,11 @@ def test_examples_import_without_errors(dagbag) -> None:
 def test_pipeline_runs_every_operator_on_the_demo_table(dagbag) -> None:
     dag = dagbag.dags["delta_pipeline"]
     kinds = [type(dag.get_task(t)).__name__ for t in (
-        "load_day_1", "append_day_2", "flag_large_orders", "drop_cancelled", "checkpoint", "vacuum_dry_run"
+        "load_day_1", "append_day_2", "upsert_day_3", "flag_large_orders", "drop_cancelled", "checkpoint",
+        "vacuum_dry_run",
     )]  # fmt: skip
     assert kinds == [
-        "DeltaAppendOperator", "DeltaAppendOperator", "DeltaUpdateOperator",
+        "DeltaAppendOperator", "DeltaAppendOperator", "DeltaMergeOperator", "DeltaUpdateOperator",
         "DeltaDeleteOperator", "DeltaCheckpointOperator", "DeltaVacuumOperator",
     ]  # fmt: skip
     assert dag.get_task("append_day_2").merge_schema

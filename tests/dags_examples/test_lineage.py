@@ -20,7 +20,9 @@ import pytest
 from airflow_delta_provider.hooks.delta_spark import application_path
 
 ROOT = Path(__file__).resolve().parents[2]
-DELTA_TASKS = ("load_day_1", "append_day_2", "flag_large_orders", "drop_cancelled", "checkpoint", "vacuum_dry_run")
+DELTA_TASKS = (
+    "load_day_1", "append_day_2", "upsert_day_3", "flag_large_orders", "drop_cancelled", "checkpoint", "vacuum_dry_run"
+)  # fmt: skip
 
 _RUN = r"""
 import json, sys
@@ -98,8 +100,8 @@ def test_every_delta_task_starts_and_completes_on_the_table(pipeline_run) -> Non
 
 def test_the_version_facet_is_the_xcom_version(pipeline_run) -> None:
     versions = {t: pipeline_run["xcom"][t]["version"] for t in DELTA_TASKS}
-    assert versions == {"load_day_1": 0, "append_day_2": 1, "flag_large_orders": 2, "drop_cancelled": 3,
-                        "checkpoint": 3, "vacuum_dry_run": None}  # fmt: skip
+    assert versions == {"load_day_1": 0, "append_day_2": 1, "upsert_day_3": 2, "flag_large_orders": 3,
+                        "drop_cancelled": 4, "checkpoint": 4, "vacuum_dry_run": None}  # fmt: skip
     for task_id, version in versions.items():
         written = _one(_task_event(pipeline_run, task_id)["outputs"])
         assert _version(written) == (None if version is None else str(version))
@@ -126,7 +128,7 @@ def test_appends_read_their_source_and_report_what_they_wrote(pipeline_run) -> N
 
 
 def test_update_and_delete_read_the_version_before_theirs(pipeline_run) -> None:
-    for task_id, read_version in (("flag_large_orders", "1"), ("drop_cancelled", "2")):
+    for task_id, read_version in (("flag_large_orders", "2"), ("drop_cancelled", "3")):
         event = _task_event(pipeline_run, task_id)
         read, written = _one(event["inputs"]), _one(event["outputs"])
         assert (read["namespace"], read["name"]) == ("file", pipeline_run["table"])
@@ -135,7 +137,23 @@ def test_update_and_delete_read_the_version_before_theirs(pipeline_run) -> None:
         metrics = pipeline_run["xcom"][task_id]["metrics"]
         rows = metrics.get("numUpdatedRows", 0) + metrics["numCopiedRows"]
         assert _statistics(written) == (rows, metrics["numAddedBytes"], metrics["numAddedFiles"])
-    assert pipeline_run["xcom"]["flag_large_orders"]["metrics"]["numUpdatedRows"] == 3  # 250, 180 and 120
+    assert pipeline_run["xcom"]["flag_large_orders"]["metrics"]["numUpdatedRows"] == 2  # 260 and 120
+
+
+def test_the_merge_reads_the_table_and_its_source(pipeline_run) -> None:
+    """MERGE's inputs are the table at the version it read and the source; a
+    column may come from either, so no column lineage is claimed."""
+    event = _task_event(pipeline_run, "upsert_day_3")
+    table, source = event["inputs"]
+    assert (table["name"], _version(table)) == (pipeline_run["table"], "1")
+    assert source["name"] == str(pipeline_run["sources"] / "day_3.parquet")
+    written = _one(event["outputs"])
+    assert _version(written) == "2" and "columnLineage" not in written["facets"]
+    metrics = pipeline_run["xcom"]["upsert_day_3"]["metrics"]
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"], metrics["numTargetRowsInserted"]) == (1, 1, 1)
+    assert _statistics(written) == (
+        metrics["numOutputRows"], metrics["numTargetBytesAdded"], metrics["numTargetFilesAdded"]
+    )  # fmt: skip
 
 
 def test_column_lineage_of_the_update_and_the_delete(pipeline_run) -> None:

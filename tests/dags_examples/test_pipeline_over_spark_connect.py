@@ -11,7 +11,7 @@ import pytest
 from tests.airflow_env import run_dag, task_states, xcom
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
-STEPS = ("load_day_1", "append_day_2", "flag_large_orders", "drop_cancelled", "checkpoint")
+STEPS = ("load_day_1", "append_day_2", "upsert_day_3", "flag_large_orders", "drop_cancelled", "checkpoint")
 
 
 @pytest.mark.usefixtures("airflow_db")
@@ -30,16 +30,17 @@ def test_the_example_pipeline_runs_over_spark_connect(spark_connect, tmp_path, m
     assert versions == {
         "load_day_1": 0,
         "append_day_2": 1,
-        "flag_large_orders": 2,
-        "drop_cancelled": 3,
-        "checkpoint": 3,
+        "upsert_day_3": 2,
+        "flag_large_orders": 3,
+        "drop_cancelled": 4,
+        "checkpoint": 4,
     }
     assert xcom(dag_run, "vacuum_dry_run")["version"] is None
     table = DeltaTable(str(tmp_path / "data" / "delta" / "orders"))
-    assert table.version() == 3
+    assert table.version() == 4
     rows = sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["order_id"])
     assert [(r["order_id"], r["status"], r["country"]) for r in rows] == [
-        (1, "open", None), (2, "priority", None), (4, "priority", None), (5, "priority", "NL"),
+        (1, "open", None), (2, "priority", "NL"), (5, "priority", "NL"), (7, "open", "DE"),
     ]  # fmt: skip
     history = {h["version"]: h["operation"] for h in table.history()}
-    assert [history[v] for v in range(4)] == ["WRITE", "WRITE", "UPDATE", "DELETE"]
+    assert [history[v] for v in range(5)] == ["WRITE", "WRITE", "MERGE", "UPDATE", "DELETE"]

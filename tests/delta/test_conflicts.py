@@ -124,6 +124,30 @@ def test_unpartitioned_table_predicate_read_conflicts_with_any_add():
     check_conflicts(read_set(partition_columns=[], read_paths={"y"}), winner(AddFile("x", {}, 1, 1)))
 
 
+def test_write_serializable_lets_blind_appends_through_but_not_other_adds():
+    """delta-spark's WriteSerializable: a blind append does not conflict with
+    a reader (unless the reader changes the metadata); an add by a commit
+    that read the table (an inserting MERGE) does."""
+    current = read_set(isolation_level="WriteSerializable", read_whole_table=True)
+    blind = winner(padd("p=a/x", "a"), info={"operation": "WRITE", "isBlindAppend": True})
+    check_conflicts(current, blind)
+    with pytest.raises(ConcurrentAppendError):
+        check_conflicts(read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind)
+    merge = winner(padd("p=a/x", "a"), info={"operation": "MERGE", "isBlindAppend": False})
+    assert not merge.is_blind_append  # its commitInfo says so, though it only adds
+    with pytest.raises(ConcurrentAppendError):
+        check_conflicts(current, merge)
+
+
+def test_adds_that_change_no_data_never_conflict_unless_blind():
+    """OPTIMIZE's adds (dataChange=false) hold rows the reader already saw."""
+    from dataclasses import replace
+
+    compacted = replace(padd("p=a/x", "a"), data_change=False)
+    optimize = winner(compacted, info={"operation": "OPTIMIZE", "isBlindAppend": False})
+    check_conflicts(read_set(read_whole_table=True), optimize)
+
+
 def test_snapshot_isolation_ignores_concurrent_adds():
     check_conflicts(read_set(isolation_level="SnapshotIsolation", read_whole_table=True), winner(padd("p=a/x", "a")))
 

@@ -24,6 +24,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaAppendOperator,
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
+    DeltaMergeOperator,
     DeltaOptimizeOperator,
     DeltaPurgeDeletionVectorsOperator,
     DeltaRestoreOperator,
@@ -75,6 +76,30 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         DeltaAlterTableOperator(task_id="r", table_path="/t", change={"drop_columns": ["a"], "set_properties": {}})
     assert DeltaRestoreOperator(task_id="r", table_path="/t", version=3).cli_arguments() == ["--version", "3"]
+    merge = DeltaMergeOperator(
+        task_id="m",
+        table_path="/t",
+        source="/s",
+        source_format="delta",
+        source_version="7",  # as a template renders an upstream version
+        on="t.id = s.id",
+        clauses=[{"when": "matched", "update": "*"}],
+        merge_schema=True,
+        options={"k": "v"},
+    )
+    assert merge.cli_arguments() == [
+        "--source", "/s", "--source-format", "delta", "--on", "t.id = s.id",
+        "--clauses", '[{"when": "matched", "update": "*"}]', "--target-alias", "t", "--source-alias", "s",
+        "--source-version", "7", "--merge-schema", "--option", "k=v",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="clause 1.*exactly one action"):
+        DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses=[{"when": "matched"}])
+    with pytest.raises(ValueError, match="source_version needs"):
+        DeltaMergeOperator(
+            task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="[]", source_version=3
+        )
+    templated = DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="{{ params.c }}")
+    assert templated.cli_arguments()[6:8] == ["--clauses", "{{ params.c }}"]  # checked once rendered
     optimize = DeltaOptimizeOperator(
         task_id="o", table_path="/t", where="p = 1", target_size=1024, zorder_by=["a", "b"]
     )
@@ -138,6 +163,11 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     pq.write_table(
         pa.table({"id": pa.array([4], pa.int64()), "amount": pa.array([40], pa.int64()), "country": ["NL"]}), wider
     )
+    upserts = tmp_path / "upserts.parquet"
+    pq.write_table(
+        pa.table({"id": pa.array([4, 9], pa.int64()), "total": pa.array([400, 900], pa.int64()), "country": ["NL", "BE"]}),
+        upserts,
+    )
     clashing = tmp_path / "clashing.parquet"
     pq.write_table(pa.table({"id": pa.array([5], pa.int64()), "amount": ["fifty"]}), clashing)
     table = tmp_path / "table"
@@ -196,16 +226,24 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
             **common,
         )
         optimize = DeltaOptimizeOperator(task_id="optimize", table_path=str(table), **common)
+        upsert = DeltaMergeOperator(
+            task_id="upsert",
+            table_path=str(table),
+            source=str(upserts),
+            on="t.id = s.id",
+            clauses=[{"when": "matched", "update": {"total": "s.total"}}, {"when": "not_matched", "insert": "*"}],
+            **common,
+        )
         refused = DeltaAppendOperator(task_id="refused", table_path=str(table), source=str(clashing), **common)
         create >> evolve >> update >> delete >> no_match >> checkpoint >> python_checkpoint >> vacuum >> enable_dvs
         enable_dvs >> dv_delete >> purge
-        purge >> rename >> after_rename >> restore >> optimize >> refused
+        purge >> rename >> after_rename >> restore >> optimize >> upsert >> refused
 
     dag_run = run_dag(dag)
 
     succeeded = (
         "create", "evolve", "update", "delete", "no_match", "checkpoint", "python_checkpoint", "vacuum", "enable_dvs",
-        "dv_delete", "purge", "rename", "after_rename", "restore", "optimize",
+        "dv_delete", "purge", "rename", "after_rename", "restore", "optimize", "upsert",
     )  # fmt: skip
     assert task_states(dag_run) == {**{t: "success" for t in succeeded}, "refused": "failed"}
     created = xcom(dag_run, "create")
@@ -274,9 +312,19 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     optimized = xcom(dag_run, "optimize")
     assert (optimized["version"], optimized["operation"]) == (10, "OPTIMIZE")
     assert optimized["metrics"]["numRemovedFiles"] == len(at_9.file_uris()) > 1
-    assert len(latest.file_uris()) == 1
-    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, total FROM t").read_all()).to_pylist()
+    at_10 = ReaderTable(str(table), version=10)
+    assert len(at_10.file_uris()) == 1
+    now = pa.table(QueryBuilder().register("t", at_10).execute("SELECT id, total FROM t").read_all()).to_pylist()
     assert sorted((r["id"], r["total"]) for r in now) == [(1, 10), (2, 20), (2, 40), (4, 80)]
+
+    # MERGE: id 4 updated, id 9 inserted, on the column-mapped table.
+    upserted = xcom(dag_run, "upsert")
+    assert (upserted["version"], upserted["operation"]) == (11, "MERGE")
+    assert (upserted["metrics"]["numTargetRowsUpdated"], upserted["metrics"]["numTargetRowsInserted"]) == (1, 1)
+    now = pa.table(QueryBuilder().register("t", latest).execute("SELECT id, total, country FROM t").read_all())
+    assert sorted((r["id"], r["total"], r["country"]) for r in now.to_pylist()) == [
+        (1, 10, None), (2, 20, None), (2, 40, None), (4, 400, "NL"), (9, 900, "BE"),
+    ]  # fmt: skip
 
 
 class _LostAfterTheCommit:
@@ -298,6 +346,10 @@ class _RestoreFailsAfterCommitting(_LostAfterTheCommit, DeltaRestoreOperator):
 
 
 class _OptimizeFailsAfterCommitting(_LostAfterTheCommit, DeltaOptimizeOperator):
+    pass
+
+
+class _MergeFailsAfterCommitting(_LostAfterTheCommit, DeltaMergeOperator):
     pass
 
 
@@ -456,7 +508,7 @@ def test_a_restore_retried_after_its_commit_returns_that_commit(tmp_path: Path) 
 
 @needs_spark
 @pytest.mark.usefixtures("airflow_db")
-def test_an_optimize_retried_after_its_commit_returns_that_commit(tmp_path: Path, engine: dict[str, Any]) -> None:
+def test_an_optimize_and_a_merge_retried_after_their_commits_return_them(tmp_path: Path, engine: dict[str, Any]) -> None:
     from airflow.sdk import DAG
     from deltalake import DeltaTable as ReaderTable
     from deltalake import write_deltalake
@@ -464,15 +516,28 @@ def test_an_optimize_retried_after_its_commit_returns_that_commit(tmp_path: Path
     table = tmp_path / "table"
     for ids in ([1, 2], [3], [4]):
         write_deltalake(str(table), pa.table({"id": pa.array(ids, pa.int64())}), mode="append")
+    upserts = tmp_path / "upserts.parquet"
+    pq.write_table(pa.table({"id": pa.array([4, 5], pa.int64())}), upserts)
     dag_id = "delta_optimize_retry" + engine["name"]
+    retried = {"conf": SPARK_TEST_CONF, "retries": 1, "retry_delay": timedelta(0), **engine["kwargs"]}
     with DAG(dag_id, schedule=None) as dag:
-        _OptimizeFailsAfterCommitting(
-            task_id="optimize", table_path=str(table), conf=SPARK_TEST_CONF, retries=1, retry_delay=timedelta(0),
-            **engine["kwargs"],
-        )  # fmt: skip
+        optimize = _OptimizeFailsAfterCommitting(task_id="optimize", table_path=str(table), **retried)
+        merge = _MergeFailsAfterCommitting(
+            task_id="merge",
+            table_path=str(table),
+            source=str(upserts),
+            on="t.id = s.id",
+            clauses=[{"when": "not_matched", "insert": "*"}],
+            **retried,
+        )
+        optimize >> merge
     dag_run = run_dag(dag)
 
-    assert task_states(dag_run) == {"optimize": "success"}
+    assert task_states(dag_run) == {"optimize": "success", "merge": "success"}
     assert xcom(dag_run, "optimize")["version"] == 3
     assert _commits_with_token(table, f"{dag_id}/optimize/{dag_run.run_id}/-1") == [3]
-    assert ReaderTable(str(table)).version() == 3 and len(ReaderTable(str(table)).file_uris()) == 1
+    merged = xcom(dag_run, "merge")
+    assert (merged["version"], merged["operation"], merged["metrics"]["numTargetRowsInserted"]) == (4, "MERGE", 1)
+    assert _commits_with_token(table, f"{dag_id}/merge/{dag_run.run_id}/-1") == [4]
+    assert ReaderTable(str(table)).version() == 4
+    assert sorted(ReaderTable(str(table)).to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3, 4, 5]

@@ -39,14 +39,13 @@ On a table with deletion vectors, touched files are rewritten whole
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta import column_mapping, config, type_widening
@@ -56,6 +55,7 @@ from airflow_delta_provider.delta.errors import (
     DeltaError,
     InvalidInputError,
     MultipleSourceMatchesError,
+    SchemaMismatchError,
 )
 from airflow_delta_provider.delta.merge_clauses import (
     DELETE,
@@ -71,7 +71,6 @@ from airflow_delta_provider.delta.merge_clauses import (
 from airflow_delta_provider.delta.merge_condition import JoinFacts, check_alias, join_facts, key_range_sql
 from airflow_delta_provider.delta.schema import (
     check_column_names,
-    enforce_schema,
     merge_schemas,
     schema_string,
     type_name,
@@ -89,7 +88,6 @@ _KEY_KINDS = {
     "date": "date",
     "string": "string",
 }
-_ACTION = "_merge_action"
 #: How many key columns a multiple-match error shows.
 _KEYS_SHOWN = 5
 
@@ -157,6 +155,7 @@ class MergeCommand(DmlCommand):
         from airflow_delta_provider.spark.commands.append import read_source
 
         self._started = time.monotonic()
+        requested_io = self.io  # the source is placed by itself
         self.io = resolve_io(self.spark, self.table.storage.location, self.io)
         self.snapshot = snap = self.table.snapshot()
         inserts = self._has(action=INSERT)
@@ -176,7 +175,7 @@ class MergeCommand(DmlCommand):
             self.source_uri,
             self.source_format,
             self.source_options,
-            io=self.io,
+            io=requested_io,
             storage_options=self.storage_options,
             version=self.source_version,
         )
@@ -209,19 +208,26 @@ class MergeCommand(DmlCommand):
         """The schema the MERGE writes: the table's, or with ``merge_schema``
         and a ``*`` clause, the table's merged with the source's (delta-spark's
         schema evolution). Without ``merge_schema``, a ``*`` clause needs a
-        source whose columns all are the table's, of the same types."""
+        source with no column the table lacks, and types that merge into the
+        table's without changing them (an int source into a long column)."""
         snap = self.snapshot
         self.schema = snap.schema
         if not any(c.is_star for c in self.clauses):
             return
-        if not self.merge_schema:
-            enforce_schema(snap.schema, source_schema)
-            return
         previous = snap.metadata
-        merged = merge_schemas(snap.schema, source_schema, type_widening=config.type_widening_enabled(previous))
-        type_widening.check_partition_changes(snap.schema, merged, snap.partition_columns)
+        widen = self.merge_schema and config.type_widening_enabled(previous)
+        merged = merge_schemas(snap.schema, _fitted(snap.schema, source_schema), type_widening=widen)
         if merged == snap.schema:
             return
+        if not self.merge_schema:
+            known = {f["name"].lower() for f in snap.schema["fields"]}
+            new = [f["name"] for f in source_schema["fields"] if f["name"].lower() not in known]
+            what = f"columns the table lacks: {new}" if new else "nested fields the table lacks"
+            raise SchemaMismatchError(
+                f"the MERGE source has {what}; a * clause would write them. Pass merge_schema to add them "
+                "to the table, or name the columns to set in the clause"
+            )
+        type_widening.check_partition_changes(snap.schema, merged, snap.partition_columns)
         if column_mapping.mode_of(previous.configuration) == column_mapping.NONE:
             check_column_names(source_schema)
         self.metadata = column_mapping.apply(replace(previous, schema_string=schema_string(merged)), previous)
@@ -309,8 +315,8 @@ class MergeCommand(DmlCommand):
         if target is None:
             return self._inserts(source, matched_files=[])
         joined = rows.join(target, source, rows.join_type(targets=True, sources=inserts))
-        action = F.col(_ACTION)
-        joined = joined.withColumn(_ACTION, rows.action())
+        action = F.col(rows.action_column)
+        joined = joined.withColumn(rows.action_column, rows.action())
         written = F.col(rows.target_marker).isNull() | F.col(rows.target_marker)
         return joined.filter(~rows.drops(action) & written).select(*rows.output_columns(action))
 
@@ -331,8 +337,8 @@ class MergeCommand(DmlCommand):
         if self._has(when=NOT_MATCHED_BY_SOURCE):
             kept = rows.join(survivors, source, "left_semi").alias(self.target_alias)
             unmatched = rows.join(survivors, source, "left_anti").alias(self.target_alias)
-            action = F.col(_ACTION)
-            unmatched = unmatched.withColumn(_ACTION, rows.cascade(NOT_MATCHED_BY_SOURCE))
+            action = F.col(rows.action_column)
+            unmatched = unmatched.withColumn(rows.action_column, rows.cascade(NOT_MATCHED_BY_SOURCE))
             changed = unmatched.filter(~rows.drops(action)).select(*rows.output_columns(action, source_side=False))
             out = kept.select(*rows.target_columns_out()).unionByName(changed)
         if self._has(action=INSERT):
@@ -360,8 +366,8 @@ class MergeCommand(DmlCommand):
         if files:
             target = rows.target(self.scan(files))
             source = source.join(target, F.expr(self.on), "left_anti").alias(self.source_alias)
-        action = F.col(_ACTION)
-        source = source.withColumn(_ACTION, rows.cascade(NOT_MATCHED))
+        action = F.col(rows.action_column)
+        source = source.withColumn(rows.action_column, rows.cascade(NOT_MATCHED))
         return source.filter(~rows.drops(action)).select(*rows.output_columns(action, target_side=False))
 
     def _find_touched_files(self) -> tuple[set[str], set[str]]:
@@ -379,9 +385,11 @@ class MergeCommand(DmlCommand):
         start = time.monotonic()
         frame, key, row, by_key = match_frame(self.spark, self.snapshot, self.candidates, None, self.io, with_data=True)
         inserts = self._has(action=INSERT)
-        joined = rows.join(rows.target(frame), rows.source(self.source), rows.join_type(
-            targets=self._has(when=NOT_MATCHED_BY_SOURCE), sources=inserts
-        ))
+        joined = rows.join(
+            rows.target(frame),
+            rows.source(self.source),
+            rows.join_type(targets=self._has(when=NOT_MATCHED_BY_SOURCE), sources=inserts),
+        )
         action = rows.action()
         acting = rows.is_matched & (action != COPY)
         per_row = joined.groupBy(
@@ -428,9 +436,7 @@ class MergeCommand(DmlCommand):
         if not self.inserted:
             return
         rows = self.rows
-        found = (
-            rows.source(self.source).groupBy(rows.cascade(NOT_MATCHED).alias("a")).count().collect()
-        )
+        found = rows.source(self.source).groupBy(rows.cascade(NOT_MATCHED).alias("a")).count().collect()
         self.inserted = 0
         for r in found:
             if r["a"] != SKIP:
@@ -549,6 +555,28 @@ class MergeCommand(DmlCommand):
         metrics = self.metrics()
         commit = self.txn.commit(metrics=metrics, token=self.token)
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)
+
+
+#: Source types a column of the key's type takes without loss (delta-spark casts them on MERGE).
+_UPCASTS = {
+    "long": {"byte", "short", "integer"},
+    "integer": {"byte", "short"},
+    "short": {"byte"},
+    "double": {"float", "byte", "short", "integer"},
+}
+
+
+def _fitted(table: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    """``source`` with each top-level column the table has at a wider type
+    (an int into a long) given the table's type: the clauses cast it."""
+    types = {f["name"].lower(): f["type"] for f in table["fields"]}
+    fields = []
+    for f in source["fields"]:
+        wanted = types.get(f["name"].lower())
+        if isinstance(wanted, str) and isinstance(f["type"], str) and f["type"] in _UPCASTS.get(wanted, ()):
+            f = {**f, "type": wanted}
+        fields.append(f)
+    return {**source, "fields": fields}
 
 
 def run_merge(

@@ -73,7 +73,9 @@ def deltalake_merge(path: str, source: pa.Table, clauses: list[dict], merge_sche
             merger = merger.when_matched_delete(**kw)
         elif c.when == "not_matched":
             merger = (
-                merger.when_not_matched_insert_all(**kw) if star else merger.when_not_matched_insert(c.assignments, **kw)
+                merger.when_not_matched_insert_all(**kw)
+                if star
+                else merger.when_not_matched_insert(c.assignments, **kw)
             )
         elif c.action == "update":
             merger = merger.when_not_matched_by_source_update(c.assignments, **kw)
@@ -275,6 +277,16 @@ def test_source_schema_mismatch_without_merge_schema(spark, tmp_path):
     with pytest.raises(SchemaMismatchError, match="extra"):
         run_merge(spark, path, source, ON, UPSERT)
     assert state(path) == before
+
+
+def test_star_takes_a_source_type_that_fits_the_column(spark, tmp_path):
+    """An int source key into the table's long column merges (delta-spark casts it too)."""
+    path = deltalake_table(tmp_path / "t")
+    data = source_rows([5, 80])
+    data = data.set_column(0, "id", data.column("id").cast(pa.int32()))
+    result = run_merge(spark, path, write_source(tmp_path, data), ON, UPSERT)
+    assert (result.metrics["numTargetRowsUpdated"], result.metrics["numTargetRowsInserted"]) == (1, 1)
+    assert DeltaTable(path).snapshot().schema["fields"][0]["type"] == "long"
 
 
 def test_explicit_clauses_ignore_extra_source_columns(spark, tmp_path):
