@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.skipping import Predicate
 
 
+#: Operations that only append when they only add files (see WinningCommit.is_blind_append).
+_PLAIN_WRITES = frozenset({"WRITE", "STREAMING UPDATE"})
+
+
 @dataclass
 class WinningCommit:
     """What a concurrent commit changed, summarised for the checks."""
@@ -79,23 +83,27 @@ class WinningCommit:
 
     @property
     def is_blind_append(self) -> bool:
-        """As its ``commitInfo`` says; without one, whether it only added files."""
+        """As its ``commitInfo`` says. delta-rs leaves the flag out; a commit
+        without it is a blind append when it is a plain write (``WRITE`` or
+        ``STREAMING UPDATE``) that only adds files, and not otherwise (as
+        delta-spark treats a commit that does not say)."""
         info = self.commit_info.raw if self.commit_info else {}
         if "isBlindAppend" in info:
             return bool(info["isBlindAppend"])
-        return not self.removes and self.metadata is None and bool(self.adds)
+        plain = self.commit_info is not None and self.commit_info.operation in _PLAIN_WRITES
+        return plain and bool(self.adds) and not self.removes and self.metadata is None
 
     def added_files_to_check(self, isolation_level: str, changes_metadata: bool) -> list[AddFile]:
         """The adds a reader at ``isolation_level`` must not have missed
         (delta-spark's ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn``):
-        a blind append's adds, and a non-blind commit's data-changing adds,
-        except that ``WriteSerializable`` lets blind appends through unless
-        the reader changes the metadata, and ``SnapshotIsolation`` checks none."""
+        every add, except that ``WriteSerializable`` lets a blind append's
+        through unless the reader changes the metadata, and
+        ``SnapshotIsolation`` checks none."""
         if isolation_level == "SnapshotIsolation":
             return []
-        if self.is_blind_append:
-            return [] if isolation_level == "WriteSerializable" and not changes_metadata else list(self.adds)
-        return [a for a in self.adds if a.data_change]
+        if self.is_blind_append and isolation_level == "WriteSerializable" and not changes_metadata:
+            return []
+        return list(self.adds)
 
     @property
     def operation(self) -> str:

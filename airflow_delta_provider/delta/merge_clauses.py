@@ -96,7 +96,7 @@ def _parse_clause(index: int, raw: Any) -> MergeClause:
     if unknown:
         raise InvalidInputError(f"{where} has unknown keys {unknown}; a clause has when, condition and one action")
     when = raw.get("when")
-    if when not in ACTIONS:
+    if not isinstance(when, str) or when not in ACTIONS:
         raise InvalidInputError(f"{where}: when must be one of {', '.join(ACTIONS)}, not {when!r}")
     actions = [a for a in (UPDATE, DELETE, INSERT) if a in raw]
     if len(actions) != 1:

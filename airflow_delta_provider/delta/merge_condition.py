@@ -42,11 +42,14 @@ class JoinFacts:
     target column names (None when there are none). ``key_pairs``:
     ``(target column, source column)`` of each ``target = source`` equality.
     ``target_columns``: every target column the condition names.
+    ``equi_join``: every conjunct is one of those two, so two source rows
+    with equal keys match the same target rows.
     """
 
     target_filter: str | None
     key_pairs: tuple[tuple[str, str], ...]
     target_columns: tuple[str, ...]
+    equi_join: bool = False
 
 
 def join_facts(
@@ -63,7 +66,7 @@ def join_facts(
     try:
         tree = sqlglot.parse_one(on, read="spark")
     except SqlglotError:
-        return JoinFacts(None, (), ())
+        return JoinFacts(None, (), (), False)
 
     def side(column: exp.Column) -> tuple[str, str] | None:
         """(side, column name as the schema spells it) of a top-level column reference."""
@@ -86,7 +89,9 @@ def join_facts(
     filters: list[str] = []
     pairs: list[tuple[str, str]] = []
     named: dict[str, None] = {}
-    for conjunct in _conjuncts(tree):
+    understood = 0
+    conjuncts = _conjuncts(tree)
+    for conjunct in conjuncts:
         columns = list(conjunct.find_all(exp.Column))
         sides = [side(c) for c in columns]
         named.update({s[1]: None for s in sides if s is not None and s[0] == _TARGET})
@@ -97,14 +102,17 @@ def join_facts(
             for c in list(bare.find_all(exp.Column)):
                 c.replace(exp.column(side(c)[1], quoted=True))  # type: ignore[index]
             filters.append(bare.sql(dialect="spark"))
+            understood += 1
         elif isinstance(conjunct, exp.EQ) and len(columns) == 2:
             left, right = conjunct.this, conjunct.expression
             if isinstance(left, exp.Column) and isinstance(right, exp.Column):
                 a, b = side(left), side(right)
                 if a and b and {a[0], b[0]} == {_TARGET, _SOURCE}:
                     pairs.append((a[1], b[1]) if a[0] == _TARGET else (b[1], a[1]))
+                    understood += 1
     target_filter = " AND ".join(f"({f})" for f in filters) if filters else None
-    return JoinFacts(target_filter, tuple(pairs), tuple(named))
+    equi_join = bool(pairs) and understood == len(conjuncts)
+    return JoinFacts(target_filter, tuple(pairs), tuple(named), equi_join)
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
@@ -138,11 +146,36 @@ def _literal(value: Any) -> str | None:
     return None
 
 
+#: Spark functions whose value changes from one evaluation to the next.
+NONDETERMINISTIC = frozenset(
+    {
+        "rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
+        "spark_partition_id", "input_file_name", "input_file_block_start", "input_file_block_length",
+        "randstr", "uniform", "try_reflect", "reflect", "java_method",
+    }
+)  # fmt: skip
+
+
+def nondeterministic_calls(sql: str) -> list[str]:
+    """The functions in ``sql`` whose value may change between evaluations
+    (:data:`NONDETERMINISTIC`), sorted; empty when sqlglot cannot parse it."""
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except SqlglotError:
+        return []
+    names = set()
+    for node in tree.find_all(exp.Func):
+        name = node.sql_name().lower() if not isinstance(node, exp.Anonymous) else str(node.this).lower()
+        if name in NONDETERMINISTIC:
+            names.add(name)
+    return sorted(names)
+
+
 def check_alias(alias: str, what: str) -> str:
     """An alias must be a plain SQL identifier (it is spliced into column references)."""
-    if not alias or not alias.replace("_", "a").isalnum() or alias[0].isdigit():
+    if not alias or not alias.isascii() or not alias.replace("_", "a").isalnum() or alias[0].isdigit():
         raise InvalidInputError(f"the {what} alias {alias!r} must be a plain identifier (letters, digits, _)")
     return alias
 
 
-__all__ = ["JoinFacts", "check_alias", "join_facts", "key_range_sql"]
+__all__ = ["NONDETERMINISTIC", "JoinFacts", "check_alias", "join_facts", "key_range_sql", "nondeterministic_calls"]

@@ -19,13 +19,14 @@ every number, and writers that follow Parquet leave NaN out of their stats.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import json
 import math
 import zoneinfo
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Iterable, Mapping, Union
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 import sqlglot
 from sqlglot import exp
@@ -724,4 +725,42 @@ def partition_filter(
     return kept
 
 
-__all__ = ["Predicate", "matches_partition", "partition_filter", "prune_files"]
+def prune_by_keys(
+    files: Iterable[AddFile],
+    column: str,
+    keys: Sequence[int],
+    schema: Mapping[str, Any] | str,
+    partition_columns: Iterable[str],
+    *,
+    mapping_mode: str = NO_MAPPING,
+) -> list[AddFile]:
+    """The files that may hold a row whose integral ``column`` equals one of
+    ``keys`` (sorted, without NULL), in input order.
+
+    A MERGE's join ``t.k = s.k`` with a small source: a file is kept when
+    some key lies within its ``[min, max]`` of ``column`` (its partition
+    value, for a partition column), which the source's overall min and max
+    cannot tell for a file that falls between two clusters of keys. A file
+    whose column is all NULL cannot match (NULL equals nothing); one without
+    usable bounds, or a column that is not integral, keeps every file.
+    """
+    files = list(files)
+    field = _fields(schema, partition_columns, mapping_mode).get(column.lower())
+    if field is None or field.type not in _INTEGRAL or not keys:
+        return files if keys else []
+    fields = {field.name.lower(): field}
+    out = []
+    for f in files:
+        facts = _FileView(f, fields).facts(field)
+        if not facts.may_value:
+            continue
+        if facts.lo is None or facts.hi is None:
+            out.append(f)
+            continue
+        i = bisect.bisect_left(keys, facts.lo)
+        if i < len(keys) and keys[i] <= facts.hi:
+            out.append(f)
+    return out
+
+
+__all__ = ["Predicate", "matches_partition", "partition_filter", "prune_by_keys", "prune_files"]

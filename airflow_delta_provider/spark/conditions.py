@@ -90,7 +90,7 @@ def parse_assignments(
             raise InvalidInputError(f"column {name!r} is SET more than once")
         if sql is None or not str(sql).strip():
             raise InvalidInputError(f"SET {target}= has an empty expression")
-        dtype = spark_type(field["type"])
+        dtype = _spark_type(field["type"])
 
         def build(sql: str = sql, dtype: DataType = dtype) -> Column:
             col = F.expr(sql).cast(dtype)
@@ -101,7 +101,7 @@ def parse_assignments(
     return out
 
 
-def spark_type(delta_type: Any) -> DataType:
+def _spark_type(delta_type: Any) -> DataType:
     """The Spark type of a Delta field type (a primitive name or a nested
     struct/array/map JSON object), read through a one-field struct."""
     return spark_schema(
@@ -115,5 +115,4 @@ __all__ = [
     "parse_assignments",
     "parse_condition",
     "resolve_column",
-    "spark_type",
 ]

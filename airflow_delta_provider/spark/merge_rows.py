@@ -14,7 +14,8 @@ side, so that after an outer join every row is known to be:
 :meth:`MergeRows.action` is that decision as one integer column: the index
 of the clause that acts, :data:`COPY` or :data:`SKIP`. A NULL condition
 counts as false, as in SQL ``WHERE``. :meth:`MergeRows.output_columns` are
-the row's values after the action, cast to the table's types.
+the row's values after the action, of the table's types (``*`` takes the
+source's columns by name, struct fields too, never by position).
 
 Every expression is analysed by Spark against empty frames before anything
 runs (:meth:`MergeRows.validate`): an unknown or ambiguous column, a
@@ -44,6 +45,7 @@ from airflow_delta_provider.delta.merge_clauses import (
 )
 from airflow_delta_provider.spark.conditions import analyse
 from airflow_delta_provider.spark.scan import spark_schema
+from airflow_delta_provider.spark.write import conform_column
 
 #: The action of a target row no clause acts on: it stays as it is.
 COPY = -1
@@ -64,7 +66,7 @@ class MergeRows:
 
     :param schema: The table's Delta schema after the MERGE (with the
         columns schema evolution adds): the output columns.
-    :param target_columns: The columns the target's rows are read with
+    :param table_struct: The Spark schema the target's rows are read with
         (the table's, before evolution).
     :param source_struct: The source's Spark schema.
     """
@@ -75,7 +77,7 @@ class MergeRows:
         clauses: Sequence[MergeClause],
         on: str,
         schema: Mapping[str, Any],
-        target_columns: Sequence[str],
+        table_struct: StructType,
         source_struct: StructType,
         target_alias: str,
         source_alias: str,
@@ -86,7 +88,9 @@ class MergeRows:
         self.schema = schema
         self.fields = list(schema["fields"])
         self.struct = spark_schema(schema)
-        self.target_columns = list(target_columns)
+        self.table_struct = table_struct
+        self.target_columns = table_struct.names
+        self._table_types = {f.name.lower(): f.dataType for f in table_struct.fields}
         self.source_struct = source_struct
         self.target_alias = target_alias
         self.source_alias = source_alias
@@ -97,7 +101,7 @@ class MergeRows:
         self.action_column = _free_name(
             "_merge_action", taken | {self.target_marker.lower(), self.source_marker.lower()}
         )
-        self._source_names = {f.name.lower(): f.name for f in source_struct.fields}
+        self._source_fields = {f.name.lower(): f for f in source_struct.fields}
         self._values = [self._clause_values(i, c) for i, c in enumerate(self.clauses)]
 
     # --- frames -------------------------------------------------------------
@@ -119,12 +123,6 @@ class MergeRows:
         """``target`` joined to ``source`` (both from :meth:`target` and :meth:`source`)."""
         return target.join(source, F.expr(on or self.on), how)
 
-    def join_type(self, *, targets: bool, sources: bool) -> str:
-        """The join that keeps unmatched target rows (``targets``) and unmatched source rows (``sources``)."""
-        return {(False, False): "inner", (True, False): "left", (False, True): "right", (True, True): "full"}[
-            (targets, sources)
-        ]
-
     # --- the decision -------------------------------------------------------
 
     @property
@@ -135,12 +133,14 @@ class MergeRows:
     def is_target_row(self) -> Column:
         return F.col(self.target_marker).isNotNull()
 
-    def action(self) -> Column:
-        """The index of the clause that acts on the row, or COPY, or SKIP."""
+    def action(self, *, unmatched_sources: bool = True) -> Column:
+        """The index of the clause that acts on the row, or COPY, or SKIP.
+        Without ``unmatched_sources`` (an inner or left join) the
+        ``not_matched`` clauses are left out: no row of the frame is theirs."""
         return (
             F.when(self.is_matched, self._cascade(MATCHED, COPY))
             .when(self.is_target_row, self._cascade(NOT_MATCHED_BY_SOURCE, COPY))
-            .otherwise(self._cascade(NOT_MATCHED, SKIP))
+            .otherwise(self._cascade(NOT_MATCHED, SKIP) if unmatched_sources else F.lit(SKIP))
         )
 
     def cascade(self, when: str) -> Column:
@@ -169,21 +169,19 @@ class MergeRows:
             if (when is None or c.when == when) and (action is None or c.action == action)
         ]
 
-    def output_columns(self, action: Column, *, target_side: bool = True, source_side: bool = True) -> list[Column]:
+    def output_columns(
+        self, action: Column, *, kinds: Sequence[str] = (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE)
+    ) -> list[Column]:
         """Every column of the table after the MERGE, for a row with
-        ``action``. A frame without the target's (or the source's) columns
-        says so, and only the clauses that can act on its rows are used."""
-        usable = {
-            MATCHED: target_side and source_side,
-            NOT_MATCHED: source_side,
-            NOT_MATCHED_BY_SOURCE: target_side,
-        }
+        ``action``, using the clauses of ``kinds`` only: those whose rows the
+        frame holds (a frame of source rows alone holds no target column)."""
+        target_side = MATCHED in kinds or NOT_MATCHED_BY_SOURCE in kinds
         out = []
         for f in self.struct.fields:
             value = self.target_value(f.name) if target_side else F.lit(None).cast(f.dataType)
             expr = None
             for i, values in enumerate(self._values):
-                if values is None or not usable[self.clauses[i].when]:
+                if values is None or self.clauses[i].when not in kinds:
                     continue
                 expr = F.when(action == i, values[f.name]) if expr is None else expr.when(action == i, values[f.name])
             out.append((value if expr is None else expr.otherwise(value)).alias(f.name))
@@ -196,10 +194,15 @@ class MergeRows:
     # --- values -------------------------------------------------------------
 
     def target_value(self, name: str) -> Column:
-        """The target row's value of column ``name``."""
-        return F.col(f"`{self.target_alias}`.{_quote(name)}")
+        """The target row's value of column ``name``, of the type it has after
+        the MERGE (a struct that schema evolution widens gains NULL fields)."""
+        value = F.col(f"`{self.target_alias}`.{_quote(name)}")
+        before = self._table_types.get(name.lower())
+        after = self.struct[name].dataType
+        return value if before is None else conform_column(value, before, after)
 
-    def _source(self, name: str) -> Column:
+    def source_value(self, name: str) -> Column:
+        """The source row's value of column ``name``."""
         return F.col(f"`{self.source_alias}`.{_quote(name)}")
 
     def _clause_values(self, index: int, clause: MergeClause) -> dict[str, Column] | None:
@@ -213,8 +216,9 @@ class MergeRows:
             sql = assigned.get(f.name)
             if sql is not None:
                 values[f.name] = F.expr(sql).cast(f.dataType)
-            elif clause.assignments is None and f.name.lower() in self._source_names:
-                values[f.name] = self._source(self._source_names[f.name.lower()]).cast(f.dataType)
+            elif clause.assignments is None and f.name.lower() in self._source_fields:
+                src = self._source_fields[f.name.lower()]  # by name at every depth, not by position
+                values[f.name] = conform_column(self.source_value(src.name), src.dataType, f.dataType)
             elif inserting:
                 values[f.name] = F.lit(None).cast(f.dataType)
             else:
@@ -245,30 +249,39 @@ class MergeRows:
 
     # --- checks -------------------------------------------------------------
 
-    def validate(self) -> None:
-        """Analyse the join condition and every clause against empty frames; no job runs."""
-        target = self.target(self.spark.createDataFrame([], spark_schema(self._table_schema())))
+    def validate(self, *, inserts_beside_targets: bool = False) -> None:
+        """Analyse the join condition and every clause against empty frames; no job runs.
+
+        A clause is analysed against the side it sees, and, where it runs
+        beside the other side's columns (``not_matched_by_source`` always,
+        ``not_matched`` with ``inserts_beside_targets``), against the joined
+        frame too, so that a column both sides have must be qualified."""
+        target = self.target(self.spark.createDataFrame([], self.table_struct))
         source = self.source(self.spark.createDataFrame([], self.source_struct))
-        joined = analyse("join condition", self.on, lambda: self._boolean(self.join(target, source, "full"), self.on))
+        joined = analyse("join condition", self.on, partial(self._boolean_join, target, source))
         frames = {MATCHED: joined, NOT_MATCHED: source, NOT_MATCHED_BY_SOURCE: target}
         sides = {
             MATCHED: "",
             NOT_MATCHED: " (it sees only the source row)",
             NOT_MATCHED_BY_SOURCE: " (it sees only the target row)",
         }
+        beside = {NOT_MATCHED_BY_SOURCE} | ({NOT_MATCHED} if inserts_beside_targets else set())
         for i, clause in enumerate(self.clauses):
-            frame, what = frames[clause.when], f"{clause.describe(i)}{sides[clause.when]}"
-            if clause.condition is not None:
-                analyse(f"condition of {what}", clause.condition, partial(self._boolean, frame, clause.condition))
+            checks = [(frames[clause.when], f"{clause.describe(i)}{sides[clause.when]}")]
+            if clause.when in beside:
+                qualify = f"{clause.describe(i)} (it runs beside both sides' columns: qualify with {self.target_alias}. or {self.source_alias}.)"
+                checks.append((joined, qualify))
             values = self._values[i] or {}
-            for name, sql in self._assigned(i, clause).items():
-                analyse(f"expression for {name} in {what}", sql, partial(_resolve, frame, [values[name]]))
-            if clause.is_star:
-                analyse(f"{clause.action} * of {what}", "*", partial(_resolve, frame, list(values.values())))
+            for frame, what in checks:
+                if clause.condition is not None:
+                    analyse(f"condition of {what}", clause.condition, partial(self._boolean, frame, clause.condition))
+                for name, sql in self._assigned(i, clause).items():
+                    analyse(f"expression for {name} in {what}", sql, partial(_resolve, frame, [values[name]]))
+                if clause.is_star:
+                    analyse(f"{clause.action} * of {what}", "*", partial(_resolve, frame, list(values.values())))
 
-    def _table_schema(self) -> dict[str, Any]:
-        keep = {c.lower() for c in self.target_columns}
-        return {"type": "struct", "fields": [f for f in self.fields if f["name"].lower() in keep]}
+    def _boolean_join(self, target: DataFrame, source: DataFrame) -> DataFrame:
+        return self._boolean(self.join(target, source, "full"), self.on)
 
     @staticmethod
     def _boolean(frame: DataFrame, sql: str) -> DataFrame:

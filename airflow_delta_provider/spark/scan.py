@@ -502,11 +502,15 @@ def match_frame(
     io: str,
     *,
     with_data: bool = False,
+    uri_keys: bool = False,
 ) -> tuple[DataFrame, str, str, dict[Any, str]]:
     """The live rows of ``files`` matching ``condition`` as (file key, row
     index) pairs: the frame, the two column names and ``{key: add.path}``.
     Only the condition's columns are read, unless ``with_data`` asks for
-    every table column too (ahead of the two)."""
+    every table column too (ahead of the two). With ``uri_keys`` a
+    ``hadoop`` read keys rows by Spark's file URI itself rather than its
+    hash: no per-row hashing, for callers that join first and group the
+    few rows left."""
     files = list(files)
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
     table_struct = spark_schema(snapshot.schema)
@@ -529,8 +533,12 @@ def match_frame(
     uri_column = _free_name(_URI_COLUMN, taken)
     groups = _partition_groups(files)
     reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, row_index_column=row_name)
-    by_key, hashed = file_keys({file_uri(hadoop_path(location, f.path)): f.path for f in files})
-    key = key_column(uri_column, hashed).alias(key_name)
+    uris = {file_uri(hadoop_path(location, f.path)): f.path for f in files}
+    if uri_keys:
+        by_key, key = uris, F.col(uri_column).alias(key_name)
+    else:
+        by_key, hashed = file_keys(uris)
+        key = key_column(uri_column, hashed).alias(key_name)
     frame = _union([df.filter(matched).select(*data, key, _quote(row_name)) for df in reads])
     return frame, key_name, row_name, by_key
 

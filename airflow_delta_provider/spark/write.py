@@ -372,12 +372,14 @@ def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
         if src is None:
             expr = F.lit(None).cast(field.dataType)
         else:
-            expr = _conform(column(src.name), src.dataType, field.dataType)
+            expr = conform_column(column(src.name), src.dataType, field.dataType)
         columns.append(expr.alias(field.name))
     return df.select(*columns)
 
 
-def _conform(expr: Column, source: DataType, target: DataType) -> Column:
+def conform_column(expr: Column, source: DataType, target: DataType) -> Column:
+    """``expr`` (of type ``source``) as ``target``: struct fields matched by
+    name at every depth (a missing one NULL), other types cast."""
     if _same(source, target):
         return expr
     if isinstance(target, StructType) and isinstance(source, StructType):
@@ -388,14 +390,14 @@ def _conform(expr: Column, source: DataType, target: DataType) -> Column:
             child = (
                 F.lit(None).cast(f.dataType)
                 if src is None
-                else _conform(expr.getField(src.name), src.dataType, f.dataType)
+                else conform_column(expr.getField(src.name), src.dataType, f.dataType)
             )
             children.append(child.alias(f.name))
         return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*children))
     if isinstance(target, ArrayType) and isinstance(source, ArrayType):
-        return F.transform(expr, lambda x: _conform(x, source.elementType, target.elementType))
+        return F.transform(expr, lambda x: conform_column(x, source.elementType, target.elementType))
     if isinstance(target, MapType) and isinstance(source, MapType) and _same(source.keyType, target.keyType):
-        return F.transform_values(expr, lambda _k, v: _conform(v, source.valueType, target.valueType))
+        return F.transform_values(expr, lambda _k, v: conform_column(v, source.valueType, target.valueType))
     return expr.cast(target)
 
 
@@ -508,6 +510,7 @@ __all__ = [
     "STAGING_PREFIX",
     "WrittenFiles",
     "conform",
+    "conform_column",
     "delete_written_files",
     "enforce_constraints",
     "storage_of",

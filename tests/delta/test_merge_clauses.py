@@ -47,6 +47,7 @@ def test_every_kind_and_action_parses_in_order():
         (["matched"], "clause 1 is not an object"),
         ([{"when": "matched", "update": "*", "set": {}}], r"unknown keys \['set'\]"),
         ([{"when": "always", "delete": True}], "when must be one of"),
+        ([{"when": ["matched"], "delete": True}], "when must be one of"),
         ([{"when": "matched"}], "exactly one action"),
         ([{"when": "matched", "delete": True, "update": "*"}], "exactly one action"),
         ([{"when": "matched", "insert": "*"}], "a matched clause may update or delete, not insert"),

@@ -55,7 +55,23 @@ def test_what_is_not_understood_gives_no_pair(on):
 
 
 def test_a_conjunct_reading_both_sides_is_no_target_filter():
-    assert facts("t.id = s.id AND t.amount > s.amount").target_filter is None
+    f = facts("t.id = s.id AND t.amount > s.amount")
+    assert f.target_filter is None and not f.equi_join
+
+
+@pytest.mark.parametrize(
+    "on, equi",
+    [
+        ("t.id = s.id", True),
+        ("t.id = s.id AND t.day = s.day AND t.region = 'eu'", True),
+        ("t.id = s.id AND s.amount > 0", False),  # a source-only conjunct
+        ("t.id = s.id OR t.day = s.day", False),
+        ("t.region = 'eu'", False),  # no key at all
+        ("t.id <=> s.id", False),
+    ],
+)
+def test_equi_join_means_keys_decide_every_match(on, equi):
+    assert facts(on).equi_join is equi
 
 
 def test_an_unparsable_condition_gives_no_facts():
@@ -108,3 +124,55 @@ def test_aliases_must_be_plain_identifiers(alias):
     with pytest.raises(InvalidInputError, match="plain identifier"):
         check_alias(alias, "target")
     assert check_alias("target_1", "target") == "target_1"
+
+
+def test_a_key_set_prunes_files_between_clusters_of_keys():
+    from airflow_delta_provider.delta.actions import AddFile
+    from airflow_delta_provider.delta.skipping import prune_by_keys
+
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "k", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "integer", "nullable": True, "metadata": {}},
+            {"name": "s", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+
+    def add(name: str, stats: str | None, p: str | None = "1") -> AddFile:
+        return AddFile(path=name, partition_values={"p": p}, size=1, modification_time=0, data_change=True, stats=stats)
+
+    def bounds(lo: int, hi: int, nulls: int = 0, n: int = 10) -> str:
+        return f'{{"numRecords":{n},"minValues":{{"k":{lo}}},"maxValues":{{"k":{hi}}},"nullCount":{{"k":{nulls}}}}}'
+
+    files = [
+        add("a", bounds(0, 9)),
+        add("b", bounds(10, 19)),
+        add("c", bounds(20, 29)),
+        add("no-stats", None),
+        add("all-null", '{"numRecords":3,"nullCount":{"k":3}}'),
+    ]
+    kept = prune_by_keys(files, "k", [3, 25], schema, ["p"])
+    assert [f.path for f in kept] == ["a", "c", "no-stats"]
+    assert prune_by_keys(files, "K", [10], schema, ["p"])[0].path == "b"  # names match case-insensitively
+    assert prune_by_keys(files, "k", [], schema, ["p"]) == []  # no key: nothing can match
+    # A partition column is judged by its value; a non-integral column prunes nothing.
+    parts = [add("p1", None, "1"), add("p2", None, "2"), add("pnull", None, None)]
+    assert [f.path for f in prune_by_keys(parts, "p", [2], schema, ["p"])] == ["p2"]
+    assert prune_by_keys(files, "s", ["x"], schema, ["p"]) == files
+
+
+@pytest.mark.parametrize(
+    "sql, calls",
+    [
+        ("t.id = s.id AND rand() > 0.5", ["rand"]),
+        ("uuid() = s.key OR RANDN(1) > 0", ["randn", "uuid"]),
+        ("t.day < current_date() - 7", []),  # fixed within a query, as Spark treats it
+        ("t.id = s.id", []),
+        ("not sql at all (", []),
+    ],
+)
+def test_nondeterministic_calls(sql, calls):
+    from airflow_delta_provider.delta.merge_condition import nondeterministic_calls
+
+    assert nondeterministic_calls(sql) == calls

@@ -38,6 +38,10 @@ def test_parser_reads_every_command():
     a = p.parse_args(["vacuum", "t", "--retention-hours", "0", "--dry-run", "--no-retention-check"])
     assert a.retention_hours == 0 and a.dry_run and a.enforce_retention is False
     assert p.parse_args(["checkpoint", "t", "--cleanup-logs"]).cleanup_logs
+    a = p.parse_args(["merge", "t", "--source", "s", "--source-format", "delta", "--source-version", "4",
+                      "--on", "t.id = s.id", "--clauses", "[]", "--merge-schema", "--target-alias", "tt"])
+    assert (a.source_format, a.source_version, a.on, a.target_alias, a.source_alias) == ("delta", 4, "t.id = s.id", "tt", "s")
+    assert a.merge_schema and a.clauses == "[]"
 
 
 def test_usage_error_is_one_line_exit_2(capsys):
@@ -74,6 +78,20 @@ def _run(*args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "airflow_delta_provider.spark", *args],
                           capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_merge_with_a_multiple_match_is_one_line_and_changes_nothing(spark, tmp_path, make_table, capsys):
+    path = make_table(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    before = disk_files(path)
+    source = _source(tmp_path, pa.table({"id": [2, 2], "v": ["x", "y"]}))
+    clauses = json.dumps([{"when": "matched", "update": "*"}])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["merge", path, "--source", source, "--on", "t.id = s.id", "--clauses", clauses],
+             session_factory=lambda conf: spark)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("MultipleSourceMatchesError:") and "id=2" in err[0]
+    assert disk_files(path) == before
 
 
 def test_subprocess_append_then_bad_input(tmp_path):

@@ -1,37 +1,35 @@
 """MERGE: upsert a source into a table, as delta-spark's ``MergeIntoCommand`` does.
 
 The clause language is :mod:`~airflow_delta_provider.delta.merge_clauses`;
-what each joined row becomes is :mod:`~airflow_delta_provider.spark.merge_rows`.
-The command runs in these steps, each as cheap as the clauses allow:
+what each joined row becomes is :mod:`~airflow_delta_provider.spark.merge_rows`;
+``docs/merge.rst`` is the user's account. The steps, each as cheap as the
+clauses allow:
 
 1. **Prepare** (no data job): the snapshot and a transaction; the source's
    schema against the table's (``*`` clauses need a source that fits, or
-   ``merge_schema``, which adds its new columns); every expression analysed.
-2. **Source facts**: one aggregation over the source counts its rows and
-   takes the min and max of each join key (``t.k = s.k``). With the
-   join condition's target-only conjuncts, they prune the target's files
-   by partition values and stats (:mod:`~airflow_delta_provider.delta.merge_condition`).
-   A ``not_matched_by_source`` clause needs every target row, so it turns
-   pruning off.
-3. **Insert-only** MERGE: the source rows with no match among the
-   candidate files (a left-anti join) are appended. Nothing is rewritten.
-4. Otherwise **find touched files**: one job joins the candidates' rows
-   (only the columns the join and conditions read) to the source and counts,
-   per file and per clause, the rows each clause acts on. A target row
-   matched by two source rows is an error naming its key (delta-spark's
-   rule), unless every ``matched`` clause deletes.
-5. **Rewrite** the touched files only, with one outer join to the source
-   that also yields the inserts. Files holding matched rows that no clause
-   changes join too, so that their matches are not inserted, but are not
-   rewritten.
-6. **Commit** removes and adds (and the evolved schema) as one version.
-   The rows written are checked against the counts of step 4.
+   ``merge_schema``); every expression analysed; a file source persisted,
+   so every step reads the same rows.
+2. **Candidates**: one aggregation counts the source's rows and takes the
+   min and max of each join key (``t.k = s.k``); with the join condition's
+   target-only conjuncts they prune files by partition values and stats
+   (:mod:`~airflow_delta_provider.delta.merge_condition`), and a small
+   source's integral keys prune file by file. ``not_matched_by_source``
+   needs every target row: no pruning.
+3. **Insert-only**: the source rows matching none of the candidates are
+   appended. Nothing is rewritten.
+4. Otherwise **find touched files**: the candidates inner-joined (left-joined
+   with ``not_matched_by_source``) to the source, counted per file and
+   clause; a target row matched twice is refused unless every matched clause
+   deletes.
+5. **Rewrite** the touched files (a left join to the source) and insert the
+   unmatched source rows (an anti-join to the matched keys, for an
+   equi-join; else one full outer join).
+6. **Commit** removes and adds (and the evolved schema) as one version,
+   once the rows written add up.
 
-A MERGE that inserts reads at ``Serializable``: a concurrent append into
-the key range it read is a conflict (the append could hold a key the MERGE
-would insert again). One that only updates and deletes reads at
-``WriteSerializable``, so concurrent blind appends land. A concurrent
-change to a file MERGE read is a conflict either way.
+A MERGE that inserts reads at ``Serializable``; one that only updates and
+deletes at ``WriteSerializable`` (unless the table asks for
+``Serializable``), so concurrent blind appends land beside it.
 
 On a table with deletion vectors, touched files are rewritten whole
 (copy-on-write); the commit removes them, vectors included.
@@ -68,7 +66,13 @@ from airflow_delta_provider.delta.merge_clauses import (
     operation_parameters,
     parse_clauses,
 )
-from airflow_delta_provider.delta.merge_condition import JoinFacts, check_alias, join_facts, key_range_sql
+from airflow_delta_provider.delta.merge_condition import (
+    JoinFacts,
+    check_alias,
+    join_facts,
+    key_range_sql,
+    nondeterministic_calls,
+)
 from airflow_delta_provider.delta.schema import (
     check_column_names,
     merge_schemas,
@@ -77,7 +81,8 @@ from airflow_delta_provider.delta.schema import (
 )
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms, now_ms
 from airflow_delta_provider.spark.io_mode import resolve_io
-from airflow_delta_provider.spark.merge_rows import COPY, SKIP, MergeRows
+from airflow_delta_provider.spark.merge_rows import MergeRows
+from airflow_delta_provider.spark.scan import spark_schema
 
 #: Key types whose min/max bound a column exactly, by kind (source and target must share one).
 _KEY_KINDS = {
@@ -88,6 +93,9 @@ _KEY_KINDS = {
     "date": "date",
     "string": "string",
 }
+#: Up to how many source rows the source's keys are collected to prune files
+#: one by one (8 bytes a key: 16 MB at most on the driver).
+KEY_SET_ROWS = 2_000_000
 #: How many key columns a multiple-match error shows.
 _KEYS_SHOWN = 5
 
@@ -137,10 +145,12 @@ class MergeCommand(DmlCommand):
         self.source: Any = None
         self.rows: Any = None
         self.facts: JoinFacts | None = None
-        self.counts: Counter[int] = Counter()  # rows per clause index (COPY: target rows kept in touched files)
+        self.counts: Counter[int] = Counter()  # target rows per clause index that acts on them (COPY: none)
         self.source_rows = 0
         self.inserted = 0
         self._deleting_duplicates = False
+        self._persisted: list[DataFrame] = []
+        self._matched_keys: DataFrame | None = None  # the source keys of the matched pairs, when kept
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -158,19 +168,22 @@ class MergeCommand(DmlCommand):
         requested_io = self.io  # the source is placed by itself
         self.io = resolve_io(self.spark, self.table.storage.location, self.io)
         self.snapshot = snap = self.table.snapshot()
-        inserts = self._has(action=INSERT)
         self.txn = self.table.transaction(
-            self.operation,
-            parameters=self.parameters,
-            snapshot=snap,
-            isolation_level="Serializable" if inserts else "WriteSerializable",
+            self.operation, parameters=self.parameters, snapshot=snap, isolation_level=self._isolation_level()
         )
         if config.append_only(snap.metadata) and any(c.action != INSERT for c in self.clauses):
             raise AppendOnlyViolationError(
                 f"MERGE with update or delete clauses is not allowed: table {self.table_uri} is append-only "
                 "(delta.appendOnly=true); only not_matched insert clauses are"
             )
-        self.source = read_source(
+        for sql in [self.on, *(c.condition for c in self.clauses if c.condition is not None)]:
+            calls = nondeterministic_calls(sql)
+            if calls:
+                raise InvalidInputError(
+                    f"MERGE conditions must be deterministic (they are evaluated more than once), but {sql!r} "
+                    f"calls {', '.join(calls)}"
+                )
+        source = read_source(
             self.spark,
             self.source_uri,
             self.source_format,
@@ -179,23 +192,26 @@ class MergeCommand(DmlCommand):
             storage_options=self.storage_options,
             version=self.source_version,
         )
-        source_schema = type_widening.strip(column_mapping.strip(self.source.schema.jsonValue()))
+        source_schema = type_widening.strip(column_mapping.strip(source.schema.jsonValue()))
         self._plan_schema(source_schema)
-        target_columns = [f["name"] for f in snap.schema["fields"]]
+        table_struct = spark_schema(snap.schema)
+        self.facts = join_facts(
+            self.on, self.target_alias, self.source_alias, table_struct.names, [f.name for f in source.schema.fields]
+        )
         self.rows = MergeRows(
             self.spark,
             self.clauses,
             self.on,
             self.schema,
-            target_columns,
-            self.source.schema,
+            table_struct,
+            source.schema,
             self.target_alias,
             self.source_alias,
         )
-        self.rows.validate()
-        self.facts = join_facts(
-            self.on, self.target_alias, self.source_alias, target_columns, [f.name for f in self.source.schema.fields]
-        )
+        self.rows.validate(inserts_beside_targets=self._has(action=INSERT) and not self.facts.equi_join)
+        # Read once, whatever the source does meanwhile (delta-spark's
+        # materializeSource); a Delta source at its version cannot change.
+        self.source = source if self.source_format == "delta" else self._keep(source)
         self.predicate = self._source_facts()
         self.candidates = self._candidates()
         if self.predicate is None:
@@ -203,6 +219,32 @@ class MergeCommand(DmlCommand):
         else:
             self.txn.read_predicate(self.predicate)
         self.txn.read_files(self.candidates)
+
+    def _isolation_level(self) -> str:
+        """``Serializable`` for a MERGE that inserts (a concurrent append
+        could hold a key it inserts again) or on a table that asks for it
+        (``delta.isolationLevel``); ``WriteSerializable`` otherwise, so
+        concurrent blind appends land beside updates and deletes."""
+        asked = self.snapshot.metadata.configuration.get("delta.isolationLevel")
+        if self._has(action=INSERT) or asked == "Serializable":
+            return "Serializable"
+        return "WriteSerializable"
+
+    def _keep(self, frame: DataFrame) -> DataFrame:
+        """``frame`` persisted (memory, then disk) until the command ends."""
+        from pyspark import StorageLevel
+
+        kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(kept)
+        return kept
+
+    def run(self):
+        try:
+            return super().run()
+        finally:
+            for frame in self._persisted:
+                frame.unpersist()
+            self._persisted.clear()
 
     def _plan_schema(self, source_schema: dict[str, Any]) -> None:
         """The schema the MERGE writes: the table's, or with ``merge_schema``
@@ -215,17 +257,14 @@ class MergeCommand(DmlCommand):
         if not any(c.is_star for c in self.clauses):
             return
         previous = snap.metadata
-        widen = self.merge_schema and config.type_widening_enabled(previous)
+        widen = config.type_widening_enabled(previous)
         merged = merge_schemas(snap.schema, _fitted(snap.schema, source_schema), type_widening=widen)
         if merged == snap.schema:
             return
         if not self.merge_schema:
-            known = {f["name"].lower() for f in snap.schema["fields"]}
-            new = [f["name"] for f in source_schema["fields"] if f["name"].lower() not in known]
-            what = f"columns the table lacks: {new}" if new else "nested fields the table lacks"
             raise SchemaMismatchError(
-                f"the MERGE source has {what}; a * clause would write them. Pass merge_schema to add them "
-                "to the table, or name the columns to set in the clause"
+                f"the MERGE source does not fit the table for a * clause: {_differences(snap.schema, merged)}. "
+                "Pass merge_schema to change the table's schema, or name the columns to set in the clause"
             )
         type_widening.check_partition_changes(snap.schema, merged, snap.partition_columns)
         if column_mapping.mode_of(previous.configuration) == column_mapping.NONE:
@@ -267,82 +306,133 @@ class MergeCommand(DmlCommand):
     def _range_pairs(self) -> list[tuple[str, str]]:
         """The join's key pairs whose source min/max bound the target column exactly."""
         assert self.facts is not None
-        target_types = {f["name"]: f["type"] for f in self.snapshot.schema["fields"]}
         source_types = {f.name: f.dataType.typeName() for f in self.source.schema.fields}
         out = []
         for target, source in self.facts.key_pairs:
-            t = _KEY_KINDS.get(type_name(target_types[target]) if isinstance(target_types[target], str) else "")
-            s = _KEY_KINDS.get(source_types[source])
-            if t is not None and t == s:
+            t = self._kind(target)
+            if t is not None and t == _KEY_KINDS.get(source_types[source]):
                 out.append((target, source))
         return out
 
+    def _kind(self, column: str) -> str | None:
+        """The key kind of a table column (integral, date, string), or None."""
+        delta_type = next(f["type"] for f in self.snapshot.schema["fields"] if f["name"] == column)
+        return _KEY_KINDS.get(type_name(delta_type)) if isinstance(delta_type, str) else None
+
     def _candidates(self) -> list[AddFile]:
-        if not self.source_rows and not self._has(when=NOT_MATCHED_BY_SOURCE):
+        """The files that may hold a matched row: pruned by the predicate, then,
+        for a source of at most :data:`KEY_SET_ROWS` rows, by its set of keys."""
+        from airflow_delta_provider.delta.skipping import prune_by_keys
+
+        if self._has(when=NOT_MATCHED_BY_SOURCE):
+            return list(self.snapshot.files)  # every target row may be acted on
+        if not self.source_rows:
             return []  # an empty source matches nothing
-        return self._prune()
+        files = self._prune()
+        pair = next((p for p in self._range_pairs() if self._kind(p[0]) == "integral"), None)
+        if pair is None or self.source_rows > KEY_SET_ROWS or len(files) <= 1:
+            return files
+        start = time.monotonic()
+        keys = self._source_keys(pair[1])
+        self.result.scan_ms += elapsed_ms(start)
+        snap = self.snapshot
+        return prune_by_keys(
+            files, pair[0], keys, snap.schema, snap.partition_columns, mapping_mode=snap.column_mapping.mode
+        )
+
+    def _source_keys(self, column: str) -> list[int]:
+        """The source's distinct non-NULL values of ``column``, sorted (one small job)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        values = self.source.select(F.col(f"`{column}`")).toArrow().column(0)
+        return np.unique(pc.drop_null(values).to_numpy()).tolist()
 
     # --- steps 3 to 5 -------------------------------------------------------
 
     def rewrite(self) -> None:
+        inserts = self._has(action=INSERT)
         if all(c.when == NOT_MATCHED for c in self.clauses):
-            adds = self.write(self._inserts(self.rows.source(self.source)))
-            self.inserted = sum(f.num_records or 0 for f in adds)
+            self.write(self._inserts(self.candidates))
+            self._settle_counts()
             return
         touched, matched = self._find_touched_files()
-        if not touched and not self.inserted:
+        if not touched and not inserts:
             return
         by_path = {f.path: f for f in self.candidates}
         rewritten = [by_path[p] for p in sorted(touched)]
+        with_matches = [by_path[p] for p in sorted(matched)]
         if self._deleting_duplicates:
-            out = self._rewrite_deleting(rewritten, [by_path[p] for p in sorted(matched)])
+            out = self._rewrite_deleting(rewritten, with_matches)
+        elif inserts and not self.facts.equi_join:  # type: ignore[union-attr]
+            out = self._rewrite_with_inserts(rewritten, [by_path[p] for p in sorted(matched - touched)])
         else:
-            out = self._rewrite(rewritten, [by_path[p] for p in sorted(matched - touched)])
+            out = self._rewrite_matched(rewritten)
+            if inserts:
+                new = self._inserts(with_matches)
+                out = new if out is None else out.unionByName(new)
         self.result.removed = rewritten
-        self.write(out)
-        self._check_written()
+        if out is not None:
+            self.write(out)
+        self._settle_counts()
 
-    def _rewrite(self, rewritten: list[AddFile], spectators: list[AddFile]) -> DataFrame:
+    def _rewrite_matched(self, rewritten: list[AddFile]) -> DataFrame | None:
+        """The rows of the rewritten files after the clauses: a left join to
+        the source (broadcast when the source is small), so the target's rows
+        are not shuffled. None without files to rewrite."""
+        if not rewritten:
+            return None
+        rows = self.rows
+        joined = rows.join(rows.target(self.scan(rewritten)), rows.source(self.source), "left")
+        action = F.col(rows.action_column)
+        joined = joined.withColumn(rows.action_column, rows.action(unmatched_sources=False))
+        kinds = (MATCHED, NOT_MATCHED_BY_SOURCE)
+        return joined.filter(~rows.drops(action)).select(*rows.output_columns(action, kinds=kinds))
+
+    def _rewrite_with_inserts(self, rewritten: list[AddFile], spectators: list[AddFile]) -> DataFrame:
         """The rows of the rewritten files after the clauses, and the inserts,
-        from one outer join. The ``spectators`` (files with matched rows no
-        clause changes) join too when the MERGE inserts, so that their
+        from one full outer join, for a join condition that is more than
+        key equalities (:meth:`_inserts` needs those). The ``spectators``
+        (files with matched rows no clause changes) join too, so that their
         matches are not taken for unmatched source rows; their rows are not
         written."""
         rows = self.rows
-        inserts = self._has(action=INSERT)
         source = rows.source(self.source)
-        target = self._target_rows(rewritten, spectators if inserts else [])
+        target = self._target_rows(rewritten, spectators)
         if target is None:
-            return self._inserts(source, matched_files=[])
-        joined = rows.join(target, source, rows.join_type(targets=True, sources=inserts))
+            return self._inserts([])
+        joined = rows.join(target, source, "full")
         action = F.col(rows.action_column)
         joined = joined.withColumn(rows.action_column, rows.action())
         written = F.col(rows.target_marker).isNull() | F.col(rows.target_marker)
         return joined.filter(~rows.drops(action) & written).select(*rows.output_columns(action))
 
     def _rewrite_deleting(self, rewritten: list[AddFile], matched: list[AddFile]) -> DataFrame:
-        """:meth:`_rewrite` when target rows are matched by several source
-        rows and every matched clause deletes: a row goes when any of its
-        matches meets a delete condition (an anti join), so that no row is
-        written twice."""
+        """The rewrite when target rows are matched by several source rows
+        and every matched clause deletes: a row goes when any of its matches
+        meets a delete condition (an anti join), so that no row is written
+        twice."""
         rows = self.rows
         source = rows.source(self.source)
         conditions = [c.condition for c in self.clauses if c.when == MATCHED]
-        deleting = self.on
-        if conditions and None not in conditions:
-            deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
-        target = rows.target(self.scan(rewritten))
-        survivors = rows.join(target, source, "left_anti", on=deleting).alias(self.target_alias)
+        survivors = rows.target(self.scan(rewritten))
+        if conditions:  # else matched rows stay as they are
+            deleting = self.on
+            if None not in conditions:
+                deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
+            survivors = rows.join(survivors, source, "left_anti", on=deleting).alias(self.target_alias)
         out = survivors.select(*rows.target_columns_out())
         if self._has(when=NOT_MATCHED_BY_SOURCE):
             kept = rows.join(survivors, source, "left_semi").alias(self.target_alias)
             unmatched = rows.join(survivors, source, "left_anti").alias(self.target_alias)
             action = F.col(rows.action_column)
             unmatched = unmatched.withColumn(rows.action_column, rows.cascade(NOT_MATCHED_BY_SOURCE))
-            changed = unmatched.filter(~rows.drops(action)).select(*rows.output_columns(action, source_side=False))
+            changed = unmatched.filter(~rows.drops(action)).select(
+                *rows.output_columns(action, kinds=(NOT_MATCHED_BY_SOURCE,))
+            )
             out = kept.select(*rows.target_columns_out()).unionByName(changed)
         if self._has(action=INSERT):
-            out = out.unionByName(self._inserts(source, matched_files=matched))
+            out = out.unionByName(self._inserts(matched))
         return out
 
     def _target_rows(self, rewritten: list[AddFile], spectators: list[AddFile]) -> DataFrame | None:
@@ -358,92 +448,107 @@ class MergeCommand(DmlCommand):
         out = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
         return out.alias(self.target_alias)
 
-    def _inserts(self, source: DataFrame, matched_files: list[AddFile] | None = None) -> DataFrame:
-        """The source rows that match no row of ``matched_files`` (default:
-        the candidates), each as the first ``not_matched`` clause inserts it."""
+    def _inserts(self, files: list[AddFile]) -> DataFrame:
+        """The source rows that match no row of ``files``, each as the first
+        ``not_matched`` clause inserts it.
+
+        When the join condition is key equalities (and target-only
+        conditions), a source row is unmatched exactly when its keys are not
+        among the keys of the matched pairs: the source is anti-joined to
+        that small set (kept from :meth:`_find_touched_files`, or found by an
+        inner join), so the target's rows are never shuffled. Otherwise the
+        source is anti-joined to the target's rows."""
         rows = self.rows
-        files = self.candidates if matched_files is None else matched_files
-        if files:
+        source = rows.source(self.source)
+        pairs = self._key_pairs_for_inserts() or (self.facts.key_pairs if self.facts and self.facts.equi_join else ())
+        if files and pairs:
+            keys = self._matched_keys
+            if keys is None:
+                keys = rows.join(rows.target(self.scan(files)), source, "inner").select(
+                    *[rows.source_value(s).alias(f"s{i}") for i, (_t, s) in enumerate(pairs)]
+                )
+            keys = F.broadcast(keys.distinct())
+            condition = [rows.source_value(s) == keys[f"s{i}"] for i, (_t, s) in enumerate(pairs)]
+            source = source.join(keys, condition, "left_anti").alias(self.source_alias)
+        elif files:
             target = rows.target(self.scan(files))
             source = source.join(target, F.expr(self.on), "left_anti").alias(self.source_alias)
         action = F.col(rows.action_column)
         source = source.withColumn(rows.action_column, rows.cascade(NOT_MATCHED))
-        return source.filter(~rows.drops(action)).select(*rows.output_columns(action, target_side=False))
+        return source.filter(~rows.drops(action)).select(*rows.output_columns(action, kinds=(NOT_MATCHED,)))
 
     def _find_touched_files(self) -> tuple[set[str], set[str]]:
-        """One job over the candidates joined to the source: per file and
-        clause, the rows each clause acts on. Returns the touched files
-        (a clause updates or deletes a row) and the files holding a matched
-        row; sets :attr:`counts` and :attr:`inserted`."""
+        """One job over the candidates joined to the source (inner, or left
+        with ``not_matched_by_source`` clauses; Spark broadcasts the source
+        when it is under ``spark.sql.autoBroadcastJoinThreshold``): per file
+        and clause, the target rows each clause acts on. Returns the touched
+        files (a clause updates or deletes a row) and the files holding a
+        matched row; sets :attr:`counts`.
+
+        Matched rows are grouped by their row (file key, row index): a row
+        matched twice is refused unless every matched clause deletes (then
+        :meth:`_rewrite_deleting` applies). Unmatched rows are counted by
+        file and action. For an equi-join that inserts, the matched pairs
+        (their keys and actions only) are kept for :meth:`_inserts`."""
         from airflow_delta_provider.spark.scan import match_frame
 
         rows = self.rows
         if not self.candidates:
-            self.inserted = self.source_rows if self._has(action=INSERT) else 0
-            self._count_unmatched_inserts()
             return set(), set()
         start = time.monotonic()
-        frame, key, row, by_key = match_frame(self.spark, self.snapshot, self.candidates, None, self.io, with_data=True)
-        inserts = self._has(action=INSERT)
-        joined = rows.join(
-            rows.target(frame),
-            rows.source(self.source),
-            rows.join_type(targets=self._has(when=NOT_MATCHED_BY_SOURCE), sources=inserts),
+        frame, key, row, by_key = match_frame(
+            self.spark, self.snapshot, self.candidates, None, self.io, with_data=True, uri_keys=True
         )
-        action = rows.action()
-        acting = rows.is_matched & (action != COPY)
-        per_row = joined.groupBy(
-            F.col(f"`{key}`").alias("k"), F.col(f"`{row}`").alias("r"), F.when(~rows.is_target_row, action).alias("a0")
-        ).agg(
-            F.count(F.lit(1)).alias("n"),
-            F.max(action).alias("a"),
-            F.sum(rows.is_matched.cast("long")).alias("m"),
-            F.sum(acting.cast("long")).alias("am"),
+        nmbs = self._has(when=NOT_MATCHED_BY_SOURCE)
+        joined = rows.join(rows.target(frame), rows.source(self.source), "left" if nmbs else "inner")
+        matched = rows.is_matched
+        pairs = joined.select(
+            F.col(f"`{key}`").alias("k"),
+            F.when(matched, F.col(f"`{row}`")).alias("r"),
+            rows.action(unmatched_sources=False).alias("a"),
+            matched.alias("m"),
+            *[rows.source_value(s).alias(f"s{i}") for i, (_t, s) in enumerate(self._key_pairs_for_inserts())],
+        )
+        if self._key_pairs_for_inserts() and not nmbs:
+            pairs = self._keep(pairs)  # small: matched pairs only
+            self._matched_keys = pairs.select(*[f"s{i}" for i in range(len(self._key_pairs_for_inserts()))])
+        per_row = pairs.groupBy("k", "r", F.when(~F.col("m"), F.col("a")).alias("a0")).agg(
+            F.count(F.lit(1)).alias("n"), F.max("a").alias("a")
         )
         per_file = per_row.groupBy("k", "a").agg(
-            F.sum(F.when(F.col("k").isNull(), F.col("n")).otherwise(F.lit(1))).alias("n"),
-            F.max("m").alias("m"),
-            F.max("am").alias("am"),
+            F.sum(F.when(F.col("r").isNull(), F.col("n")).otherwise(F.lit(1))).alias("n"),
+            F.max(F.when(F.col("r").isNotNull(), F.col("n"))).alias("most"),
         )
         found = per_file.collect()
         self.result.scan_ms += elapsed_ms(start)
 
         touched: set[str] = set()
-        matched: set[str] = set()
+        with_matches: set[str] = set()
         changing = set(rows.indexes(action=UPDATE)) | set(rows.indexes(action=DELETE))
         duplicated = False
         for r in found:
-            if r["k"] is None:
-                if r["a"] != SKIP:
-                    self.counts[r["a"]] += int(r["n"])
-                    self.inserted += int(r["n"])
-                continue
             path = by_key[r["k"]]
             self.counts[r["a"]] += int(r["n"])
             if r["a"] in changing:
                 touched.add(path)
-            if (r["m"] or 0) >= 1:
-                matched.add(path)
-            if (r["am"] or 0) > 1:
-                duplicated = True
+            if r["most"] is not None:
+                with_matches.add(path)
+                duplicated = duplicated or r["most"] > 1
         if duplicated and not self._only_deletes_match():
             self._raise_multiple_matches(joined, key, row)
         self._deleting_duplicates = duplicated
-        return touched, matched
+        return touched, with_matches
 
-    def _count_unmatched_inserts(self) -> None:
-        """With no candidate file, every source row is unmatched: count per insert clause."""
-        if not self.inserted:
-            return
-        rows = self.rows
-        found = rows.source(self.source).groupBy(rows.cascade(NOT_MATCHED).alias("a")).count().collect()
-        self.inserted = 0
-        for r in found:
-            if r["a"] != SKIP:
-                self.counts[r["a"]] += int(r["count"])
-                self.inserted += int(r["count"])
+    def _key_pairs_for_inserts(self) -> tuple[tuple[str, str], ...]:
+        """The join's key pairs when :meth:`_inserts` may anti-join the source to the matched keys."""
+        facts = self.facts
+        if facts is None or not facts.equi_join or not self._has(action=INSERT):
+            return ()
+        return facts.key_pairs
 
     def _only_deletes_match(self) -> bool:
+        """Whether every matched clause deletes (or there is none): then a
+        target row's several matches cannot disagree on its new values."""
         return all(c.action == DELETE for c in self.clauses if c.when == MATCHED)
 
     def _raise_multiple_matches(self, joined: DataFrame, key: str, row: str) -> None:
@@ -451,9 +556,8 @@ class MergeCommand(DmlCommand):
         assert self.facts is not None
         rows = self.rows
         shown = list(self.facts.target_columns[:_KEYS_SHOWN])
-        action = rows.action()
         example = (
-            joined.filter(rows.is_matched & (action != COPY))
+            joined.filter(rows.is_matched)
             .groupBy(F.col(f"`{key}`"), F.col(f"`{row}`"))
             .agg(F.count(F.lit(1)).alias("_n"), *[F.first(rows.target_value(c)).alias(c) for c in shown])
             .filter(F.col("_n") > 1)
@@ -464,8 +568,8 @@ class MergeCommand(DmlCommand):
         count = example[0]["_n"] if example else "several"
         raise MultipleSourceMatchesError(
             f"MERGE into {self.table_uri}: the target row ({described}) is matched by {count} source rows, "
-            "and a target row may be updated or deleted by one source row only (unless every matched clause "
-            "deletes); deduplicate the source on the join keys"
+            "and a target row may be matched by one source row only (unless every matched clause deletes): "
+            "deduplicate the source on the join keys"
         )
 
     # --- writing and committing ---------------------------------------------
@@ -525,21 +629,23 @@ class MergeCommand(DmlCommand):
             "rewriteTimeMs": r.rewrite_ms,
         }
 
-    def _check_written(self) -> None:
-        """The rows written must be the rows kept, updated and inserted: a
-        second reading of a source that changed under the MERGE (or a bug)
-        fails here, before the commit."""
+    def _settle_counts(self) -> None:
+        """The rows copied and inserted, from the rows written: the files
+        removed held the copied rows and those updated or deleted; every row
+        written is a copy, an update or an insert. A source that changed
+        under the MERGE (it is read more than once), or a bug, shows as
+        counts that cannot be, and fails before the commit."""
         r = self.result
         c = self._row_counts()
-        live = self.row_count(r.removed) if r.removed else 0
-        r.rows_copied = live - sum(c.values())
-        expected = r.rows_copied + c["matched_updated"] + c["source_updated"] + self.inserted
         written = sum(f.num_records or 0 for f in r.added)
-        if r.rows_copied < 0 or (written != expected and all(f.num_records is not None for f in r.added)):
+        r.rows_copied = (self.row_count(r.removed) if r.removed else 0) - sum(c.values())
+        self.inserted = written - r.rows_copied - c["matched_updated"] - c["source_updated"]
+        most = self.source_rows if self._has(action=INSERT) else 0
+        if r.rows_copied < 0 or not 0 <= self.inserted <= most or any(f.num_records is None for f in r.added):
             raise DeltaError(
-                f"MERGE into {self.table_uri} wrote {written} rows where {expected} were expected "
-                f"({r.rows_copied} kept, {expected - r.rows_copied} updated or inserted); did the source change "
-                "while the MERGE read it? Nothing was committed"
+                f"MERGE into {self.table_uri} wrote {written} rows, which do not add up: {r.rows_copied} kept, "
+                f"{self.inserted} inserted of {self.source_rows} source rows. Did the source change while the "
+                "MERGE read it? Nothing was committed"
             )
 
     def commit(self):
@@ -557,13 +663,27 @@ class MergeCommand(DmlCommand):
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)
 
 
-#: Source types a column of the key's type takes without loss (delta-spark casts them on MERGE).
-_UPCASTS = {
-    "long": {"byte", "short", "integer"},
-    "integer": {"byte", "short"},
-    "short": {"byte"},
-    "double": {"float", "byte", "short", "integer"},
-}
+#: Narrower source types a column takes without loss (delta-spark casts them
+#: on MERGE); merge_schemas itself widens among byte, short and integer.
+_UPCASTS = {"long": {"byte", "short", "integer"}, "double": {"float", "byte", "short", "integer"}}
+
+
+def _differences(table: dict[str, Any], merged: dict[str, Any]) -> str:
+    """What merging the source changed in the table's schema, top-level column by column."""
+    old = {f["name"]: f["type"] for f in table["fields"]}
+    out = []
+    for f in merged["fields"]:
+        if f["name"] not in old:
+            out.append(f"new column {f['name']}")
+        elif f["type"] != old[f["name"]]:
+            before, after = _type_text(old[f["name"]]), _type_text(f["type"])
+            nested = " (its nested fields differ)" if before == after else ""
+            out.append(f"column {f['name']} of type {before} would become {after}{nested}")
+    return "; ".join(out)
+
+
+def _type_text(delta_type: Any) -> str:
+    return delta_type if isinstance(delta_type, str) else str(delta_type.get("type", "?"))
 
 
 def _fitted(table: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:

@@ -59,11 +59,11 @@ def write_source(tmp_path: Path, table: pa.Table, name: str = "source") -> str:
     return str(folder)
 
 
-def deltalake_merge(path: str, source: pa.Table, clauses: list[dict], merge_schema: bool = False) -> dict:
+def deltalake_merge(path: str, source: pa.Table, clauses: list[dict], merge_schema: bool = False, on: str = ON) -> dict:
     """The same MERGE through deltalake's TableMerger."""
     from deltalake import DeltaTable as RsTable
 
-    merger = RsTable(path).merge(source, ON, source_alias="s", target_alias="t", merge_schema=merge_schema)
+    merger = RsTable(path).merge(source, on, source_alias="s", target_alias="t", merge_schema=merge_schema)
     for c in parse_clauses(clauses):
         star = c.assignments is None
         kw = {"predicate": c.condition}
@@ -150,6 +150,29 @@ def test_merge_matches_deltalake(spark, tmp_path, duckdb_delta, partition_by, so
     assert m["numOutputRows"] == m["numTargetRowsCopied"] + m["numTargetRowsUpdated"] + m["numTargetRowsInserted"]
 
 
+@pytest.mark.parametrize(
+    "on",
+    [
+        "t.id = s.id AND s.val > 0",  # a source-only conjunct: not an equi-join, so one full outer join
+        "t.id = s.id AND t.part = 'a'",  # a target-only conjunct: still an equi-join
+        "t.id + 0 = s.id",  # not understood at all: no pruning, full outer join
+    ],
+)
+def test_other_join_conditions_match_deltalake(spark, tmp_path, duckdb_delta, on):
+    ours, theirs = twin(deltalake_table(tmp_path / "src", ["part"]), tmp_path)
+    data = source_rows(SOURCE_IDS["some"])
+    clauses = [
+        {"when": "matched", "condition": "t.id > 10", "update": "*"},
+        {"when": "not_matched", "insert": "*"},
+    ]
+    result = run_merge(spark, ours, write_source(tmp_path, data), on, clauses)
+    expected = deltalake_merge(theirs, data, clauses, on=on)
+    assert rows_deltalake(ours) == rows_deltalake(theirs)
+    assert rows_duckdb(duckdb_delta, ours) == rows_deltalake(theirs)
+    assert result.metrics["numTargetRowsInserted"] == expected["num_target_rows_inserted"]
+    assert result.metrics["numTargetRowsUpdated"] == expected["num_target_rows_updated"]
+
+
 def test_schema_evolution_with_star_matches_deltalake(spark, tmp_path, duckdb_delta):
     ours, theirs = twin(deltalake_table(tmp_path / "src"), tmp_path)
     data = source_rows(SOURCE_IDS["some"], extra=True)
@@ -187,6 +210,20 @@ def test_source_key_range_prunes_target_files(spark, tmp_path):
     assert command.candidates[0].num_records == 15
 
 
+def test_source_keys_prune_files_one_by_one(spark, tmp_path):
+    """Keys 16 and 50 span files 2 to 4 by their min and max, but file 3 (30..44) holds neither."""
+    path = deltalake_table(tmp_path / "t", batches=4)
+    command = MergeCommand(spark, path, write_source(tmp_path, source_rows([16, 50, None])), ON, UPSERT)
+    command.prepare()
+    bounds = sorted(
+        (f.parsed_stats()["minValues"]["id"], f.parsed_stats()["maxValues"]["id"]) for f in command.candidates
+    )
+    assert bounds == [(15, 29), (45, 59)]
+    assert [str(p) for p in command.txn._read_predicates] == [
+        "(`id` >= 16 AND `id` <= 50)"
+    ]  # conflicts judge the range
+
+
 def test_target_only_conjunct_prunes_partitions(spark, tmp_path):
     path = deltalake_table(tmp_path / "t", ["part"])
     on = "t.id = s.id AND t.part = 'a'"
@@ -220,20 +257,106 @@ def test_multiple_matches_are_refused_with_the_key(spark, tmp_path):
     assert state(path) == before
 
 
+def _rows(*rows: tuple) -> pa.Table:
+    """Source rows (id, name, part, val), written out."""
+    ids, names, parts, vals = zip(*rows)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array(names, pa.string()),
+            "part": pa.array(parts, pa.string()),
+            "val": pa.array(vals, pa.float64()),
+        }
+    )
+
+
 def test_multiple_matches_are_allowed_when_every_matched_clause_deletes(spark, tmp_path, duckdb_delta):
-    ours, theirs = twin(deltalake_table(tmp_path / "src"), tmp_path)
+    """Id 8 has two source rows, one of them meeting the delete condition: it
+    goes. Id 12's two rows both miss it: it stays, once. NMBS and inserts act
+    on the others as usual."""
+    ours = deltalake_table(tmp_path / "src")
     clauses = [
         {"when": "matched", "condition": "s.val < 0", "delete": True},
         {"when": "not_matched_by_source", "condition": "t.id > 55", "update": {"name": "'gone'"}},
         {"when": "not_matched", "insert": "*"},
     ]
-    data = source_rows([8, 8, 9, 12, 12, 99])  # 8 and 12: one source row has val < 0 (id % 4 == 0)
+    data = _rows((8, "x", "a", -1.0), (8, "y", "a", 5.0), (9, "z", "a", -1.0), (12, "p", "a", 1.0),
+                 (12, "q", "a", 2.0), (99, "new", "b", 3.0))  # fmt: skip
     result = run_merge(spark, ours, write_source(tmp_path, data), ON, clauses)
-    assert result.metrics["numTargetRowsDeleted"] == 2
+    m = result.metrics
+    assert (m["numTargetRowsDeleted"], m["numTargetRowsInserted"], m["numTargetRowsUpdated"]) == (2, 1, 4)
     ids = sorted(r[0] for r in rows_duckdb(duckdb_delta, ours))
-    assert 8 not in ids and 12 not in ids and ids.count(9) == 1 and 99 in ids
+    assert 8 not in ids and 9 not in ids and ids.count(12) == 1 and 99 in ids and len(ids) == 59
     names = {r[0]: r[1] for r in rows_duckdb(duckdb_delta, ours)}
-    assert names[57] == "gone" and names[9] == "n9"
+    assert names[57] == "gone" and names[12] == "n12"
+
+
+def test_duplicate_source_keys_do_not_matter_without_matched_clauses(spark, tmp_path, duckdb_delta):
+    ours = deltalake_table(tmp_path / "src")
+    clauses = [
+        {"when": "not_matched_by_source", "condition": "t.id < 3", "delete": True},
+        {"when": "not_matched", "insert": "*"},
+    ]
+    data = _rows((5, "x", "a", 1.0), (5, "y", "a", 2.0), (70, "n", "b", 3.0), (70, "m", "b", 4.0))
+    result = run_merge(spark, ours, write_source(tmp_path, data), ON, clauses)
+    assert (result.metrics["numTargetRowsDeleted"], result.metrics["numTargetRowsInserted"]) == (3, 2)
+    ids = sorted(r[0] for r in rows_duckdb(duckdb_delta, ours))
+    assert ids.count(5) == 1 and ids.count(70) == 2 and len(ids) == 59
+
+
+@pytest.mark.parametrize(
+    "clauses",
+    [
+        # Only one of id 7's two rows meets the update's condition: still refused (delta-spark).
+        [{"when": "matched", "condition": "s.val > 0", "update": "*"}, {"when": "not_matched", "insert": "*"}],
+        # A delete and an update for the same row.
+        [{"when": "matched", "condition": "s.val < 0", "delete": True}, {"when": "matched", "update": "*"}],
+    ],
+    ids=["one-acting-match", "delete-and-update"],
+)
+def test_mixed_multiple_matches_are_refused(spark, tmp_path, clauses):
+    path = deltalake_table(tmp_path / "t")
+    before = state(path)
+    data = _rows((7, "x", "a", -1.0), (7, "y", "a", 5.0), (70, "n", "b", 3.0))
+    with pytest.raises(MultipleSourceMatchesError, match=r"id=7.*matched by 2 source rows"):
+        run_merge(spark, path, write_source(tmp_path, data), ON, clauses)
+    assert state(path) == before
+
+
+def test_star_matches_struct_fields_by_name(spark, tmp_path):
+    """A source struct with the table's fields in another order: each field
+    lands in its namesake, not by position."""
+    from deltalake import DeltaTable as RsTable
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "t")
+    point = pa.struct([("x", pa.int64()), ("y", pa.int64())])
+    write_deltalake(path, pa.table({"id": pa.array([1, 2], pa.int64()), "p": pa.array([{"x": 1, "y": 2}] * 2, point)}))
+    swapped = pa.struct([("y", pa.int64()), ("x", pa.int64())])
+    data = pa.table(
+        {"id": pa.array([2, 3], pa.int64()), "p": pa.array([{"y": 20, "x": 10}, {"y": 30, "x": 40}], swapped)}
+    )
+    run_merge(spark, path, write_source(tmp_path, data), ON, UPSERT)
+    rows = sorted(RsTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert rows == [
+        {"id": 1, "p": {"x": 1, "y": 2}},
+        {"id": 2, "p": {"x": 10, "y": 20}},
+        {"id": 3, "p": {"x": 40, "y": 30}},
+    ]
+
+
+def test_nested_schema_evolution_keeps_old_rows(spark, tmp_path):
+    from deltalake import DeltaTable as RsTable
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "t")
+    point = pa.struct([("x", pa.int64())])
+    write_deltalake(path, pa.table({"id": pa.array([1, 2], pa.int64()), "p": pa.array([{"x": 1}, {"x": 2}], point)}))
+    wider = pa.struct([("x", pa.int64()), ("z", pa.string())])
+    data = pa.table({"id": pa.array([2], pa.int64()), "p": pa.array([{"x": 20, "z": "new"}], wider)})
+    run_merge(spark, path, write_source(tmp_path, data), ON, UPSERT, merge_schema=True)
+    rows = sorted(RsTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "p": {"x": 1, "z": None}}, {"id": 2, "p": {"x": 20, "z": "new"}}]
 
 
 @pytest.mark.parametrize(
@@ -248,6 +371,13 @@ def test_multiple_matches_are_allowed_when_every_matched_clause_deletes(spark, t
         ("t.id + s.id", UPSERT, InvalidInputError, "BOOLEAN"),
         (ON, [{"when": "matched", "delete": True}, {"when": "matched", "update": "*"}], InvalidInputError, "last"),
         (ON, [{"when": "sometimes", "delete": True}], InvalidInputError, "when must be"),
+        ("t.id = s.id AND rand() > 0.5", UPSERT, InvalidInputError, "deterministic.*rand"),
+        (
+            ON,
+            [{"when": "not_matched_by_source", "condition": "part = 'a'", "delete": True}],
+            InvalidInputError,
+            "qualify with t. or s.",
+        ),
     ],
     ids=[
         "unknown-target-column",
@@ -259,6 +389,8 @@ def test_multiple_matches_are_allowed_when_every_matched_clause_deletes(spark, t
         "non-boolean-on",
         "unconditional-not-last",
         "unknown-kind",
+        "nondeterministic",
+        "unqualified-beside-the-source",
     ],
 )
 def test_bad_input_changes_nothing(spark, tmp_path, on, clauses, error, match):
