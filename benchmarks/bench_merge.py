@@ -29,9 +29,7 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -111,16 +109,7 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
         assert (m["num_target_rows_updated"], m["num_target_rows_inserted"]) == (half, source_rows - half), m
 
     contenders = {"ours": ours, "plain Spark": plain, "delta-rs": delta_rs}
-    times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(args.repeat):
-        for name, run in contenders.items():
-            copy = ops.fresh_copy(ds.table, work, name.replace(" ", "_"))
-            started = time.perf_counter()
-            run(copy)
-            times[name].append(time.perf_counter() - started)
-            shutil.rmtree(str(copy) + "-plain", ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
-    median = {name: statistics.median(t) for name, t in times.items()}
+    median = ops.time_contenders(contenders, ds.table, work, args.repeat)
     return [
         {
             "case": f"{case}: {source_rows:,} source rows into {rows:,} ({touched['files']} of {ds.files} files rewritten)",

@@ -26,7 +26,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -64,16 +63,7 @@ def compaction(spark, args, rows: int, files: int) -> list[dict]:
         assert metrics["numFilesRemoved"] == ds.files, metrics
 
     contenders = {"ours": ours, "plain Spark": plain, "delta-rs": delta_rs}
-    times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(args.repeat):
-        for name, run in contenders.items():
-            copy = ops.fresh_copy(ds.table, work, name.replace(" ", "_"))
-            started = time.perf_counter()
-            run(copy)
-            times[name].append(time.perf_counter() - started)
-            shutil.rmtree(str(copy) + "-plain", ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
-    median = {name: statistics.median(t) for name, t in times.items()}
+    median = ops.time_contenders(contenders, ds.table, work, args.repeat)
     return [
         {
             "case": f"compaction of {ds.files:,} files ({rows:,} rows)",

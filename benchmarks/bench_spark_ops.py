@@ -246,6 +246,24 @@ def fresh_copy(base: Path, work: Path, name: str) -> Path:
     return dst
 
 
+def time_contenders(
+    contenders: dict[str, Callable[[Path], None]], base: Path, work: Path, repeat: int
+) -> dict[str, float]:
+    """Each contender's median seconds over ``repeat`` rounds, each run on a
+    fresh copy of ``base`` (not timed), contenders interleaved in every round.
+    A contender may write beside its copy (``<copy>-plain``): removed after."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, run in contenders.items():
+            copy = fresh_copy(base, work, name.replace(" ", "_"))
+            started = time.perf_counter()
+            run(copy)
+            times[name].append(time.perf_counter() - started)
+            shutil.rmtree(str(copy) + "-plain", ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def add_orphans(table: Path, count: int) -> None:
     """``count`` tiny files in the table root that no log version references, 30 days old."""
     old = time.time() - ORPHAN_AGE_S

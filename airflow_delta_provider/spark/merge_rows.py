@@ -44,21 +44,13 @@ from airflow_delta_provider.delta.merge_clauses import (
     MergeClause,
 )
 from airflow_delta_provider.spark.conditions import analyse
-from airflow_delta_provider.spark.scan import spark_schema
+from airflow_delta_provider.spark.scan import free_name, spark_schema
 from airflow_delta_provider.spark.write import conform_column
 
 #: The action of a target row no clause acts on: it stays as it is.
 COPY = -1
 #: The action of a source row no clause inserts.
 SKIP = -2
-
-
-def _free_name(base: str, taken: set[str]) -> str:
-    name, n = base, 0
-    while name.lower() in taken:
-        n += 1
-        name = f"{base}_{n}"
-    return name
 
 
 class MergeRows:
@@ -95,10 +87,10 @@ class MergeRows:
         self.target_alias = target_alias
         self.source_alias = source_alias
         taken = {f["name"].lower() for f in self.fields} | {f.name.lower() for f in source_struct.fields}
-        self.target_marker = _free_name("_merge_target_row", taken)
-        self.source_marker = _free_name("_merge_source_row", taken | {self.target_marker.lower()})
+        self.target_marker = free_name("_merge_target_row", taken)
+        self.source_marker = free_name("_merge_source_row", taken | {self.target_marker.lower()})
         #: The column a frame may hold :meth:`action` in.
-        self.action_column = _free_name(
+        self.action_column = free_name(
             "_merge_action", taken | {self.target_marker.lower(), self.source_marker.lower()}
         )
         self._source_fields = {f.name.lower(): f for f in source_struct.fields}

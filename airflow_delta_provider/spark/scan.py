@@ -65,7 +65,7 @@ from airflow_delta_provider.spark.session import is_connect
 
 #: Default name of the column ``scan(..., with_file_path=True)`` adds: the file's ``add.path``.
 FILE_COLUMN = "_file"
-# Base names of helper columns; _free_name picks one no table column has.
+# Base names of helper columns; free_name picks one no table column has.
 _URI_COLUMN = "__delta_file_uri"
 _KEY_COLUMN = "__delta_file_key"
 _ROW_INDEX_COLUMN = "__delta_row_index"
@@ -165,7 +165,7 @@ def scan(
     read_schema = data_schema(schema, partition_columns)
 
     # File join: one read, each row matched to its file by Spark's own path.
-    uri_column = _free_name(_URI_COLUMN, taken)
+    uri_column = free_name(_URI_COLUMN, taken)
     absolute = [hadoop_path(location, f.path) for f in files]
     fields_by_name = {f.name.lower(): f for f in table_struct.fields}
     partition_struct = [(c, fields_by_name[c.lower()]) for c in partition_columns]
@@ -225,11 +225,11 @@ def count_matches(
     groups = _partition_groups(files)
     if partition_columns and len(groups) > MAX_LITERAL_PARTITIONS:
         if _needs_columns_outside(spark, data_schema(snapshot.schema, partition_columns), matched):
-            name = _free_name(FILE_COLUMN, taken)
+            name = free_name(FILE_COLUMN, taken)
             frame = scan(spark, snapshot, files, with_file_path=True, file_column=name).filter(matched)
             return {r[name]: int(r["count"]) for r in frame.groupBy(_quote(name)).count().collect()}
         groups, partition_columns = {(): files}, []  # data columns only: one read
-    uri_column = _free_name(_URI_COLUMN, taken)
+    uri_column = free_name(_URI_COLUMN, taken)
     reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, partition_columns=partition_columns)
     rows = _union([df.filter(matched).select(uri_column) for df in reads])
 
@@ -419,8 +419,8 @@ def _read_with_metadata(
     if uri_column is None and row_index_column is None and not marked:
         return to_logical(df, physical, read_schema)
     taken = {f.name.lower() for f in (*read_schema.fields, *physical.fields)}
-    uri_name = uri_column or _free_name(_URI_COLUMN, taken)
-    row_name = row_index_column or _free_name(_ROW_INDEX_COLUMN, taken)
+    uri_name = uri_column or free_name(_URI_COLUMN, taken)
+    row_name = row_index_column or free_name(_ROW_INDEX_COLUMN, taken)
     metadata = df.metadataColumn("_metadata")
     df = df.withColumns({uri_name: metadata.getField("file_path"), row_name: metadata.getField("row_index")})
     if marked:
@@ -515,7 +515,7 @@ def match_frame(
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
     table_struct = spark_schema(snapshot.schema)
     taken = {f.name.lower() for f in table_struct.fields}
-    key_name, row_name = _free_name(_KEY_COLUMN, taken), _free_name(_ROW_INDEX_COLUMN, taken)
+    key_name, row_name = free_name(_KEY_COLUMN, taken), free_name(_ROW_INDEX_COLUMN, taken)
     data = [column(f.name) for f in table_struct.fields] if with_data else []
     location = table_location(snapshot)
     if resolve_io(spark, location, io) == ARROW:
@@ -530,7 +530,7 @@ def match_frame(
         by_position: dict[Any, str] = {i: f.path for i, f in enumerate(files)}
         kept = [*data, _quote(key_name), _quote(row_name)]
         return frame.filter(matched).select(*kept), key_name, row_name, by_position
-    uri_column = _free_name(_URI_COLUMN, taken)
+    uri_column = free_name(_URI_COLUMN, taken)
     groups = _partition_groups(files)
     reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, row_index_column=row_name)
     uris = {file_uri(hadoop_path(location, f.path)): f.path for f in files}
@@ -543,7 +543,7 @@ def match_frame(
     return frame, key_name, row_name, by_key
 
 
-def _free_name(base: str, taken: set[str]) -> str:
+def free_name(base: str, taken: set[str]) -> str:
     """``base``, or ``base_<n>``, whichever first is not in ``taken`` (lower-case names)."""
     name, n = base, 0
     while name.lower() in taken:
@@ -594,6 +594,7 @@ __all__ = [
     "FILE_COLUMN",
     "column",
     "count_matches",
+    "free_name",
     "data_schema",
     "file_keys",
     "file_uri",

@@ -109,8 +109,8 @@ def test_application_args_are_the_hooks_to_build() -> None:
 
 
 def test_unknown_operation_is_refused() -> None:
-    with pytest.raises(ValueError, match="merge"):
-        DeltaSparkHook().run("merge", "/t")
+    with pytest.raises(ValueError, match="upsert"):
+        DeltaSparkHook().run("upsert", "/t")
 
 
 @pytest.mark.parametrize(

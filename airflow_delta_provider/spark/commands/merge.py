@@ -705,41 +705,20 @@ def run_merge(
     source: str,
     on: str,
     clauses: str | Sequence[Mapping[str, Any]],
-    *,
-    source_format: str = "parquet",
-    source_version: int | None = None,
-    source_options: Mapping[str, str] | None = None,
-    target_alias: str = "t",
-    source_alias: str = "s",
-    merge_schema: bool = False,
-    token: str | None = None,
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
+    **options: Any,
 ):
     """MERGE INTO ``table`` AS ``target_alias`` USING ``source`` AS
     ``source_alias`` ON ``on`` with ``clauses``; a CommandResult.
 
-    ``source`` is a path in ``source_format`` (``parquet``, ``csv``,
-    ``json``, ``orc`` or ``delta``; a Delta source at ``source_version``,
-    default its latest). ``version`` is None when nothing changed.
-    ``storage_options`` reach the table and a Delta source from this process.
+    ``options`` are :class:`MergeCommand`'s: ``source_format`` (``parquet``,
+    ``csv``, ``json``, ``orc`` or ``delta``), ``source_version`` (a Delta
+    source's version, default its latest), ``source_options`` (reader
+    options), ``target_alias`` (``t``), ``source_alias`` (``s``),
+    ``merge_schema``, ``token``, ``io`` and ``storage_options`` (which reach
+    the table and a Delta source from this process). ``version`` is None
+    when nothing changed.
     """
-    return MergeCommand(
-        spark,
-        table,
-        source,
-        on,
-        clauses,
-        source_format=source_format,
-        source_version=source_version,
-        source_options=source_options,
-        target_alias=target_alias,
-        source_alias=source_alias,
-        merge_schema=merge_schema,
-        token=token,
-        io=io,
-        storage_options=storage_options,
-    ).run()
+    return MergeCommand(spark, table, source, on, clauses, **options).run()
 
 
 __all__ = ["MergeCommand", "run_merge"]
