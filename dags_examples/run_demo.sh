@@ -30,6 +30,8 @@ echo "==> History of $DELTA_DEMO_DATA/delta/orders"
 import json, sys
 for entry in sorted(json.load(sys.stdin), key=lambda e: e["version"]):
     metrics = entry.get("operationMetrics") or {}
-    shown = ", ".join(k + "=" + str(v) for k, v in sorted(metrics.items()) if k.endswith("Rows"))
+    rows = ("numOutputRows", "numUpdatedRows", "numDeletedRows", "numCopiedRows", "numTargetRowsInserted",
+            "numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsCopied")
+    shown = ", ".join(k + "=" + str(metrics[k]) for k in rows if k in metrics)
     print("version %3d  %-14s %s" % (entry["version"], entry.get("operation", "?"), shown))
 '
