@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.actions import Protocol
 from airflow_delta_provider.delta.checkpoint_rows import (  # CHECKPOINT_SCHEMA: re-exported for callers
     CHECKPOINT_SCHEMA,
@@ -20,6 +21,7 @@ from airflow_delta_provider.delta.checkpoint_rows import (  # CHECKPOINT_SCHEMA:
 )
 from airflow_delta_provider.delta.checkpoint_v2 import write_v2_checkpoint
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.features import protects_checkpoints
 from airflow_delta_provider.delta.log_store import LogStore, checkpoint_name, commit_name
 
 if TYPE_CHECKING:
@@ -41,6 +43,12 @@ def write_checkpoint(table: DeltaTable, snapshot: Snapshot) -> dict[str, Any]:
     store = table.log_store
     if not store.exists(commit_name(snapshot.version)):
         raise InvalidInputError(f"cannot checkpoint version {snapshot.version}: its commit is missing")
+    protected = config.checkpoint_protection_version(snapshot.metadata)
+    if protects_checkpoints(snapshot.protocol) and snapshot.version < protected:
+        raise InvalidInputError(
+            f"cannot checkpoint version {snapshot.version}: the table protects its history before version "
+            f"{protected} (checkpointProtection), and no checkpoint may be written there"
+        )
     if uses_v2_checkpoints(snapshot.protocol):
         info = write_v2_checkpoint(store, snapshot)
     else:

@@ -23,6 +23,9 @@ ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
 ENABLE_TYPE_WIDENING = "delta.enableTypeWidening"
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
 CHECKPOINT_POLICY = "delta.checkpointPolicy"
+ENABLE_IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
+ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -32,7 +35,7 @@ CHOICE_PROPERTIES = {
 }
 #: Table properties whose values are booleans.
 BOOLEAN_PROPERTIES = frozenset(
-    {APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP, ENABLE_TYPE_WIDENING}
+    {APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP, ENABLE_TYPE_WIDENING, ENABLE_IN_COMMIT_TIMESTAMPS}
 )
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
@@ -117,6 +120,15 @@ def expired_log_cleanup_enabled(md: Metadata) -> bool:
     return _bool(md, ENABLE_EXPIRED_LOG_CLEANUP, True)
 
 
+#: ``checkpointProtection``: history before this version goes all at once, or not at all.
+CHECKPOINT_PROTECTION_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
+
+
+def checkpoint_protection_version(md: Metadata) -> int:
+    """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset)."""
+    return max(_int(md, CHECKPOINT_PROTECTION_VERSION, 0), 0)
+
+
 def append_only(md: Metadata) -> bool:
     return _bool(md, APPEND_ONLY, False)
 
@@ -130,6 +142,7 @@ SETTABLE_PROPERTIES = frozenset(
         APPEND_ONLY,
         ENABLE_DELETION_VECTORS,
         ENABLE_TYPE_WIDENING,
+        ENABLE_IN_COMMIT_TIMESTAMPS,
         COLUMN_MAPPING_MODE,
         CHECKPOINT_INTERVAL,
         CHECKPOINT_POLICY,
@@ -156,6 +169,19 @@ def checkpoint_policy(md: Metadata) -> str:
 def deletion_vectors_enabled(md: Metadata) -> bool:
     """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
     return _bool(md, ENABLE_DELETION_VECTORS, False)
+
+
+def in_commit_timestamps_enabled(md: Metadata) -> bool:
+    """Whether commits carry ``inCommitTimestamp`` (the ``inCommitTimestamp`` feature)."""
+    return _bool(md, ENABLE_IN_COMMIT_TIMESTAMPS, False)
+
+
+def in_commit_timestamps_since(md: Metadata) -> int | None:
+    """The first version whose commit carries an in-commit timestamp: the
+    enablement version, or 0 for a table created with them; None when off."""
+    if not in_commit_timestamps_enabled(md):
+        return None
+    return max(_int(md, ICT_ENABLEMENT_VERSION, 0), 0)
 
 
 def type_widening_enabled(md: Metadata) -> bool:
@@ -186,6 +212,8 @@ def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) ->
     for key, value in properties.items():
         if not key:
             raise InvalidInputError("a table property needs a name")
+        if key.startswith("delta.constraints."):
+            raise InvalidInputError(f"table property {key} is a CHECK constraint: add it with add_constraint")
         if key.startswith("delta.") and key not in SETTABLE_PROPERTIES:
             raise UnsupportedFeatureError(
                 f"table property {key} is not supported: it needs a table feature airflow-delta-provider does "

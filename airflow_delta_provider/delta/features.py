@@ -43,9 +43,24 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: (every scan applies them, every remove carries them, DELETE and UPDATE
 #: write them when ``delta.enableDeletionVectors`` is true), column mapping
 #: ``timestampNtz``, ``v2Checkpoint``, ``variantType`` and ``typeWidening``
-#: (``mergeSchema`` widens types and records ``delta.typeChanges``).
+#: (``mergeSchema`` widens types and records ``delta.typeChanges``), and
+#: ``checkpointProtection`` (log cleanup and checkpoints keep out of the
+#: protected history: :mod:`.log_cleanup`, :mod:`.checkpoint`), and
+#: ``inCommitTimestamp`` (every commit carries a monotonic one: :mod:`.transaction`),
+#: and ``checkConstraints`` (every write job checks ``delta.constraints.*``:
+#: :mod:`.constraints`).
 SUPPORTED_WRITER_FEATURES = frozenset(
-    {"appendOnly", "columnMapping", "deletionVectors", "invariants", "timestampNtz", "v2Checkpoint"}
+    {
+        "appendOnly",
+        "checkConstraints",
+        "checkpointProtection",
+        "columnMapping",
+        "deletionVectors",
+        "inCommitTimestamp",
+        "invariants",
+        "timestampNtz",
+        "v2Checkpoint",
+    }
     | VARIANT_FEATURES
     | TYPE_WIDENING_FEATURES
 )
@@ -171,6 +186,20 @@ def required_features(metadata: Metadata | None, protocol: Protocol | None = Non
     return needed
 
 
+def required_writer_features(metadata: Metadata | None) -> set[str]:
+    """The writer-only features the table properties of ``metadata`` switch on."""
+    from airflow_delta_provider.delta import config
+
+    from airflow_delta_provider.delta.constraints import table_constraints
+
+    needed = set()
+    if metadata is not None and config.in_commit_timestamps_enabled(metadata):
+        needed.add("inCommitTimestamp")
+    if metadata is not None and table_constraints(metadata):
+        needed.add("checkConstraints")
+    return needed
+
+
 def _uses_type_widening(metadata: Metadata) -> bool:
     """``delta.enableTypeWidening`` is on, or the schema records type changes
     (delta-spark's ``actionUsesFeature``): old files may hold narrower types."""
@@ -209,22 +238,32 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     the way delta-spark upgrades it.
 
     - Column mapping alone on a legacy protocol: reader 2 / writer 5.
+    - CHECK constraints alone on a legacy protocol: writer 3.
+    - Writer-only features alone (in-commit timestamps): writer 7, the reader
+      version kept, every feature the old writer version implied listed.
     - Anything else (deletion vectors, or column mapping on a table-features
       protocol): reader 3 / writer 7, with every feature the old versions
       implied listed explicitly, plus the new ones.
     """
     needed = required_features(metadata, protocol)
+    writer_only = required_writer_features(metadata)
     readers, writers = listed_features(protocol)
-    if needed <= readers and needed <= writers:
+    if needed <= readers and needed <= writers and writer_only <= writers:
         return protocol
     rv, wv = protocol.min_reader_version, protocol.min_writer_version
-    if needed - readers <= {"columnMapping"} and rv < 3 and wv < 7:
+    if writer_only <= writers and needed - readers <= {"columnMapping"} and rv < 3 and wv < 7:
         return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
+    if not needed and writer_only - writers <= {"checkConstraints"} and wv < 7:
+        return Protocol(min_reader_version=rv, min_writer_version=max(wv, 3))  # delta-spark's ADD CONSTRAINT
+    if needed <= readers and rv < 3:
+        return Protocol(
+            min_reader_version=rv, min_writer_version=7, writer_features=tuple(sorted(writers | needed | writer_only))
+        )
     return Protocol(
         min_reader_version=3,
         min_writer_version=7,
         reader_features=tuple(sorted(readers | needed)),
-        writer_features=tuple(sorted(writers | needed)),
+        writer_features=tuple(sorted(writers | needed | writer_only)),
     )
 
 
@@ -243,6 +282,11 @@ def merge_protocols(first: Protocol, second: Protocol) -> Protocol:
         reader_features=tuple(sorted(r1 | r2)) if reader >= 3 else None,
         writer_features=tuple(sorted(w1 | w2 | r1 | r2)) if writer >= 7 else None,
     )
+
+
+def protects_checkpoints(protocol: Protocol) -> bool:
+    """Whether ``protocol`` lists ``checkpointProtection``."""
+    return "checkpointProtection" in (protocol.writer_features or ())
 
 
 def check_writable(protocol: Protocol, metadata: Metadata | None = None) -> None:

@@ -6,6 +6,12 @@ expired commit is kept, with everything after it, so every version from that
 checkpoint on can still be reconstructed (delta-rs
 ``cleanup_expired_logs_for``, delta-spark ``MetadataCleanup``).
 
+On a table with ``checkpointProtection`` (delta-spark adds it when a feature
+is dropped), the history before ``delta.requireCheckpointProtectionBeforeVersion``
+goes in one cleanup or not at all: a cleanup that would stop short of that
+version deletes nothing, so the protected checkpoints that hide the dropped
+feature's records stay until everything before them goes.
+
 On a table with V2 checkpoints, once a checkpoint went, the sidecars in
 ``_delta_log/_sidecars`` that no remaining checkpoint refers to go too, when
 they are older than the retention: a younger one may belong to a checkpoint
@@ -22,6 +28,7 @@ from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.checkpoint import uses_v2_checkpoints
 from airflow_delta_provider.delta.checkpoint_reader import sidecar_references
 from airflow_delta_provider.delta.errors import CorruptCheckpointError
+from airflow_delta_provider.delta.features import protects_checkpoints
 from airflow_delta_provider.delta.log_segment import complete_checkpoints
 from airflow_delta_provider.delta.log_store import SIDECAR_DIR, LogFile, LogStore
 
@@ -50,6 +57,15 @@ def cleanup_expired_logs(table: DeltaTable, snapshot: Snapshot, now_ms: int | No
     if not safe:
         return 0
     keep_from = max(safe)
+    protected = config.checkpoint_protection_version(snapshot.metadata)
+    if protects_checkpoints(snapshot.protocol) and keep_from < protected:
+        log.info(
+            "log cleanup of %s skipped: it would stop at version %d, short of the protected history before %d",
+            table.uri,
+            keep_from,
+            protected,
+        )
+        return 0
     expired = {f.name for f in files if f.version < keep_from and f.mtime_ms <= cutoff and f.kind in _EXPIRING_KINDS}
     # Oldest first in batches: an interrupted cleanup leaves a prefix deleted, as the protocol requires.
     deleted = store.delete_many(sorted(expired))

@@ -1,5 +1,6 @@
 """ALTER TABLE as metadata-only commits: add, rename and drop columns,
-change a column's comment or nullability, set and unset table properties.
+change a column's comment or nullability, set and unset table properties,
+add and drop CHECK constraints.
 
 Each change is a value (:class:`AddColumns`, :class:`RenameColumn`, ...)
 that turns the table's ``metaData`` into the new one, checked against
@@ -13,6 +14,10 @@ operation name and parameters. No data file is read or written:
   ``delta.columnMapping.mode = name``, every existing column keeping its
   name as its physical name, and the protocol moves to reader 2 / writer 5.
 - ADD COLUMNS gives new columns ids and physical names on a mapped table.
+- ADD CONSTRAINT records ``delta.constraints.<name>`` (:mod:`.constraints`);
+  the engine must have checked the rows first, so its commit counts as a read
+  of the whole table and a concurrent append conflicts with it. A column a
+  constraint reads cannot be renamed or dropped.
 - A change conflicts with concurrent commits as any metadata change does.
 """
 
@@ -24,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_delta_provider.delta import column_mapping, config
+from airflow_delta_provider.delta import column_mapping, config, constraints
 from airflow_delta_provider.delta.actions import Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.schema import (
@@ -235,6 +240,7 @@ class RenameColumn(SchemaChange):
         users = [u for u in _invariant_references(schema, path[-1]) if len(path) == 1]
         if users:
             raise InvalidInputError(f"cannot rename {format_path(path)}: the invariants of {', '.join(users)} use it")
+        _refuse_if_constrained(metadata, path, "rename")
         old_name = f["name"]
         f["name"] = self.new_name
         partition_columns = metadata.partition_columns
@@ -268,6 +274,7 @@ class DropColumns(SchemaChange):
             users = [u for u in _invariant_references(schema, path[-1]) if len(path) == 1 and u != format_path(path)]
             if users:
                 raise InvalidInputError(f"cannot drop {format_path(path)}: the invariants of {', '.join(users)} use it")
+            _refuse_if_constrained(metadata, path, "drop")
             struct = _struct_at(schema, path[:-1], path)
             struct["fields"] = [g for g in struct["fields"] if g is not f]
             if not struct["fields"]:
@@ -349,10 +356,64 @@ class UnsetProperties(SchemaChange):
         for key in self.keys:
             if key.startswith("delta.columnMapping."):
                 raise UnsupportedFeatureError(f"cannot unset {key}: column mapping cannot be turned off")
+            if key.startswith(constraints.PREFIX):
+                raise InvalidInputError(f"cannot unset {key}: drop the constraint with drop_constraint")
             if key not in configuration and not self.if_exists:
                 raise InvalidInputError(f"cannot unset {key}: the table has no such property")
             configuration.pop(key, None)
         return replace(metadata, configuration=configuration)
+
+
+@dataclass(frozen=True)
+class AddConstraint(SchemaChange):
+    """ADD CONSTRAINT ``name`` CHECK (``expression``). The caller has checked
+    the expression and that every row satisfies it (the engine's job)."""
+
+    name: str
+    expression: str
+    operation = "ADD CONSTRAINT"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"name": self.name, "expr": self.expression}
+
+    def apply(self, metadata: Metadata) -> Metadata:
+        name = constraints.check_name(self.name)
+        if not isinstance(self.expression, str) or not self.expression.strip():
+            raise InvalidInputError(f"constraint {name} needs a non-empty SQL expression")
+        existing = constraints.table_constraints(metadata)
+        if name in existing:
+            raise InvalidInputError(f"constraint {name} already exists: {existing[name]}; drop it first")
+        return replace(metadata, configuration={**metadata.configuration, constraints.PREFIX + name: self.expression})
+
+
+@dataclass(frozen=True)
+class DropConstraint(SchemaChange):
+    """DROP CONSTRAINT [IF EXISTS] ``name``."""
+
+    name: str
+    if_exists: bool = False
+    operation = "DROP CONSTRAINT"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def apply(self, metadata: Metadata) -> Metadata:
+        name = constraints.check_name(self.name)
+        existing = constraints.table_constraints(metadata)
+        if name not in existing:
+            if self.if_exists:
+                return metadata
+            known = ", ".join(sorted(existing)) or "none"
+            raise InvalidInputError(f"cannot drop constraint {name}: the table has no such constraint (it has: {known})")
+        configuration = dict(metadata.configuration)
+        del configuration[constraints.PREFIX + name]
+        return replace(metadata, configuration=configuration)
+
+
+def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> None:
+    users = constraints.constraints_reading(metadata, path[0]) if len(path) == 1 else []
+    if users:
+        raise InvalidInputError(f"cannot {verb} {format_path(path)}: CHECK constraint(s) {', '.join(users)} read it")
 
 
 def _stats_columns(configuration: Mapping[str, str], old: FieldPath, new: FieldPath | None) -> dict[str, str]:
@@ -407,7 +468,7 @@ def plan(metadata: Metadata, change: SchemaChange, *, enable_column_mapping: boo
         check_column_names(schema)
     else:
         check_unique_names(schema)  # any character is allowed under mapping
-    if changed == before:
+    if changed == before and not (isinstance(change, DropConstraint) and change.if_exists):
         raise InvalidInputError(f"{change.operation} changes nothing")
     return changed
 
@@ -418,12 +479,20 @@ def alter_table(
     *,
     enable_column_mapping: bool = False,
     token: str | None = None,
+    snapshot: Any = None,
 ) -> Any:
     """Commit ``change`` to ``table`` (a DeltaTable) as one metadata-only
-    commit; its CommitResult. Bad input raises before anything is written."""
-    snapshot = table.snapshot()
+    commit; its CommitResult, or None when it changes nothing (dropping a
+    constraint that is not there, with ``if_exists``). ``snapshot`` is the
+    version the change is made to (default: the latest), for a caller that
+    checked rows at it. Bad input raises before anything is written."""
+    snapshot = table.snapshot() if snapshot is None else snapshot
     metadata = plan(snapshot.metadata, change, enable_column_mapping=enable_column_mapping)
+    if metadata == snapshot.metadata:  # DROP CONSTRAINT IF EXISTS of none
+        return None
     txn = table.transaction(change.operation, parameters=change.parameters(), snapshot=snapshot)
+    if isinstance(change, AddConstraint):
+        txn.read_whole_table()  # rows appended since the check would escape it
     txn.update_metadata(metadata)
     return txn.commit(metrics={}, token=token)
 
@@ -433,7 +502,8 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
     ``{"add_columns": [{"name", "type", "nullable"?, "comment"?}, ...]}``,
     ``{"rename_column": {"column", "to"}}``, ``{"drop_columns": [...]}``,
     ``{"alter_column": {"column", "comment"?, "nullable"?}}``,
-    ``{"set_properties": {...}}``, ``{"unset_properties": [...], "if_exists"?}``."""
+    ``{"set_properties": {...}}``, ``{"unset_properties": [...], "if_exists"?}``,
+    ``{"add_constraint": {"name", "expression"}}``, ``{"drop_constraint": {"name", "if_exists"?}}``."""
     kinds = [k for k in spec if k in _KINDS]
     extra = set(spec) - set(_KINDS) - {"if_exists"}
     if len(kinds) != 1 or extra:
@@ -456,12 +526,25 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
             if not isinstance(value, Mapping):
                 raise InvalidInputError("set_properties takes an object of key: value")
             return SetProperties({str(k): str(v) for k, v in value.items()})
+        if kind == "add_constraint":
+            return AddConstraint(value["name"], value["expression"])
+        if kind == "drop_constraint":
+            return DropConstraint(value["name"], _boolean(value.get("if_exists", False), "if_exists"))
         return UnsetProperties(tuple(_list(value, kind)), _boolean(spec.get("if_exists", False), "if_exists"))
     except (KeyError, TypeError) as exc:
         raise InvalidInputError(f"invalid {kind} change {json.dumps(value)}: missing or wrong {exc}") from None
 
 
-_KINDS = ("add_columns", "rename_column", "drop_columns", "alter_column", "set_properties", "unset_properties")
+_KINDS = (
+    "add_columns",
+    "rename_column",
+    "drop_columns",
+    "alter_column",
+    "set_properties",
+    "unset_properties",
+    "add_constraint",
+    "drop_constraint",
+)
 
 
 def _boolean(value: Any, name: str) -> bool:
@@ -479,8 +562,10 @@ def _list(value: Any, kind: str) -> Iterable[Any]:
 
 __all__ = [
     "AddColumns",
+    "AddConstraint",
     "AlterColumn",
     "DropColumns",
+    "DropConstraint",
     "NewColumn",
     "RenameColumn",
     "SchemaChange",

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Iterator
 
+from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
 from airflow_delta_provider.delta.errors import (
     CorruptCheckpointError,
@@ -102,16 +103,41 @@ class DeltaTable:
                     raise exc from fallback
 
     def commit_timestamps(self) -> list[tuple[int, int]]:
-        """(version, timestamp ms) of every commit file, timestamps made monotonic."""
+        """(version, timestamp ms) of every commit file, timestamps made monotonic.
+
+        With in-commit timestamps (``delta.enableInCommitTimestamps``), a
+        commit from their enablement version on is dated by the
+        ``inCommitTimestamp`` in its ``commitInfo``, not by its file's time,
+        which a copy or a store may change (PROTOCOL.md "In-Commit Timestamps")."""
+        commits = [f for f in self.log_store.list_from(0) if f.kind == "commit"]
+        since = self._in_commit_timestamps_since() if commits else None
         out: list[tuple[int, int]] = []
         prev = None
-        for f in self.log_store.list_from(0):
-            if f.kind != "commit":
-                continue
-            ts = f.mtime_ms if prev is None or f.mtime_ms > prev else prev + 1
+        for f in commits:
+            ts = f.mtime_ms
+            if since is not None and f.version >= since:
+                ts = self._in_commit_timestamp(f) or ts
+            elif prev is not None and ts <= prev:
+                ts = prev + 1
             out.append((f.version, ts))
             prev = ts
         return out
+
+    def _in_commit_timestamps_since(self) -> int | None:
+        """The first version dated by in-commit timestamps, per the latest metadata; None when off."""
+        try:
+            return config.in_commit_timestamps_since(self.snapshot().metadata)
+        except (VersionNotFoundError, CorruptLogError):
+            return None
+
+    def _in_commit_timestamp(self, commit: LogFile) -> int | None:
+        try:
+            data = self.log_store.read(commit.name)
+        except FileNotFoundError:
+            return None
+        info = next((a for a in parse_commit(data) if isinstance(a, CommitInfo)), None)
+        value = info.raw.get("inCommitTimestamp") if info is not None else None
+        return value if isinstance(value, int) else None
 
     def version_at(self, timestamp: dt.datetime | str | int) -> tuple[int, int]:
         """(version, its commit timestamp) of the newest commit at or before ``timestamp``."""
@@ -161,6 +187,8 @@ class DeltaTable:
                 break
             entry = {"version": f.version}
             entry.update(info.raw if info else {"timestamp": f.mtime_ms})
+            if isinstance(entry.get("inCommitTimestamp"), int):  # delta-spark's history shows it as the time
+                entry["timestamp"] = entry["inCommitTimestamp"]
             out.append(entry)
         return out
 

@@ -6,6 +6,13 @@ with an atomic put-if-absent; when another writer got there first it checks
 every winning commit in order (:mod:`.conflicts`) and, if none conflicts,
 tries again at the next free version. After a successful commit it writes a
 checkpoint every ``delta.checkpointInterval`` versions.
+
+With ``delta.enableInCommitTimestamps`` (the ``inCommitTimestamp`` feature),
+``commitInfo`` is the commit's first action and carries ``inCommitTimestamp``:
+the writer's clock, but always after the previous commit's (PROTOCOL.md
+"In-Commit Timestamps"), so the timestamps grow strictly with the versions
+whatever the clocks of concurrent writers say. The commit that turns them on
+records its version and timestamp in the table properties.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
@@ -202,11 +209,14 @@ class Transaction:
         store = self.table.log_store
         for attempt in range(1, max_attempts + 1):
             info = self._commit_info(metrics, token, user_metadata)
+            ict = self._in_commit_timestamp(version, info["timestamp"])
+            if ict is not None:
+                info = {"timestamp": info["timestamp"], "inCommitTimestamp": ict, **info}
             actions: list[Action] = [CommitInfo(info)]
             if protocol is not None:
                 actions.append(protocol)
             if self._metadata is not None:
-                actions.append(self._metadata_at(version, protocol))
+                actions.append(self._metadata_at(version, protocol, ict))
             actions.extend(self._txns.values())
             actions.extend(self._actions)
             if store.put_if_absent(version, serialize_commit(actions)):
@@ -217,14 +227,46 @@ class Transaction:
                 return version
         raise CommitFailedError(f"gave up after {max_attempts} commit attempts on {self.table.uri}")
 
-    def _metadata_at(self, version: int, protocol: Protocol | None) -> Metadata:
+    def _metadata_at(self, version: int, protocol: Protocol | None, ict: int | None = None) -> Metadata:
         """The staged metadata as committed at ``version`` (a preview type
-        widening table dates its new type changes with it)."""
+        widening table dates its new type changes with it; a commit that
+        turns in-commit timestamps on records its version and timestamp, and
+        one that turns them off drops those)."""
         assert self._metadata is not None
         snap = self.read_snapshot
         in_force = protocol or snap.protocol  # type: ignore[union-attr]
         previous = snap.metadata if snap is not None else None
-        return type_widening.stamp_preview_version(self._metadata, previous, in_force, version)
+        md = type_widening.stamp_preview_version(self._metadata, previous, in_force, version)
+        was_on = previous is not None and config.in_commit_timestamps_enabled(previous)
+        configuration = dict(md.configuration)
+        if ict is not None and previous is not None and not was_on:
+            configuration[config.ICT_ENABLEMENT_VERSION] = str(version)
+            configuration[config.ICT_ENABLEMENT_TIMESTAMP] = str(ict)
+        elif ict is None:
+            configuration.pop(config.ICT_ENABLEMENT_VERSION, None)
+            configuration.pop(config.ICT_ENABLEMENT_TIMESTAMP, None)
+        return md if configuration == dict(md.configuration) else replace(md, configuration=configuration)
+
+    def _in_commit_timestamp(self, version: int, now_ms: int) -> int | None:
+        """The ``inCommitTimestamp`` of the commit at ``version``, or None when
+        the table (as this commit leaves it) does not use them: ``now_ms``,
+        or 1 ms after the previous commit's time if that is later (its
+        in-commit timestamp, or the file's time for a commit made before they
+        were on)."""
+        md = self.metadata
+        if md is None or not config.in_commit_timestamps_enabled(md):
+            return None
+        if version == 0:
+            return now_ms
+        store = self.table.log_store
+        previous = next((f for f in store.list_from(version - 1) if f.kind == "commit"), None)
+        if previous is None or previous.version != version - 1:
+            return now_ms
+        info = next((a for a in parse_commit(store.read(previous.name)) if isinstance(a, CommitInfo)), None)
+        last = info.raw.get("inCommitTimestamp") if info is not None else None
+        if not isinstance(last, int):
+            last = previous.mtime_ms
+        return max(now_ms, last + 1)
 
     def _validate(self) -> None:
         md = self.metadata

@@ -573,12 +573,22 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
 
 
 #: The kinds of change :class:`DeltaAlterTableOperator` takes (one per task).
-ALTER_CHANGES = ("add_columns", "rename_column", "drop_columns", "alter_column", "set_properties", "unset_properties")
+ALTER_CHANGES = (
+    "add_columns",
+    "rename_column",
+    "drop_columns",
+    "alter_column",
+    "set_properties",
+    "unset_properties",
+    "add_constraint",
+    "drop_constraint",
+)
 
 
 class DeltaAlterTableOperator(DeltaSparkOperator):
     """One ALTER TABLE change as a metadata-only commit: no data file is
-    read or written, so the Spark application starts no SparkSession.
+    written, and, except to add a CHECK constraint, none is read and the
+    Spark application starts no SparkSession.
 
     ``change`` names exactly one kind of change:
 
@@ -588,7 +598,10 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       ``{"drop_columns": ["a", "s.c"]}``, which need column mapping;
     - ``{"alter_column": {"column": "a", "comment": "...", "nullable": True}}``;
     - ``{"set_properties": {"delta.appendOnly": "true"}}`` and
-      ``{"unset_properties": ["k"], "if_exists": True}``.
+      ``{"unset_properties": ["k"], "if_exists": True}``;
+    - ``{"add_constraint": {"name": "amount_positive", "expression": "amount > 0"}}``
+      (a Spark job first checks that no row breaks it; not with ``engine="python"``)
+      and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``.
 
     :param change: The change, as above. (templated)
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in
@@ -608,6 +621,8 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         kinds = [k for k in change if k in ALTER_CHANGES]
         if len(kinds) != 1:
             raise ValueError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
+        if kinds == ["add_constraint"] and self.engine == "python":
+            raise ValueError("adding a CHECK constraint checks the table's rows: it needs Spark, not engine='python'")
         self.change = dict(change)
         self.enable_column_mapping = enable_column_mapping
 

@@ -147,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help='the change as JSON, e.g. {"rename_column": {"column": "a", "to": "b"}}, {"drop_columns": ["a"]}, '
         '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
-        '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}',
+        '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
+        '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
+        '{"drop_constraint": {"name": "positive", "if_exists": true}}',
     )
     alter.add_argument(
         "--enable-column-mapping",
@@ -255,6 +257,16 @@ PYTHON_ENGINE_COMMANDS = NO_SPARK_COMMANDS | {"vacuum"}
 SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
+def needs_spark(args: argparse.Namespace) -> bool:
+    """Whether the parsed command needs a Spark session: all but
+    :data:`NO_SPARK_COMMANDS`, and ALTER when it adds a CHECK constraint."""
+    if args.command == "alter":
+        from airflow_delta_provider.spark.commands.alter import needs_spark as alter_needs_spark
+
+        return alter_needs_spark(args.change)
+    return args.command not in NO_SPARK_COMMANDS
+
+
 def main(
     argv: Sequence[str] | None = None,
     session_factory: Callable[[dict[str, str]], Any] | None = None,
@@ -268,7 +280,7 @@ def main(
     try:
         args = build_parser().parse_args(argv)
         spark = None
-        if args.command not in NO_SPARK_COMMANDS:
+        if needs_spark(args):
             spark = (session_factory or _default_session)(dict(args.spark_conf))
         result = execute(args, spark)
     except DeltaError as exc:
@@ -434,6 +446,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
     "NO_SPARK_COMMANDS",
+    "needs_spark",
     "PYTHON_ENGINE_COMMANDS",
     "SPARK_ERROR_LOGGERS",
     "build_parser",

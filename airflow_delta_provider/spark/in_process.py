@@ -32,7 +32,7 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     OperationInterruptedError,
 )
-from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, build_parser, execute
+from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, build_parser, execute, needs_spark
 
 
 class InProcessCommand:
@@ -64,8 +64,12 @@ class InProcessCommand:
                 f"{self.args.command} needs Spark: give a Spark Connect server, or use spark-submit "
                 f"(only {runnable} run without Spark)"
             )
-        # A command that needs no Spark opens no session, over Connect too.
-        self.remote = remote if self.args.command not in PYTHON_ENGINE_COMMANDS else None
+        # A command that needs no Spark opens no session, over Connect too
+        # (VACUUM runs in this process; ALTER needs one to add a CHECK constraint).
+        uses_spark = self.args.command not in PYTHON_ENGINE_COMMANDS or (
+            self.args.command == "alter" and needs_spark(self.args)
+        )
+        self.remote = remote if uses_spark else None
         self.storage_options = dict(storage_options) if storage_options else None
         self.conf = {**dict(self.args.spark_conf), **dict(conf or {})}
         self.py_files = list(py_files)

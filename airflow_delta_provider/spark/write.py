@@ -42,6 +42,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
+from airflow_delta_provider.delta.constraints import referenced_columns, table_constraints
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
@@ -107,7 +108,7 @@ def write_files(
         configuration = getattr(target, "configuration", None) or {}
     partition_columns = list(partition_columns)
     mode = resolve_io(df.sparkSession, storage.location, io)
-    conformed = enforce_constraints(conform(df, schema), schema)
+    conformed = enforce_constraints(conform(df, schema), schema, table_constraints(configuration))
     leaves = stats_leaves(schema, partition_columns, configuration)  # the properties name logical columns
     mapping = ColumnMapping.of(schema, configuration)
     if mapping.enabled:  # files hold physical names (and field ids): so do stats and partition values
@@ -418,33 +419,58 @@ def _strip(value: Any) -> Any:
     return value
 
 
-# --- NOT NULL and delta.invariants ----------------------------------------------
+# --- NOT NULL, delta.invariants and CHECK constraints ------------------------------
 
 
-def enforce_constraints(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
+def enforce_constraints(
+    df: DataFrame, schema: Mapping[str, Any], constraints: Mapping[str, str] | None = None
+) -> DataFrame:
     """``df`` (already conformed) with every column guarded by its constraints.
 
     A row breaking a NOT NULL column (top-level, or nested in a present
-    struct) or a ``delta.invariants`` expression (false or null) makes the
-    job fail with a marked message, turned into
-    :class:`InvariantViolationError` by :func:`write_files`. Checking inside
-    the write costs no extra pass over the data.
+    struct), a ``delta.invariants`` expression or one of the table's CHECK
+    ``constraints`` (``{name: SQL}``; false or NULL breaks it, as in
+    delta-spark) makes the job fail with a marked message, turned into
+    :class:`InvariantViolationError` by :func:`write_files`. A CHECK
+    constraint's message names it, its expression and the row's values of
+    the columns it reads. Checking inside the write costs no extra pass over
+    the data.
     """
-    checks: dict[str, list[tuple[Column, str]]] = {}
+    checks: dict[str, list[tuple[Column, Column]]] = {}
     for field in schema.get("fields", ()):
         found: list[tuple[Column, str]] = []
         _collect_checks(field, (field["name"],), None, found)
         if found:
-            checks[field["name"]] = found
+            checks[field["name"]] = [(violated, F.lit(message)) for violated, message in found]
+    names = [f["name"] for f in schema.get("fields", ())]
+    for name, sql in sorted((constraints or {}).items()):
+        if names:  # a table-level check, guarding its first column
+            checks.setdefault(names[0], []).append(_check_constraint(name, sql, names))
     if not checks:
         return df
     columns = []
     for field in schema.get("fields", ()):
         expr = column(field["name"])
         for violated, message in checks.get(field["name"], ()):
-            expr = F.when(violated, F.raise_error(F.lit(_VIOLATION_MARK + message))).otherwise(expr)
+            expr = F.when(violated, F.raise_error(F.concat(F.lit(_VIOLATION_MARK), message))).otherwise(expr)
         columns.append(expr.alias(field["name"]))
     return df.select(*columns)
+
+
+def _check_constraint(name: str, sql: str, columns: list[str]) -> tuple[Column, Column]:
+    """(the row breaks it, the message naming it and the row's values of the columns it reads)."""
+    try:
+        holds = F.expr(sql)
+    except PySparkException as exc:
+        raise InvalidInputError(f"CHECK constraint {name} does not parse: {sql}") from exc
+    read = referenced_columns(sql)
+    shown = [c for c in columns if c.lower() in read]
+    values = [F.concat(F.lit(f"{c} = "), F.coalesce(column(c).cast("string"), F.lit("NULL"))) for c in shown]
+    message = F.concat(
+        F.lit(f"CHECK constraint {name} ({sql}) violated by row with values: "),
+        F.concat_ws(", ", *values) if values else F.lit("(none)"),
+    )
+    return ~F.coalesce(holds, F.lit(False)), message
 
 
 def _collect_checks(

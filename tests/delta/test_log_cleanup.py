@@ -141,3 +141,46 @@ def test_a_file_below_the_checkpoint_that_has_not_expired_is_kept(tmp_path):
     os.utime(recent, None)  # touched now
     cleanup_expired_logs(table, table.snapshot())
     assert [v for v, k in names(table) if k == "commit"] == [1, 3, 4, 5, 6, 7, 8]
+
+
+def protected_table(root, versions: int, before: int) -> DeltaTable:
+    """A table at writer 7 with ``checkpointProtection``, protecting history before ``before``."""
+    from airflow_delta_provider.delta.actions import Protocol
+
+    table = DeltaTable(root)
+    txn = table.transaction("CREATE TABLE", {}, None)
+    txn.update_protocol(Protocol(1, 7, writer_features=("appendOnly", "checkpointProtection", "invariants")))
+    configuration = {**NO_AUTO, "delta.requireCheckpointProtectionBeforeVersion": str(before)}
+    txn.update_metadata(Metadata.new(SCHEMA, (), configuration, created_time=now_ms()))
+    txn.add(AddFile("f0.parquet", {}, 1, 1))
+    txn.commit()
+    for v in range(1, versions):  # the feature does not stop writes
+        txn = table.transaction("WRITE", {}, table.snapshot())
+        txn.add(AddFile(f"f{v}.parquet", {}, 1, 1))
+        txn.commit()
+    return table
+
+
+def test_checkpoint_protection_keeps_history_until_it_can_all_go(tmp_path):
+    """Protected before 5: a cleanup that would stop at checkpoint 3 deletes
+    nothing; once checkpoint 6 is safe, everything before it goes at once."""
+    table = protected_table(tmp_path, 9, before=5)  # checkpoints 3 and 6
+    age(table, 4, days=40)
+    assert cleanup_expired_logs(table, table.snapshot()) == 0
+    assert [v for v, k in names(table) if k == "commit"] == list(range(9))
+    age(table, 7, days=40)
+    assert cleanup_expired_logs(table, table.snapshot()) > 0
+    assert [v for v, k in names(table) if k == "commit"] == [6, 7, 8]
+    assert table.snapshot().num_files == 9
+
+
+def test_no_checkpoint_is_written_inside_the_protected_history(tmp_path):
+    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+    from airflow_delta_provider.delta.errors import InvalidInputError
+
+    table = protected_table(tmp_path, 5, before=100)  # the automatic checkpoint at 3 is skipped
+    assert [k for _, k in names(table)].count("checkpoint") == 0
+    with pytest.raises(InvalidInputError, match="protects its history before version 100"):
+        write_checkpoint(table, table.snapshot())
+    unprotected = build(tmp_path / "plain", 5, NO_AUTO)
+    assert [k for _, k in names(unprotected)].count("checkpoint") == 1

@@ -368,7 +368,7 @@ USES = {
 
 @pytest.mark.parametrize(
     ("writer", "feature"),
-    [(3, "checkConstraints"), (4, "changeDataFeed"), (4, "generatedColumns"), (6, "identityColumns")],
+    [(4, "changeDataFeed"), (4, "generatedColumns"), (6, "identityColumns")],
 )
 def test_writer_gate_refuses_legacy_writer_versions_whose_features_the_table_uses(tmp_path, writer, feature):
     configuration, field_metadata = USES[feature]
@@ -379,6 +379,13 @@ def test_writer_gate_refuses_legacy_writer_versions_whose_features_the_table_use
     assert table.latest_version() == 0
 
 
+def test_a_writer_3_table_with_a_check_constraint_takes_commits(tmp_path):
+    """checkConstraints is implemented: the engine's write jobs enforce it."""
+    configuration, _ = USES["checkConstraints"]
+    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": 3}, configuration)
+    assert append(table, fadd("a")).version == 1
+
+
 @pytest.mark.parametrize("writer", [3, 4, 5, 6])
 def test_legacy_writer_versions_are_writable_while_their_features_are_unused(tmp_path, writer):
     """As delta-rs: a legacy writer version only asks for what the table uses."""
@@ -386,7 +393,7 @@ def test_legacy_writer_versions_are_writable_while_their_features_are_unused(tmp
     assert append(table, fadd("a")).version == 1
 
 
-@pytest.mark.parametrize("feature", ["changeDataFeed", "generatedColumns", "checkConstraints"])
+@pytest.mark.parametrize("feature", ["changeDataFeed", "generatedColumns"])
 def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature):
     configuration, field_metadata = USES[feature]
     table = _table_with_protocol(
@@ -399,7 +406,7 @@ def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature)
         table.transaction("WRITE", {}, table.snapshot())
 
 
-@pytest.mark.parametrize("feature", ["rowTracking", "domainMetadata", "inCommitTimestamp"])
+@pytest.mark.parametrize("feature", ["rowTracking", "domainMetadata"])
 def test_writer_gate_refuses_listed_writer_7_features_whose_use_the_metadata_does_not_show(tmp_path, feature):
     table = _table_with_protocol(
         tmp_path, {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", feature]}

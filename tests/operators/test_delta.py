@@ -541,3 +541,13 @@ def test_an_optimize_and_a_merge_retried_after_their_commits_return_them(tmp_pat
     assert _commits_with_token(table, f"{dag_id}/merge/{dag_run.run_id}/-1") == [4]
     assert ReaderTable(str(table)).version() == 4
     assert sorted(ReaderTable(str(table)).to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3, 4, 5]
+
+
+def test_adding_a_constraint_needs_spark() -> None:
+    add = {"add_constraint": {"name": "positive", "expression": "amount > 0"}}
+    operator = DeltaAlterTableOperator(task_id="c", table_path="/t", change=add)
+    assert operator.cli_arguments() == ["--change", json.dumps(add)]
+    with pytest.raises(ValueError, match="needs Spark"):
+        DeltaAlterTableOperator(task_id="c", table_path="/t", change=add, engine="python")
+    drop = DeltaAlterTableOperator(task_id="d", table_path="/t", change={"drop_constraint": {"name": "positive"}}, engine="python")
+    assert drop.engine == "python"

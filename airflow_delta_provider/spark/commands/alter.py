@@ -1,8 +1,11 @@
 """ALTER TABLE: one schema or property change as a metadata-only commit.
 
-This needs no Spark: the core plans and commits the new ``metaData``
+The core plans and commits the new ``metaData``
 (:mod:`airflow_delta_provider.delta.schema_changes`). The change comes as
-JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``.
+JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``. Only adding a
+CHECK constraint needs Spark: the expression is analysed against the table's
+schema, and one job looks for a row that breaks it; the constraint is
+committed only when there is none (delta-spark's ``ADD CONSTRAINT``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.schema_changes import alter_table, change_from_json
+from airflow_delta_provider.delta.schema_changes import AddConstraint, alter_table, change_from_json
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 
@@ -25,8 +28,9 @@ def run_alter(
     token: str | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """Apply ``change`` (JSON text or its dict) to ``table``. ``spark`` may be None."""
-    del spark
+    """Apply ``change`` (JSON text or its dict) to ``table``. ``spark`` may be
+    None, except to add a CHECK constraint. ``version`` is None when nothing
+    changed (dropping a constraint that is not there, with ``if_exists``)."""
     if isinstance(change, str):
         try:
             change = json.loads(change)
@@ -35,8 +39,44 @@ def run_alter(
     if not isinstance(change, dict):
         raise InvalidInputError("the change must be a JSON object, e.g. {\"drop_columns\": [\"a\"]}")
     parsed = change_from_json(change)
-    result = alter_table(DeltaTable(table, storage_options), parsed, enable_column_mapping=enable_column_mapping, token=token)
-    return CommandResult(table, parsed.operation, result.version, {})
+    target = DeltaTable(table, storage_options)
+    snapshot = target.snapshot()
+    if isinstance(parsed, AddConstraint):
+        if spark is None:
+            raise InvalidInputError("adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python")
+        _check_rows(spark, snapshot, parsed)
+    result = alter_table(
+        target, parsed, enable_column_mapping=enable_column_mapping, token=token, snapshot=snapshot
+    )
+    return CommandResult(table, parsed.operation, None if result is None else result.version, {})
 
 
-__all__ = ["run_alter"]
+def needs_spark(change: str | dict[str, Any]) -> bool:
+    """Whether the change (JSON text or its dict) needs Spark: adding a CHECK constraint."""
+    if isinstance(change, str):
+        try:
+            change = json.loads(change)
+        except json.JSONDecodeError:
+            return False
+    return isinstance(change, dict) and "add_constraint" in change
+
+
+def _check_rows(spark: Any, snapshot: Any, change: AddConstraint) -> None:
+    """Refuse the constraint unless it is a boolean expression over the table
+    and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
+    from pyspark.sql import functions as F
+
+    from airflow_delta_provider.spark.conditions import parse_condition
+    from airflow_delta_provider.spark.scan import scan
+
+    holds = parse_condition(spark, snapshot.schema, change.expression)
+    broken = scan(spark, snapshot).filter(~F.coalesce(holds, F.lit(False))).limit(1).collect()
+    if broken:
+        values = ", ".join(f"{k} = {v!r}" for k, v in broken[0].asDict().items())
+        raise InvalidInputError(
+            f"cannot add CHECK constraint {change.name} ({change.expression}): rows of the table break it, "
+            f"e.g. {values}"
+        )
+
+
+__all__ = ["needs_spark", "run_alter"]

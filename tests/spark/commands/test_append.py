@@ -245,3 +245,26 @@ def test_conflict_at_commit_deletes_the_written_files(spark, tmp_path, make_tabl
     with pytest.raises(CommitFailedError):
         run_append(spark, path, _source(tmp_path, pa.table({"id": [1]})), "parquet")
     assert disk_files(path) == before
+
+
+def test_in_commit_timestamps_through_table_properties(spark, tmp_path, duckdb_delta):
+    """Turned on by APPEND's table_properties: every later commit (an UPDATE
+    too) carries one, strictly after the last, and both readers read the table."""
+    from deltalake import DeltaTable as RsTable
+
+    from airflow_delta_provider.spark.commands.update import run_update
+
+    path = str(tmp_path / "t")
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), src / "a.parquet")
+    run_append(spark, path, str(src), format="parquet")
+    run_append(spark, path, str(src), format="parquet", table_properties={"delta.enableInCommitTimestamps": "true"})
+    run_update(spark, path, "id = 2", {"id": "20"})
+    table = DeltaTable(path)
+    assert "inCommitTimestamp" in table.snapshot().protocol.writer_features
+    stamps = [h.get("inCommitTimestamp") for h in reversed(table.history())]
+    assert stamps[0] is None and stamps[1] < stamps[2]
+    assert table.snapshot().metadata.configuration["delta.inCommitTimestampEnablementVersion"] == "1"
+    assert sorted(RsTable(path).to_pyarrow_table()["id"].to_pylist()) == [1, 1, 3, 3, 20, 20]
+    assert duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}') WHERE id = 20").fetchone() == (2,)
