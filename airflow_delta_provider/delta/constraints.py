@@ -37,8 +37,10 @@ def check_name(name: str) -> str:
     return name.lower()
 
 
-def referenced_columns(expression: str) -> set[str]:
-    """The top-level column names ``expression`` reads, lower case (empty when sqlglot cannot parse it)."""
+def referenced_columns(expression: str) -> set[str] | None:
+    """The top-level column names ``expression`` reads (for ``s.x``: ``s``),
+    lower case; None when sqlglot cannot parse it (callers then assume it
+    may read any column)."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -46,13 +48,44 @@ def referenced_columns(expression: str) -> set[str]:
     try:
         tree = sqlglot.parse_one(expression, read="spark")
     except SqlglotError:
-        return set()
+        return None
     return {c.parts[0].name.lower() for c in tree.find_all(exp.Column)}
 
 
+def find(metadata: Metadata, name: str) -> tuple[str, str] | None:
+    """(the name as stored, its expression) of constraint ``name``, matched case-insensitively."""
+    return next(((n, sql) for n, sql in table_constraints(metadata).items() if n.lower() == name.lower()), None)
+
+
 def constraints_reading(metadata: Metadata, column: str) -> list[str]:
-    """The names of the constraints whose expression reads top-level ``column``."""
-    return sorted(n for n, sql in table_constraints(metadata).items() if column.lower() in referenced_columns(sql))
+    """The constraints whose expression may read top-level ``column`` (or a field in it)."""
+    out = []
+    for name, sql in table_constraints(metadata).items():
+        read = referenced_columns(sql)
+        if read is None or column.lower() in read:
+            out.append(name)
+    return sorted(out)
 
 
-__all__ = ["PREFIX", "check_name", "constraints_reading", "referenced_columns", "table_constraints"]
+def check_resolvable(metadata: Metadata) -> None:
+    """Every constraint reads only columns the schema has (a schema change, or
+    an overwrite of the schema, may not leave one behind)."""
+    columns = {f["name"].lower() for f in metadata.schema_json.get("fields", ())}
+    for name, sql in sorted(table_constraints(metadata).items()):
+        missing = sorted((referenced_columns(sql) or set()) - columns)
+        if missing:
+            raise InvalidInputError(
+                f"CHECK constraint {name} ({sql}) reads column(s) {', '.join(missing)}, which the new schema "
+                "lacks; drop the constraint first"
+            )
+
+
+__all__ = [
+    "PREFIX",
+    "check_name",
+    "check_resolvable",
+    "constraints_reading",
+    "find",
+    "referenced_columns",
+    "table_constraints",
+]

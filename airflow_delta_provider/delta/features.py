@@ -284,9 +284,14 @@ def merge_protocols(first: Protocol, second: Protocol) -> Protocol:
     )
 
 
+def lists_writer_feature(protocol: Protocol, feature: str) -> bool:
+    """Whether ``protocol`` lists writer feature ``feature`` (a table-features protocol)."""
+    return feature in (protocol.writer_features or ())
+
+
 def protects_checkpoints(protocol: Protocol) -> bool:
     """Whether ``protocol`` lists ``checkpointProtection``."""
-    return "checkpointProtection" in (protocol.writer_features or ())
+    return lists_writer_feature(protocol, "checkpointProtection")
 
 
 def check_writable(protocol: Protocol, metadata: Metadata | None = None) -> None:

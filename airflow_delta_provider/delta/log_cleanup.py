@@ -7,10 +7,11 @@ checkpoint on can still be reconstructed (delta-rs
 ``cleanup_expired_logs_for``, delta-spark ``MetadataCleanup``).
 
 On a table with ``checkpointProtection`` (delta-spark adds it when a feature
-is dropped), the history before ``delta.requireCheckpointProtectionBeforeVersion``
-goes in one cleanup or not at all: a cleanup that would stop short of that
-version deletes nothing, so the protected checkpoints that hide the dropped
-feature's records stay until everything before them goes.
+is dropped), a cleanup that would stop short of
+``delta.requireCheckpointProtectionBeforeVersion`` deletes nothing, so the
+protected checkpoints that hide the dropped feature's records stay until the
+cleanup reaches past them. (Cleanup never writes a checkpoint, and never
+deletes one above where it stops: the protocol's exception for such writers.)
 
 On a table with V2 checkpoints, once a checkpoint went, the sidecars in
 ``_delta_log/_sidecars`` that no remaining checkpoint refers to go too, when

@@ -374,15 +374,15 @@ class AddConstraint(SchemaChange):
     operation = "ADD CONSTRAINT"
 
     def parameters(self) -> dict[str, Any]:
-        return {"name": self.name, "expr": self.expression}
+        return {"name": constraints.check_name(self.name), "expr": self.expression}
 
     def apply(self, metadata: Metadata) -> Metadata:
         name = constraints.check_name(self.name)
         if not isinstance(self.expression, str) or not self.expression.strip():
             raise InvalidInputError(f"constraint {name} needs a non-empty SQL expression")
-        existing = constraints.table_constraints(metadata)
-        if name in existing:
-            raise InvalidInputError(f"constraint {name} already exists: {existing[name]}; drop it first")
+        existing = constraints.find(metadata, name)
+        if existing is not None:
+            raise InvalidInputError(f"constraint {existing[0]} already exists: {existing[1]}; drop it first")
         return replace(metadata, configuration={**metadata.configuration, constraints.PREFIX + name: self.expression})
 
 
@@ -395,23 +395,23 @@ class DropConstraint(SchemaChange):
     operation = "DROP CONSTRAINT"
 
     def parameters(self) -> dict[str, Any]:
-        return {"name": self.name}
+        return {"name": constraints.check_name(self.name)}
 
     def apply(self, metadata: Metadata) -> Metadata:
         name = constraints.check_name(self.name)
-        existing = constraints.table_constraints(metadata)
-        if name not in existing:
+        found = constraints.find(metadata, name)
+        if found is None:
             if self.if_exists:
                 return metadata
-            known = ", ".join(sorted(existing)) or "none"
+            known = ", ".join(sorted(constraints.table_constraints(metadata))) or "none"
             raise InvalidInputError(f"cannot drop constraint {name}: the table has no such constraint (it has: {known})")
         configuration = dict(metadata.configuration)
-        del configuration[constraints.PREFIX + name]
+        del configuration[constraints.PREFIX + found[0]]
         return replace(metadata, configuration=configuration)
 
 
 def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> None:
-    users = constraints.constraints_reading(metadata, path[0]) if len(path) == 1 else []
+    users = constraints.constraints_reading(metadata, path[0])  # a nested field: its top-level column
     if users:
         raise InvalidInputError(f"cannot {verb} {format_path(path)}: CHECK constraint(s) {', '.join(users)} read it")
 

@@ -117,7 +117,7 @@ class DeltaTable:
             ts = f.mtime_ms
             if since is not None and f.version >= since:
                 ts = self._in_commit_timestamp(f) or ts
-            elif prev is not None and ts <= prev:
+            if prev is not None and ts <= prev:  # file times are coarse; the switch to ICT may not be later
                 ts = prev + 1
             out.append((f.version, ts))
             prev = ts
@@ -125,10 +125,15 @@ class DeltaTable:
 
     def _in_commit_timestamps_since(self) -> int | None:
         """The first version dated by in-commit timestamps, per the latest metadata; None when off."""
+        from airflow_delta_provider.delta.features import lists_writer_feature
+
         try:
-            return config.in_commit_timestamps_since(self.snapshot().metadata)
+            snapshot = self.snapshot()
         except (VersionNotFoundError, CorruptLogError):
             return None
+        if not lists_writer_feature(snapshot.protocol, "inCommitTimestamp"):
+            return None
+        return config.in_commit_timestamps_since(snapshot.metadata)
 
     def _in_commit_timestamp(self, commit: LogFile) -> int | None:
         try:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import column_mapping, config, features, type_widening
+from airflow_delta_provider.delta import column_mapping, config, constraints, features, type_widening
 from airflow_delta_provider.delta.actions import (
     TOKEN_TAG,
     Action,
@@ -209,7 +209,7 @@ class Transaction:
         store = self.table.log_store
         for attempt in range(1, max_attempts + 1):
             info = self._commit_info(metrics, token, user_metadata)
-            ict = self._in_commit_timestamp(version, info["timestamp"])
+            ict = self._in_commit_timestamp(version, info["timestamp"], protocol or self.read_snapshot.protocol)  # type: ignore[union-attr]
             if ict is not None:
                 info = {"timestamp": info["timestamp"], "inCommitTimestamp": ict, **info}
             actions: list[Action] = [CommitInfo(info)]
@@ -239,22 +239,26 @@ class Transaction:
         md = type_widening.stamp_preview_version(self._metadata, previous, in_force, version)
         was_on = previous is not None and config.in_commit_timestamps_enabled(previous)
         configuration = dict(md.configuration)
+        keys = (config.ICT_ENABLEMENT_VERSION, config.ICT_ENABLEMENT_TIMESTAMP)
+        for key in keys:  # only this writer decides them (a RESTORE stages an old version's)
+            configuration.pop(key, None)
         if ict is not None and previous is not None and not was_on:
-            configuration[config.ICT_ENABLEMENT_VERSION] = str(version)
-            configuration[config.ICT_ENABLEMENT_TIMESTAMP] = str(ict)
-        elif ict is None:
-            configuration.pop(config.ICT_ENABLEMENT_VERSION, None)
-            configuration.pop(config.ICT_ENABLEMENT_TIMESTAMP, None)
+            configuration[keys[0]], configuration[keys[1]] = str(version), str(ict)
+        elif ict is not None and was_on:
+            configuration.update({k: previous.configuration[k] for k in keys if k in previous.configuration})  # type: ignore[union-attr]
         return md if configuration == dict(md.configuration) else replace(md, configuration=configuration)
 
-    def _in_commit_timestamp(self, version: int, now_ms: int) -> int | None:
+    def _in_commit_timestamp(self, version: int, now_ms: int, protocol: Protocol) -> int | None:
         """The ``inCommitTimestamp`` of the commit at ``version``, or None when
         the table (as this commit leaves it) does not use them: ``now_ms``,
         or 1 ms after the previous commit's time if that is later (its
         in-commit timestamp, or the file's time for a commit made before they
-        were on)."""
+        were on). They are on when the table property says so and the
+        protocol lists the feature (PROTOCOL.md)."""
         md = self.metadata
-        if md is None or not config.in_commit_timestamps_enabled(md):
+        if md is None or not config.in_commit_timestamps_enabled(md) or not features.lists_writer_feature(
+            protocol, "inCommitTimestamp"
+        ):
             return None
         if version == 0:
             return now_ms
@@ -276,6 +280,7 @@ class Transaction:
             previous = self.read_snapshot.metadata if self.read_snapshot is not None else None
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
+            constraints.check_resolvable(self._metadata)
         # The table as it is decides (delta-spark's assertRemovable on the read
         # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
         current = self.read_snapshot.metadata if self.read_snapshot is not None else md

@@ -58,6 +58,11 @@ class InProcessCommand:
         py_files: Iterable[str] = (),
     ) -> None:
         self.args = build_parser().parse_args(list(argv))
+        adds_constraint = self.args.command == "alter" and needs_spark(self.args)
+        if remote is None and adds_constraint:
+            raise InvalidInputError(
+                "adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python"
+            )
         if remote is None and self.args.command not in PYTHON_ENGINE_COMMANDS:
             runnable = ", ".join(sorted(PYTHON_ENGINE_COMMANDS))
             raise InvalidInputError(
@@ -66,9 +71,7 @@ class InProcessCommand:
             )
         # A command that needs no Spark opens no session, over Connect too
         # (VACUUM runs in this process; ALTER needs one to add a CHECK constraint).
-        uses_spark = self.args.command not in PYTHON_ENGINE_COMMANDS or (
-            self.args.command == "alter" and needs_spark(self.args)
-        )
+        uses_spark = self.args.command not in PYTHON_ENGINE_COMMANDS or adds_constraint
         self.remote = remote if uses_spark else None
         self.storage_options = dict(storage_options) if storage_options else None
         self.conf = {**dict(self.args.spark_conf), **dict(conf or {})}

@@ -464,7 +464,7 @@ def _check_constraint(name: str, sql: str, columns: list[str]) -> tuple[Column, 
     except PySparkException as exc:
         raise InvalidInputError(f"CHECK constraint {name} does not parse: {sql}") from exc
     read = referenced_columns(sql)
-    shown = [c for c in columns if c.lower() in read]
+    shown = [c for c in columns if read is None or c.lower() in read]
     values = [F.concat(F.lit(f"{c} = "), F.coalesce(column(c).cast("string"), F.lit("NULL"))) for c in shown]
     message = F.concat(
         F.lit(f"CHECK constraint {name} ({sql}) violated by row with values: "),

@@ -135,3 +135,29 @@ def test_the_property_is_one_a_user_may_set(tmp_path):
     assert config.in_commit_timestamps_enabled(config.with_properties(md, ICT_ON))
     with pytest.raises(InvalidInputError, match="must be true or false"):
         config.with_properties(md, {config.ENABLE_IN_COMMIT_TIMESTAMPS: "yes"})
+
+
+def _set(table: DeltaTable, value: str) -> None:
+    md = table.snapshot().metadata
+    txn = table.transaction("SET TBLPROPERTIES", {}, table.snapshot())
+    txn.update_metadata(
+        Metadata.from_json({**md.to_json(), "configuration": {**md.configuration, config.ENABLE_IN_COMMIT_TIMESTAMPS: value}})
+    )
+    txn.commit()
+
+
+def test_a_restore_keeps_the_enablement_this_table_recorded(tmp_path):
+    """Restoring a version whose metadata names an older enablement must not
+    date commits that carry no in-commit timestamp by one."""
+    from airflow_delta_provider.delta.restore import restore_table
+
+    table = create(tmp_path)  # v0
+    _set(table, "true")  # v1: on since 1
+    append(table, "f1.parquet")  # v2
+    _set(table, "false")  # v3
+    _set(table, "true")  # v4: on since 4
+    append(table, "f2.parquet")  # v5
+    restore_table(table, version=2)  # v6, v2's metadata says "since 1"
+    assert table.snapshot().metadata.configuration[config.ICT_ENABLEMENT_VERSION] == "4"
+    times = [ts for _, ts in table.commit_timestamps()]
+    assert all(a < b for a, b in zip(times, times[1:]))

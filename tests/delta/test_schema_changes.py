@@ -308,3 +308,18 @@ def test_a_mode_the_protocol_does_not_support_is_not_honoured(tmp_path):
         + json.dumps({"metaData": metadata}) + "\n"
     )
     assert DeltaTable(str(tmp_path / "odd")).snapshot().column_mapping.mode == "none"
+
+
+def test_constraints_are_found_by_name_whatever_its_case_and_guard_their_columns():
+    from airflow_delta_provider.delta.actions import Metadata as Md
+    from airflow_delta_provider.delta.schema_changes import AddConstraint, DropColumns, DropConstraint, plan
+
+    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},' \
+        '{"name":"s","type":{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}},' \
+        '{"name":"y","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}'
+    md = Md.new(schema, (), {"delta.constraints.MyCheck": "s.x > 0", "delta.columnMapping.mode": "name"}, created_time=0)
+    with pytest.raises(InvalidInputError, match="already exists"):
+        AddConstraint("mycheck", "id > 0").apply(md)
+    assert "delta.constraints.MyCheck" not in DropConstraint("MYCHECK").apply(md).configuration
+    with pytest.raises(InvalidInputError, match="CHECK constraint.*MyCheck read it"):
+        plan(md, DropColumns((("s", "x"),)))

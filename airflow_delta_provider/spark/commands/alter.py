@@ -66,13 +66,22 @@ def _check_rows(spark: Any, snapshot: Any, change: AddConstraint) -> None:
     and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
     from pyspark.sql import functions as F
 
+    from airflow_delta_provider.delta.constraints import referenced_columns
+    from airflow_delta_provider.delta.merge_condition import nondeterministic_calls
     from airflow_delta_provider.spark.conditions import parse_condition
     from airflow_delta_provider.spark.scan import scan
 
+    calls = nondeterministic_calls(change.expression)
+    if calls:
+        raise InvalidInputError(
+            f"CHECK constraint {change.name} must be deterministic, but {change.expression!r} calls {', '.join(calls)}"
+        )
     holds = parse_condition(spark, snapshot.schema, change.expression)
     broken = scan(spark, snapshot).filter(~F.coalesce(holds, F.lit(False))).limit(1).collect()
     if broken:
-        values = ", ".join(f"{k} = {v!r}" for k, v in broken[0].asDict().items())
+        read = referenced_columns(change.expression)
+        row = broken[0].asDict()
+        values = ", ".join(f"{k} = {v!r}" for k, v in row.items() if read is None or k.lower() in read)
         raise InvalidInputError(
             f"cannot add CHECK constraint {change.name} ({change.expression}): rows of the table break it, "
             f"e.g. {values}"

@@ -45,13 +45,13 @@ def test_adding_a_constraint_checks_the_rows_then_records_it(spark, table, tmp_p
     assert snap.metadata.configuration["delta.constraints.amount_positive"] == "amount > 0"
     assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (1, 3)  # delta-spark's upgrade
     info = DeltaTable(table).history(limit=1)[0]
-    assert info["operationParameters"] == {"name": "Amount_Positive", "expr": "amount > 0"}
+    assert info["operationParameters"] == {"name": "amount_positive", "expr": "amount > 0"}  # as stored
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"add_constraint": {"name": "big", "expression": "amount > 15"}}, r"rows of the table break it, e.g. id = 1"),
+        ({"add_constraint": {"name": "big", "expression": "amount > 15"}}, r"rows of the table break it, e.g. amount = 10$"),
         ({"add_constraint": {"name": "c", "expression": "nosuch > 0"}}, "nosuch"),
         ({"add_constraint": {"name": "c", "expression": "amount + 1"}}, "not boolean"),
         ({"add_constraint": {"name": "1c", "expression": "amount > 0"}}, "invalid constraint name"),
@@ -133,3 +133,10 @@ def test_the_cli_starts_spark_only_to_add_one(spark, table, capsys):
     assert len(started) == 1
     with pytest.raises(InvalidInputError, match="needs Spark, not engine=python"):
         InProcessCommand(["alter", table, "--change", json.dumps(POSITIVE)]).run()
+
+
+def test_a_nondeterministic_constraint_is_refused(spark, table):
+    before = state(table)
+    with pytest.raises(InvalidInputError, match="deterministic.*rand"):
+        run_alter(spark, table, {"add_constraint": {"name": "coin", "expression": "rand() > 0.5"}})
+    assert state(table) == before

@@ -93,9 +93,11 @@ def test_enabling_the_property_upgrades_the_protocol(spark, tmp_path):
     with pytest.raises(InvalidInputError, match="true or false"):
         run_append(spark, path, src, "parquet", table_properties={"delta.enableDeletionVectors": "yes"})
     before = state(path)
-    for unsupported in ("delta.enableChangeDataFeed", "delta.enableRowTracking", "delta.constraints.positive"):
+    for unsupported in ("delta.enableChangeDataFeed", "delta.enableRowTracking"):
         with pytest.raises(UnsupportedFeatureError, match=unsupported):
             run_append(spark, path, src, "parquet", table_properties={unsupported: "true"})
+    with pytest.raises(InvalidInputError, match="add_constraint"):  # a constraint needs its rows checked
+        run_append(spark, path, src, "parquet", table_properties={"delta.constraints.positive": "id > 0"})
     assert state(path) == before  # refused before anything was written
     run_append(spark, path, src, "parquet", table_properties={"owner": "me"})  # a user's own property
     assert DeltaTable(path).snapshot().metadata.configuration["owner"] == "me"
