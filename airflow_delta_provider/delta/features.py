@@ -47,15 +47,20 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: ``checkpointProtection`` (log cleanup and checkpoints keep out of the
 #: protected history: :mod:`.log_cleanup`, :mod:`.checkpoint`), and
 #: ``inCommitTimestamp`` (every commit carries a monotonic one: :mod:`.transaction`),
-#: and ``checkConstraints`` (every write job checks ``delta.constraints.*``:
-#: :mod:`.constraints`).
+#: ``checkConstraints`` (every write job checks ``delta.constraints.*``:
+#: :mod:`.constraints`), ``domainMetadata`` (replay and checkpoints keep every
+#: domain; we never change one, so none of our commits conflicts over one) and
+#: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
+#: its columns cannot be dropped, and Z-order is refused, as in delta-spark).
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
         "checkConstraints",
         "checkpointProtection",
+        "clustering",
         "columnMapping",
         "deletionVectors",
+        "domainMetadata",
         "inCommitTimestamp",
         "invariants",
         "timestampNtz",

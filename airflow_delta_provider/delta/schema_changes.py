@@ -416,6 +416,30 @@ def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> No
         raise InvalidInputError(f"cannot {verb} {format_path(path)}: CHECK constraint(s) {', '.join(users)} read it")
 
 
+def clustering_columns(snapshot: Any) -> list[FieldPath]:
+    """The logical paths of a liquid-clustered table's clustering columns (its
+    ``delta.clustering`` domain names physical ones); empty when not clustered."""
+    domain = snapshot.domain_metadata.get("delta.clustering")
+    if domain is None or domain.removed:
+        return []
+    try:
+        physical = [tuple(c) for c in json.loads(domain.configuration or "{}").get("clusteringColumns", [])]
+    except (ValueError, TypeError):
+        return []
+    by_physical = {}
+    for path, _f in walk_fields(snapshot.schema):
+        by_physical[tuple(snapshot.column_mapping.physical_path(path))] = path
+    return [by_physical.get(p, p) for p in physical]
+
+
+def _refuse_clustering_columns(snapshot: Any, change: DropColumns) -> None:
+    clustered = {tuple(p.lower() for p in c) for c in clustering_columns(snapshot)}
+    for raw in change.paths:
+        path = _path(raw)
+        if tuple(p.lower() for p in path) in clustered:
+            raise InvalidInputError(f"cannot drop {format_path(path)}: the table is clustered by it")
+
+
 def _stats_columns(configuration: Mapping[str, str], old: FieldPath, new: FieldPath | None) -> dict[str, str]:
     """``configuration`` with ``delta.dataSkippingStatsColumns`` following a
     rename of ``old`` to ``new`` (None: a drop), as delta-spark keeps it."""
@@ -487,6 +511,8 @@ def alter_table(
     version the change is made to (default: the latest), for a caller that
     checked rows at it. Bad input raises before anything is written."""
     snapshot = table.snapshot() if snapshot is None else snapshot
+    if isinstance(change, DropColumns):
+        _refuse_clustering_columns(snapshot, change)
     metadata = plan(snapshot.metadata, change, enable_column_mapping=enable_column_mapping)
     if metadata == snapshot.metadata:  # DROP CONSTRAINT IF EXISTS of none
         return None

@@ -129,6 +129,12 @@ def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
 
     if not columns:
         return []
+    clustering = snapshot.domain_metadata.get("delta.clustering")
+    if clustering is not None and not clustering.removed:
+        raise InvalidInputError(
+            "cannot Z-order a liquid-clustered table (it has a delta.clustering domain), as delta-spark refuses; "
+            "OPTIMIZE it without zorder_by to compact its files"
+        )
     fields = {f["name"].lower(): f for f in snapshot.schema.get("fields", ())}
     struct = spark_schema(snapshot.schema)
     partitions = {c.lower() for c in snapshot.partition_columns}
