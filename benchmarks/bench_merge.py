@@ -110,15 +110,7 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
 
     contenders = {"ours": ours, "plain Spark": plain, "delta-rs": delta_rs}
     median = ops.time_contenders(contenders, ds.table, work, args.repeat)
-    return [
-        {
-            "case": f"{case}: {source_rows:,} source rows into {rows:,} ({touched['files']} of {ds.files} files rewritten)",
-            "contender": name,
-            "seconds": round(median[name], 3),
-            "ours / this": round(median["ours"] / median[name], 2),
-        }
-        for name in contenders
-    ]
+    return ops.ratio_rows(f"{case}: {source_rows:,} source rows into {rows:,} ({touched['files']} of {ds.files} files rewritten)", median)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,15 +64,7 @@ def compaction(spark, args, rows: int, files: int) -> list[dict]:
 
     contenders = {"ours": ours, "plain Spark": plain, "delta-rs": delta_rs}
     median = ops.time_contenders(contenders, ds.table, work, args.repeat)
-    return [
-        {
-            "case": f"compaction of {ds.files:,} files ({rows:,} rows)",
-            "contender": name,
-            "seconds": round(median[name], 3),
-            "ours / this": round(median["ours"] / median[name], 2),
-        }
-        for name in contenders
-    ]
+    return ops.ratio_rows(f"compaction of {ds.files:,} files ({rows:,} rows)", median)
 
 
 def zorder_skipping(spark, args) -> list[dict]:

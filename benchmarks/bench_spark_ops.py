@@ -264,6 +264,14 @@ def time_contenders(
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def ratio_rows(case: str, median: dict[str, float]) -> list[dict[str, Any]]:
+    """One result row per contender: its seconds, and ours divided by its."""
+    return [
+        {"case": case, "contender": name, "seconds": round(t, 3), "ours / this": round(median["ours"] / t, 2)}
+        for name, t in median.items()
+    ]
+
+
 def add_orphans(table: Path, count: int) -> None:
     """``count`` tiny files in the table root that no log version references, 30 days old."""
     old = time.time() - ORPHAN_AGE_S

@@ -194,7 +194,6 @@ def required_features(metadata: Metadata | None, protocol: Protocol | None = Non
 def required_writer_features(metadata: Metadata | None) -> set[str]:
     """The writer-only features the table properties of ``metadata`` switch on."""
     from airflow_delta_provider.delta import config
-
     from airflow_delta_provider.delta.constraints import table_constraints
 
     needed = set()
@@ -292,6 +291,17 @@ def merge_protocols(first: Protocol, second: Protocol) -> Protocol:
 def lists_writer_feature(protocol: Protocol, feature: str) -> bool:
     """Whether ``protocol`` lists writer feature ``feature`` (a table-features protocol)."""
     return feature in (protocol.writer_features or ())
+
+
+def in_commit_timestamps_since(protocol: Protocol, metadata: Metadata) -> int | None:
+    """The first version whose commit carries an in-commit timestamp, or
+    None when they are off: on needs the table property and the protocol
+    listing ``inCommitTimestamp`` (PROTOCOL.md)."""
+    from airflow_delta_provider.delta import config
+
+    if not lists_writer_feature(protocol, "inCommitTimestamp"):
+        return None
+    return config.in_commit_timestamps_since(metadata)
 
 
 def protects_checkpoints(protocol: Protocol) -> bool:

@@ -13,7 +13,6 @@ import os
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
 from airflow_delta_provider.delta.errors import (
     CorruptCheckpointError,
@@ -116,7 +115,7 @@ class DeltaTable:
         for f in commits:
             ts = f.mtime_ms
             if since is not None and f.version >= since:
-                ts = self._in_commit_timestamp(f) or ts
+                ts = self.in_commit_timestamp(f) or ts
             if prev is not None and ts <= prev:  # file times are coarse; the switch to ICT may not be later
                 ts = prev + 1
             out.append((f.version, ts))
@@ -124,23 +123,24 @@ class DeltaTable:
         return out
 
     def _in_commit_timestamps_since(self) -> int | None:
-        """The first version dated by in-commit timestamps, per the latest metadata; None when off."""
-        from airflow_delta_provider.delta.features import lists_writer_feature
+        """The first version dated by in-commit timestamps, per the latest protocol and metadata; None when off."""
+        from airflow_delta_provider.delta.features import in_commit_timestamps_since
 
         try:
             snapshot = self.snapshot()
         except (VersionNotFoundError, CorruptLogError):
             return None
-        if not lists_writer_feature(snapshot.protocol, "inCommitTimestamp"):
-            return None
-        return config.in_commit_timestamps_since(snapshot.metadata)
+        return in_commit_timestamps_since(snapshot.protocol, snapshot.metadata)
 
-    def _in_commit_timestamp(self, commit: LogFile) -> int | None:
+    def in_commit_timestamp(self, commit: LogFile) -> int | None:
+        """The ``inCommitTimestamp`` of ``commit``, or None when it has none.
+        Only its first line is parsed: a commit that has one puts
+        ``commitInfo`` first (PROTOCOL.md)."""
         try:
-            data = self.log_store.read(commit.name)
+            first = self.log_store.read(commit.name).split(b"\n", 1)[0]
         except FileNotFoundError:
             return None
-        info = next((a for a in parse_commit(data) if isinstance(a, CommitInfo)), None)
+        info = next((a for a in parse_commit(first) if isinstance(a, CommitInfo)), None)
         value = info.raw.get("inCommitTimestamp") if info is not None else None
         return value if isinstance(value, int) else None
 

@@ -256,21 +256,15 @@ class Transaction:
         were on). They are on when the table property says so and the
         protocol lists the feature (PROTOCOL.md)."""
         md = self.metadata
-        if md is None or not config.in_commit_timestamps_enabled(md) or not features.lists_writer_feature(
-            protocol, "inCommitTimestamp"
-        ):
+        if md is None or features.in_commit_timestamps_since(protocol, md) is None:
             return None
         if version == 0:
             return now_ms
-        store = self.table.log_store
-        previous = next((f for f in store.list_from(version - 1) if f.kind == "commit"), None)
+        previous = next((f for f in self.table.log_store.list_from(version - 1) if f.kind == "commit"), None)
         if previous is None or previous.version != version - 1:
             return now_ms
-        info = next((a for a in parse_commit(store.read(previous.name)) if isinstance(a, CommitInfo)), None)
-        last = info.raw.get("inCommitTimestamp") if info is not None else None
-        if not isinstance(last, int):
-            last = previous.mtime_ms
-        return max(now_ms, last + 1)
+        last = self.table.in_commit_timestamp(previous)
+        return max(now_ms, (previous.mtime_ms if last is None else last) + 1)
 
     def _validate(self) -> None:
         md = self.metadata

@@ -460,7 +460,7 @@ class MergeCommand(DmlCommand):
         source is anti-joined to the target's rows."""
         rows = self.rows
         source = rows.source(self.source)
-        pairs = self._key_pairs_for_inserts() or (self.facts.key_pairs if self.facts and self.facts.equi_join else ())
+        pairs = self._key_pairs_for_inserts()
         if files and pairs:
             keys = self._matched_keys
             if keys is None:
@@ -502,16 +502,17 @@ class MergeCommand(DmlCommand):
         nmbs = self._has(when=NOT_MATCHED_BY_SOURCE)
         joined = rows.join(rows.target(frame), rows.source(self.source), "left" if nmbs else "inner")
         matched = rows.is_matched
+        keys = [f"s{i}" for i in range(len(self._key_pairs_for_inserts()))]
         pairs = joined.select(
             F.col(f"`{key}`").alias("k"),
             F.when(matched, F.col(f"`{row}`")).alias("r"),
             rows.action(unmatched_sources=False).alias("a"),
             matched.alias("m"),
-            *[rows.source_value(s).alias(f"s{i}") for i, (_t, s) in enumerate(self._key_pairs_for_inserts())],
+            *[rows.source_value(s).alias(k) for k, (_t, s) in zip(keys, self._key_pairs_for_inserts())],
         )
-        if self._key_pairs_for_inserts() and not nmbs:
+        if keys and not nmbs:
             pairs = self._keep(pairs)  # small: matched pairs only
-            self._matched_keys = pairs.select(*[f"s{i}" for i in range(len(self._key_pairs_for_inserts()))])
+            self._matched_keys = pairs.select(*keys)
         per_row = pairs.groupBy("k", "r", F.when(~F.col("m"), F.col("a")).alias("a0")).agg(
             F.count(F.lit(1)).alias("n"), F.max("a").alias("a")
         )
