@@ -208,8 +208,11 @@ def _java_float_text(value: float, single: bool) -> str:
         value = struct.unpack("<f", target)[0]
         for precision in range(1, 10):
             digits = f"{value:.{precision}g}"
-            if struct.pack("<f", float(digits)) == target:
-                break
+            try:
+                if struct.pack("<f", float(digits)) == target:
+                    break
+            except OverflowError:  # rounded past the largest float32 (near 3.4e38)
+                continue
         d = Decimal(digits)
     else:
         d = Decimal(repr(value))

@@ -277,6 +277,13 @@ def test_timestamp_ntz_partition_value_forms():
     assert parse_partition_value("2021-09-08", "timestamp_ntz") == dt.datetime(2021, 9, 8)
 
 
+def test_a_float_near_the_largest_float32_round_trips():
+    """Shorter digits round up past float32's range (an OverflowError once)."""
+    for value in (3.4025001647762064e38, 3.4028234663852886e38, -3.4028234663852886e38):
+        text = serialize_partition_value(value, "float")
+        assert parse_partition_value(text, "float") == value
+
+
 def test_parse_float_holds_a_single_precision_value():
     assert parse_partition_value("0.1", "float") == struct.unpack("<f", struct.pack("<f", 0.1))[0]
     assert parse_partition_value("0.1", "double") == 0.1
