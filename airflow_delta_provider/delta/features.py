@@ -51,10 +51,13 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: :mod:`.constraints`), ``domainMetadata`` (replay and checkpoints keep every
 #: domain; we never change one, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
-#: its columns cannot be dropped, and Z-order is refused, as in delta-spark).
+#: its columns cannot be dropped, and Z-order is refused, as in delta-spark)
+#: and ``changeDataFeed`` (UPDATE, DELETE and MERGE write their changed rows
+#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`).
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
+        "changeDataFeed",
         "checkConstraints",
         "checkpointProtection",
         "clustering",
@@ -201,6 +204,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.add("inCommitTimestamp")
     if metadata is not None and table_constraints(metadata):
         needed.add("checkConstraints")
+    if metadata is not None and config.change_data_feed_enabled(metadata):
+        needed.add("changeDataFeed")
     return needed
 
 
@@ -242,7 +247,8 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     the way delta-spark upgrades it.
 
     - Column mapping alone on a legacy protocol: reader 2 / writer 5.
-    - CHECK constraints alone on a legacy protocol: writer 3.
+    - CHECK constraints alone on a legacy protocol: writer 3; with the change
+      data feed: writer 4.
     - Writer-only features alone (in-commit timestamps): writer 7, the reader
       version kept, every feature the old writer version implied listed.
     - Anything else (deletion vectors, or column mapping on a table-features
@@ -257,8 +263,9 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     rv, wv = protocol.min_reader_version, protocol.min_writer_version
     if writer_only <= writers and needed - readers <= {"columnMapping"} and rv < 3 and wv < 7:
         return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
-    if not needed and writer_only - writers <= {"checkConstraints"} and wv < 7:
-        return Protocol(min_reader_version=rv, min_writer_version=max(wv, 3))  # delta-spark's ADD CONSTRAINT
+    if not needed and writer_only - writers <= {"checkConstraints", "changeDataFeed"} and wv < 7:
+        legacy = 4 if "changeDataFeed" in writer_only else 3  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
+        return Protocol(min_reader_version=rv, min_writer_version=max(wv, legacy))
     if needed <= readers and rv < 3:
         return Protocol(
             min_reader_version=rv, min_writer_version=7, writer_features=tuple(sorted(writers | needed | writer_only))

@@ -43,7 +43,7 @@ def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused()
 
 @pytest.mark.parametrize(
     ("writer", "feature"),
-    [(4, "changeDataFeed"), (4, "generatedColumns"), (5, "generatedColumns"), (6, "identityColumns")],
+    [(4, "generatedColumns"), (5, "generatedColumns"), (6, "identityColumns")],
 )
 def test_legacy_writer_versions_4_to_6_are_refused_naming_a_feature_when_the_metadata_is_unknown(writer, feature):
     check_readable(Protocol(1, writer))
@@ -56,7 +56,7 @@ def test_legacy_writer_version_3_is_writable():
     check_writable(Protocol(1, 3))
 
 
-@pytest.mark.parametrize("feature", ["changeDataFeed", "rowTracking", "someFutureFeature"])
+@pytest.mark.parametrize("feature", ["icebergCompatV1", "rowTracking", "someFutureFeature"])
 def test_writer7_features_we_do_not_implement_are_refused(feature):
     p = Protocol(1, 7, None, ("appendOnly", feature, "invariants"))
     with pytest.raises(UnsupportedFeatureError, match=feature) as err:
