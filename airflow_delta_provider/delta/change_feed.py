@@ -23,9 +23,11 @@ version is missing and why.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import config
 from airflow_delta_provider.delta.actions import AddCDCFile, AddFile, Metadata, RemoveFile, parse_commit
@@ -45,6 +47,9 @@ CHANGE_COLUMNS = (CHANGE_TYPE_COLUMN, COMMIT_VERSION_COLUMN, COMMIT_TIMESTAMP_CO
 #: The values of ``_change_type``.
 INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE = "insert", "delete", "update_preimage", "update_postimage"
 CHANGE_TYPES = (INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE)
+#: The file a run writing changes to a folder leaves there with its result
+#: (a name readers of the folder skip).
+SUMMARY_FILE = "_delta_changes.json"
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,18 @@ def _removed_as_add(version: int, remove: RemoveFile) -> AddFile:
     )
 
 
+def read_summary(output: str, storage_options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The result a run left in the folder ``output`` (:data:`SUMMARY_FILE`); None when there is none."""
+    from airflow_delta_provider.delta.storage import open_storage
+
+    try:
+        return json.loads(open_storage(output, storage_options).get(SUMMARY_FILE))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 __all__ = [
+    "SUMMARY_FILE",
     "CHANGE_COLUMNS",
     "CHANGE_DATA_DIR",
     "CHANGE_TYPES",
@@ -184,4 +200,5 @@ __all__ = [
     "ChangeRange",
     "cdc_as_add",
     "changes_between",
+    "read_summary",
 ]
