@@ -419,7 +419,7 @@ class MergeCommand(DmlCommand):
         changes = images if changes is None else changes.unionByName(images)
         if self._has(action=INSERT):
             changes = changes.unionByName(with_change_type(self._inserts(with_matches), INSERTED))
-        self.write_changes(changes, self.schema, self.metadata or self.snapshot.metadata)
+        self.write_changes(changes, schema=self.schema, metadata=self.metadata or self.snapshot.metadata)
 
     def _rewrite_matched(self, rewritten: list[AddFile]) -> DataFrame | None:
         """The rows of the rewritten files after the clauses: a left join to
