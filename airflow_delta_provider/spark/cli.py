@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--source", required=True, help="path of the source data")
     merge.add_argument("--source-format", default="parquet", choices=["parquet", "csv", "json", "orc", "delta"])
     merge.add_argument("--source-version", type=int, help="version of a delta source (default: its latest)")
-    merge.add_argument("--on", required=True, help="join condition, e.g. \"t.id = s.id\"")
+    merge.add_argument("--on", required=True, help='join condition, e.g. "t.id = s.id"')
     merge.add_argument(
         "--clauses",
         required=True,
@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--target-alias", default="t")
     merge.add_argument("--source-alias", default="s")
     merge.add_argument("--merge-schema", action="store_true", help="let * clauses add the source's new columns")
-    merge.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V", help="source reader option")
+    merge.add_argument(
+        "--option", action="append", type=_key_value, default=[], metavar="K=V", help="source reader option"
+    )
 
     checkpoint = sub.add_parser("checkpoint", parents=[common], help="checkpoint the latest version")
     checkpoint.add_argument("--cleanup-logs", action="store_true")

@@ -370,7 +370,6 @@ def to_physical(df: DataFrame, mapping: ColumnMapping) -> DataFrame:
     )
 
 
-
 def conform(df: DataFrame, schema: Mapping[str, Any], keep: Sequence[str] = ()) -> DataFrame:
     """``df`` with exactly the table's columns, in order, names and types,
     followed by its columns named in ``keep``, as they are.
