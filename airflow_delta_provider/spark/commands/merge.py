@@ -394,18 +394,19 @@ class MergeCommand(DmlCommand):
         action = F.col(rows.action_column)
         updates, deletes = rows.indexes(action=UPDATE), rows.indexes(action=DELETE)
         before = rows.target_columns_out()
-        if self._deleting_duplicates:  # every matched clause deletes: one delete per target row
+        changes = None
+        if self._deleting_duplicates:  # every matched clause deletes (or none is there): one delete per row
             conditions = [c.condition for c in self.clauses if c.when == MATCHED]
-            deleting = self.on
-            if None not in conditions:
-                deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
-            deleted = rows.join(target, source, "left_semi", on=deleting).alias(self.target_alias)
-            changes = with_change_type(deleted.select(*before), DELETED)
+            if conditions:
+                deleting = self.on
+                if None not in conditions:
+                    deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
+                deleted = rows.join(target, source, "left_semi", on=deleting).alias(self.target_alias)
+                changes = with_change_type(deleted.select(*before), DELETED)
             unmatched = rows.join(target, source, "left_anti").alias(self.target_alias)
             joined = unmatched.withColumn(rows.action_column, rows.cascade(NOT_MATCHED_BY_SOURCE))
             kinds: tuple[str, ...] = (NOT_MATCHED_BY_SOURCE,)
         else:
-            changes = None
             joined = rows.join(target, source, "left")
             joined = joined.withColumn(rows.action_column, rows.action(unmatched_sources=False))
             kinds = (MATCHED, NOT_MATCHED_BY_SOURCE)
