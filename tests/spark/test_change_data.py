@@ -269,3 +269,12 @@ def test_commit_timestamps_are_the_in_commit_timestamps(spark, tmp_path):
     (row,) = read_changes(spark, path, version).frame.collect()
     ict = DeltaTable(path).history(limit=1)[0]["inCommitTimestamp"]
     assert int(row["_commit_timestamp"].timestamp() * 1000) == ict
+
+
+def test_a_range_of_no_data_change_is_empty_with_the_feed_columns(spark, tmp_path):
+    path = cdf_table(spark, tmp_path)
+    version = run_alter(spark, path, {"set_properties": {"delta.appendOnly": "false"}}).version
+    frame = read_changes(spark, path, version).frame
+    assert frame.count() == 0
+    assert frame.columns == ["id", "part", "amount", "_change_type", "_commit_version", "_commit_timestamp"]
+    assert ours(spark, path, version) == theirs(path, version) == []

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.spark.commands.dml import DmlCommand
+from airflow_delta_provider.spark.commands.update import GATHER_CHANGES_ABOVE_FILES
 
 
 class DeleteCommand(DmlCommand):
@@ -67,7 +68,9 @@ class DeleteCommand(DmlCommand):
         from airflow_delta_provider.delta.change_feed import DELETE
         from airflow_delta_provider.spark.change_data import with_change_type
 
-        rows = self.scan(files).filter(self.matched).repartition(self.change_file_count(deleted))
+        rows = self.scan(files).filter(self.matched)
+        if len(files) > GATHER_CHANGES_ABOVE_FILES:  # few files of changes, not one per file read
+            rows = rows.repartition(self.change_file_count(deleted))
         self.write_changes(with_change_type(rows, DELETE))
 
     def metrics(self) -> dict[str, int]:

@@ -37,6 +37,9 @@ from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
 
 #: With deletion vectors, about how many updated rows go into one new file.
 ROWS_PER_UPDATED_FILE = 2_000_000
+#: Above this many touched files, change rows are gathered into few files (a
+#: shuffle of the few changed rows); below, each task writes its own.
+GATHER_CHANGES_ABOVE_FILES = 16
 
 
 class UpdateCommand(DmlCommand):
@@ -104,34 +107,25 @@ class UpdateCommand(DmlCommand):
             files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
             self.write(frame.select(*self._updated_columns(only_matching=True)).coalesce(files))
             if self.records_changes:
-                self._write_images(frame, updated)
+                self._write_images(frame.coalesce(files))
         finally:
             frame.unpersist()
         self.mark_deleted(matches)
         self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list, updated: int | None) -> list:
-        if not self.records_changes:
-            return self.write(self.scan(touched).select(*self._updated_columns()))
-        from pyspark import StorageLevel
-
-        # The touched rows are kept from the rewrite for the images: no second read of the files.
-        frame = self.scan(touched).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            written = self.write(frame.select(*self._updated_columns()))
-            self._write_images(frame.filter(self.matched), updated)
-        finally:
-            frame.unpersist()
+        written = self.write(self.scan(touched).select(*self._updated_columns()))
+        if self.records_changes:  # a second read of the touched files, keeping the matching rows only
+            matching = self.scan(touched).filter(self.matched)
+            if updated is not None and len(touched) > GATHER_CHANGES_ABOVE_FILES:
+                matching = matching.repartition(self.change_file_count(2 * updated))  # not a file per touched file
+            self._write_images(matching)
         return written
 
-    def _write_images(self, matching, updated: int | None) -> None:
-        """Record the pre- and post-image of each row of ``matching`` (the
-        ``updated`` rows, when known: then gathered into few files, which is
-        cheap as ``matching`` is persisted)."""
+    def _write_images(self, matching) -> None:
+        """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
         from airflow_delta_provider.spark.change_data import update_images
 
-        if updated is not None:
-            matching = matching.coalesce(self.change_file_count(2 * updated))
         self.write_changes(update_images(matching, self.snapshot.schema, self._updated_columns(only_matching=True)))
 
     def _updated_columns(self, only_matching: bool = False) -> list[Column]:
