@@ -26,6 +26,10 @@ CHECKPOINT_POLICY = "delta.checkpointPolicy"
 ENABLE_IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
 ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+ENABLE_ROW_TRACKING = "delta.enableRowTracking"
+ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
+MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -35,7 +39,14 @@ CHOICE_PROPERTIES = {
 }
 #: Table properties whose values are booleans.
 BOOLEAN_PROPERTIES = frozenset(
-    {APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP, ENABLE_TYPE_WIDENING, ENABLE_IN_COMMIT_TIMESTAMPS}
+    {
+        APPEND_ONLY,
+        ENABLE_DELETION_VECTORS,
+        ENABLE_EXPIRED_LOG_CLEANUP,
+        ENABLE_TYPE_WIDENING,
+        ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_ROW_TRACKING,
+    }
 )
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
@@ -143,6 +154,7 @@ SETTABLE_PROPERTIES = frozenset(
         ENABLE_DELETION_VECTORS,
         ENABLE_TYPE_WIDENING,
         ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_ROW_TRACKING,
         COLUMN_MAPPING_MODE,
         CHECKPOINT_INTERVAL,
         CHECKPOINT_POLICY,
@@ -182,6 +194,16 @@ def in_commit_timestamps_since(md: Metadata) -> int | None:
     if not in_commit_timestamps_enabled(md):
         return None
     return max(_int(md, ICT_ENABLEMENT_VERSION, 0), 0)
+
+
+def row_tracking_enabled(md: Metadata) -> bool:
+    """Whether rows keep stable ids and commit versions (``delta.enableRowTracking``)."""
+    return _bool(md, ENABLE_ROW_TRACKING, False)
+
+
+def row_tracking_suspended(md: Metadata) -> bool:
+    """Whether writers stop assigning row ids (``delta.rowTrackingSuspended``)."""
+    return _bool(md, ROW_TRACKING_SUSPENDED, False)
 
 
 def type_widening_enabled(md: Metadata) -> bool:

@@ -51,7 +51,12 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: :mod:`.constraints`), ``domainMetadata`` (replay and checkpoints keep every
 #: domain; we never change one, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
-#: its columns cannot be dropped, and Z-order is refused, as in delta-spark).
+#: its columns cannot be dropped, and Z-order is refused, as in delta-spark), and
+#: ``rowTracking`` (every commit gives new files fresh row ids above the
+#: ``delta.rowTracking`` high-water mark and its version as their default row
+#: commit version, reassigned on a retry: :mod:`.row_tracking`; with
+#: ``delta.enableRowTracking`` rewrites keep rows' stable ids and versions in
+#: the materialized columns: :mod:`airflow_delta_provider.spark.row_tracking`).
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
@@ -63,6 +68,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "domainMetadata",
         "inCommitTimestamp",
         "invariants",
+        "rowTracking",
         "timestampNtz",
         "v2Checkpoint",
     }
@@ -201,6 +207,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.add("inCommitTimestamp")
     if metadata is not None and table_constraints(metadata):
         needed.add("checkConstraints")
+    if metadata is not None and config.row_tracking_enabled(metadata):
+        needed.update(("rowTracking", "domainMetadata"))  # the high-water mark is a domain
     return needed
 
 
@@ -243,7 +251,7 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
 
     - Column mapping alone on a legacy protocol: reader 2 / writer 5.
     - CHECK constraints alone on a legacy protocol: writer 3.
-    - Writer-only features alone (in-commit timestamps): writer 7, the reader
+    - Writer-only features alone (in-commit timestamps, row tracking): writer 7, the reader
       version kept, every feature the old writer version implied listed.
     - Anything else (deletion vectors, or column mapping on a table-features
       protocol): reader 3 / writer 7, with every feature the old versions

@@ -56,7 +56,7 @@ def test_legacy_writer_version_3_is_writable():
     check_writable(Protocol(1, 3))
 
 
-@pytest.mark.parametrize("feature", ["changeDataFeed", "rowTracking", "someFutureFeature"])
+@pytest.mark.parametrize("feature", ["changeDataFeed", "someFutureFeature"])
 def test_writer7_features_we_do_not_implement_are_refused(feature):
     p = Protocol(1, 7, None, ("appendOnly", feature, "invariants"))
     with pytest.raises(UnsupportedFeatureError, match=feature) as err:
