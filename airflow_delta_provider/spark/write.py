@@ -95,6 +95,7 @@ def write_files(
     target_file_count: int | None = None,
     configuration: Mapping[str, str] | None = None,
     io: str = "auto",
+    hidden_columns: Sequence[str] = (),
 ) -> list[AddFile]:
     """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
 
@@ -102,17 +103,21 @@ def write_files(
     root. ``configuration`` (table properties) picks the stats columns; it
     defaults to the snapshot's when a snapshot is given. ``io`` is the I/O
     mode (:mod:`.io_mode`). Files holding no rows are not kept.
+    ``hidden_columns`` are columns of ``df`` outside the schema that the
+    files hold too, under those very names, after the table's columns (row
+    tracking's materialized columns: physical names, never in the stats).
     """
     storage = storage_of(target)
     if configuration is None:
         configuration = getattr(target, "configuration", None) or {}
     partition_columns = list(partition_columns)
     mode = resolve_io(df.sparkSession, storage.location, io)
-    conformed = enforce_constraints(conform(df, schema), schema, table_constraints(configuration))
+    keep = list(hidden_columns)
+    conformed = enforce_constraints(conform(df, schema, keep), schema, table_constraints(configuration), keep)
     leaves = stats_leaves(schema, partition_columns, configuration)  # the properties name logical columns
     mapping = ColumnMapping.of(schema, configuration)
     if mapping.enabled:  # files hold physical names (and field ids): so do stats and partition values
-        conformed = to_physical(conformed, mapping)
+        conformed = to_physical(conformed, mapping, keep)
         leaves = [(mapping.physical_path(path), delta_type) for path, delta_type in leaves]
         partition_columns = [mapping.physical_column(c) for c in partition_columns]
         schema = mapping.physical_schema(for_write=True)
@@ -128,7 +133,7 @@ def write_files(
         from airflow_delta_provider.spark.arrow_write import write_arrow
 
         excluded = {c.lower() for c in partition_columns}
-        data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
+        data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded] + keep
         try:
             return write_arrow(conformed, storage, data_columns, partition_columns, types, leaves, field_ids)
         except job_error_types() as exc:
@@ -338,22 +343,24 @@ def _spark_dir_values(rel_dir: str, partition_columns: list[str], types: dict[st
 # --- Conforming the frame to the table schema -----------------------------------
 
 
-def to_physical(df: DataFrame, mapping: ColumnMapping) -> DataFrame:
+def to_physical(df: DataFrame, mapping: ColumnMapping, keep: Sequence[str] = ()) -> DataFrame:
     """A conformed frame (the table's logical columns, in order) with the
     physical names and the parquet field ids of ``mapping`` at every level: nested fields are relabelled by a cast between structs
-    of the same shape, whose target carries the ids."""
+    of the same shape, whose target carries the ids. The ``keep`` columns
+    (after them) pass as they are."""
     physical = spark_schema(mapping.physical_schema(for_write=True))
     return df.select(
         *[
             column(name).cast(f.dataType).alias(f.name, metadata=f.metadata)
             for name, f in zip(df.columns, physical.fields)
-        ]
+        ],
+        *[column(name) for name in keep],
     )
 
 
-
-def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
-    """``df`` with exactly the table's columns, in order, names and types.
+def conform(df: DataFrame, schema: Mapping[str, Any], keep: Sequence[str] = ()) -> DataFrame:
+    """``df`` with exactly the table's columns, in order, names and types,
+    then its ``keep`` columns (as long integers).
 
     Columns match case-insensitively; a table column the frame lacks is
     null; struct fields are conformed recursively (through arrays and map
@@ -362,8 +369,10 @@ def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
     """
     target = spark_schema(dict(schema))
     fields = df.schema.fields
-    if [f.name for f in fields] == target.names and all(
-        _same(f.dataType, t.dataType) for f, t in zip(fields, target.fields)
+    if (
+        not keep
+        and [f.name for f in fields] == target.names
+        and all(_same(f.dataType, t.dataType) for f, t in zip(fields, target.fields))
     ):
         return df  # already the table's columns, in order, with its types
     source = {f.name.lower(): f for f in fields}
@@ -375,7 +384,7 @@ def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
         else:
             expr = conform_column(column(src.name), src.dataType, field.dataType)
         columns.append(expr.alias(field.name))
-    return df.select(*columns)
+    return df.select(*columns, *[column(name).cast("long").alias(name) for name in keep])
 
 
 def conform_column(expr: Column, source: DataType, target: DataType) -> Column:
@@ -423,7 +432,7 @@ def _strip(value: Any) -> Any:
 
 
 def enforce_constraints(
-    df: DataFrame, schema: Mapping[str, Any], constraints: Mapping[str, str] | None = None
+    df: DataFrame, schema: Mapping[str, Any], constraints: Mapping[str, str] | None = None, keep: Sequence[str] = ()
 ) -> DataFrame:
     """``df`` (already conformed) with every column guarded by its constraints.
 
@@ -434,7 +443,7 @@ def enforce_constraints(
     :class:`InvariantViolationError` by :func:`write_files`. A CHECK
     constraint's message names it, its expression and the row's values of
     the columns it reads. Checking inside the write costs no extra pass over
-    the data.
+    the data. The ``keep`` columns (after the table's) pass unguarded.
     """
     checks: dict[str, list[tuple[Column, Column]]] = {}
     for field in schema.get("fields", ()):
@@ -454,7 +463,7 @@ def enforce_constraints(
         for violated, message in checks.get(field["name"], ()):
             expr = F.when(violated, F.raise_error(F.concat(F.lit(_VIOLATION_MARK), message))).otherwise(expr)
         columns.append(expr.alias(field["name"]))
-    return df.select(*columns)
+    return df.select(*columns, *[column(name) for name in keep])
 
 
 def _check_constraint(name: str, sql: str, columns: list[str]) -> tuple[Column, Column]:

@@ -47,7 +47,7 @@ class DeleteCommand(DmlCommand):
         deleted = sum(counts.values())
         total = self.row_count(touched)
         if deleted < total:
-            self.write(self.scan(touched).filter(~self.matched))
+            self.write(self.copy_rows(touched, ~self.matched))
         self.result.removed = list(touched)
         self.result.rows_changed = deleted
         self.result.rows_copied = total - deleted
