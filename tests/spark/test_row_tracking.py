@@ -125,8 +125,8 @@ def test_merge_keeps_ids_of_matched_rows_and_gives_inserts_fresh_ones(spark, tmp
         src,
         "t.id = s.id",
         [
-            {"when": "matched", "action": "update", "set": {"val": "s.val + 1"}},
-            {"when": "not_matched", "action": "insert"},
+            {"when": "matched", "update": {"val": "s.val + 1"}},
+            {"when": "not_matched", "insert": "*"},
         ],
         io=io,
     )
