@@ -49,7 +49,8 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: ``inCommitTimestamp`` (every commit carries a monotonic one: :mod:`.transaction`),
 #: ``checkConstraints`` (every write job checks ``delta.constraints.*``:
 #: :mod:`.constraints`), ``domainMetadata`` (replay and checkpoints keep every
-#: domain; we never change one, so none of our commits conflicts over one) and
+#: domain; we change none but row tracking's, whose concurrent changes are
+#: reconciled, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
 #: its columns cannot be dropped, and Z-order is refused, as in delta-spark), and
 #: ``rowTracking`` (every commit gives new files fresh row ids above the
