@@ -1,7 +1,7 @@
 """Row tracking through the Spark engine (``spark/row_tracking.py`` and the
 commands): ``_metadata.row_id`` and ``_metadata.row_commit_version`` are read
 as delta-spark defines them, and UPDATE, DELETE (copy-on-write and with
-deletion vectors), OPTIMIZE and MERGE keep the stable ids of the rows they
+deletion vectors), OPTIMIZE, REORG PURGE and MERGE keep the stable ids of the rows they
 copy, in both I/O modes and under column mapping; new rows get fresh ids."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge import run_merge
 from airflow_delta_provider.spark.commands.optimize import run_optimize
+from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.scan import scan
 
@@ -56,7 +57,7 @@ def make(spark, tmp_path, io: str, properties=ON) -> str:
 
 
 @pytest.mark.parametrize("io", ["hadoop", "arrow"])
-@pytest.mark.parametrize("mapping", [None, "name"], ids=["plain", "name-mapping"])
+@pytest.mark.parametrize("mapping", [None, "name", "id"], ids=["plain", "name-mapping", "id-mapping"])
 def test_update_delete_optimize_keep_row_ids_and_new_rows_get_fresh_ones(spark, tmp_path, duckdb_delta, io, mapping):
     properties = {**ON, "delta.columnMapping.mode": mapping} if mapping else ON
     path = make(spark, tmp_path, io, properties)
@@ -111,6 +112,10 @@ def test_deletion_vectors_keep_row_ids(spark, tmp_path, io):
     after = tracked(spark, path, io)
     assert after[7] == (before[7][0], upd.version)
     assert all(after[i] == after_delete[i] for i in after if i != 7)
+    purge = run_reorg_purge(spark, path, io=io)  # rewrites the marked files without their deleted rows
+    assert purge.version is not None
+    assert all(f.deletion_vector is None for f in DeltaTable(path).snapshot().files)
+    assert tracked(spark, path, io) == after
 
 
 @pytest.mark.parametrize("io", ["hadoop", "arrow"])
