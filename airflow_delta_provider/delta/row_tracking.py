@@ -21,7 +21,9 @@ With ``delta.enableRowTracking`` the rows keep *stable* ids: a row copied to
 a new file (UPDATE, DELETE, MERGE, OPTIMIZE) carries its id, and its commit
 version unless it was updated, in the hidden *materialized* columns named in
 the table configuration. Those columns are the Spark engine's business; here
-they are only named (as delta-spark names them) when the feature is enabled.
+they are only named (as delta-spark names them) when the feature is enabled,
+and each commit says in the commitInfo tag ``delta.rowTracking.preserved``
+whether it kept them.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ FEATURE = "rowTracking"
 DOMAIN = "delta.rowTracking"
 #: The high-water mark of a table that never assigned a row id.
 MISSING_HIGH_WATER_MARK = -1
+#: The commitInfo tag saying whether a commit kept the stable row ids and versions it copied.
+PRESERVED_TAG = "delta.rowTracking.preserved"
 #: The table properties naming the materialized columns.
 MATERIALIZED_KEYS = (config.MATERIALIZED_ROW_ID_COLUMN, config.MATERIALIZED_ROW_COMMIT_VERSION_COLUMN)
 _MATERIALIZED_PREFIXES = ("_row-id-col-", "_row-commit-version-col-")
@@ -168,6 +172,7 @@ __all__ = [
     "FEATURE",
     "MATERIALIZED_KEYS",
     "MISSING_HIGH_WATER_MARK",
+    "PRESERVED_TAG",
     "assign",
     "assigns_row_ids",
     "backfill",

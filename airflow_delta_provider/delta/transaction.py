@@ -111,6 +111,11 @@ class Transaction:
         # The row id high-water mark to assign above, and the protocol a winner left in force.
         self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if snapshot is not None else -1
         self._winner_protocol: Protocol | None = None
+        #: Whether every row this commit copies or updates keeps its stable row
+        #: id (and every copied row its commit version): the commitInfo tag
+        #: ``delta.rowTracking.preserved`` on a table with row tracking enabled.
+        #: A writer that copies rows without the materialized columns sets it False.
+        self.row_tracking_preserved = True
 
     # --- what the transaction read -----------------------------------------
 
@@ -222,6 +227,10 @@ class Transaction:
         store = self.table.log_store
         for attempt in range(1, max_attempts + 1):
             info = self._commit_info(metrics, token, user_metadata)
+            in_force = protocol or self._winner_protocol or self.read_snapshot.protocol  # type: ignore[union-attr]
+            if row_tracking.enabled(in_force, self.metadata):  # type: ignore[arg-type]
+                flag = "true" if self.row_tracking_preserved else "false"
+                info["tags"] = {**info.get("tags", {}), row_tracking.PRESERVED_TAG: flag}
             ict = self._in_commit_timestamp(version, info["timestamp"], protocol or self.read_snapshot.protocol)  # type: ignore[union-attr]
             if ict is not None:
                 info = {"timestamp": info["timestamp"], "inCommitTimestamp": ict, **info}

@@ -79,6 +79,21 @@ def test_appends_take_consecutive_ranges_above_the_mark_and_their_version(tmp_pa
     } in lines
     info = next(a["commitInfo"] for a in lines if "commitInfo" in a)
     assert info["isBlindAppend"] is True  # the mark does not make an append less blind
+    assert info["tags"] == {"delta.rowTracking.preserved": "true"}
+
+
+def test_the_preserved_tag_says_what_the_writer_says_and_needs_row_tracking_enabled(tmp_path):
+    table = create(tmp_path, ON, [fadd(3)])
+    txn = table.transaction("WRITE", {"mode": "Append"}, table.snapshot())
+    txn.add(fadd(1))
+    txn.row_tracking_preserved = False
+    version = txn.commit(token="tok").version
+    info = next(a["commitInfo"] for a in commit_actions(table, version) if "commitInfo" in a)
+    assert info["tags"]["delta.rowTracking.preserved"] == "false" and len(info["tags"]) == 2  # the token kept
+    plain = create(tmp_path / "plain", {}, [fadd(3)])
+    version = append(plain, fadd(1))
+    info = next(a["commitInfo"] for a in commit_actions(plain, version) if "commitInfo" in a)
+    assert "tags" not in info
 
 
 def test_the_mark_and_the_ids_survive_a_checkpoint(tmp_path):
