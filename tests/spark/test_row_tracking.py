@@ -178,3 +178,35 @@ def test_a_spark_append_to_the_golden_writer_seven_table(spark, tmp_path, golden
 
     rows = RsTable(path).to_pyarrow_table().to_pylist()
     assert {"col1": 7, "col2": 8} in rows
+
+
+def test_an_update_retried_after_a_concurrent_append_moves_its_fresh_ids_and_keeps_stable_ones(spark, tmp_path):
+    """A real append slipped in between the UPDATE's rewrite and its commit:
+    the retry gives the rewritten file ids above the append's mark and the
+    retry's version, while the rows' stable ids stay."""
+    from airflow_delta_provider.spark.commands.update import UpdateCommand
+
+    path = str(tmp_path / "t")
+    src = str(tmp_path / "p.parquet")
+    parts = ["a"] * 5 + ["b"] * 5
+    pq.write_table(pa.table({"id": pa.array(range(10), pa.int64()), "part": parts}), src)
+    run_append(spark, path, src, "parquet", partition_by=["part"], table_properties=ON)
+    before = tracked(spark, path, "hadoop")
+    command = UpdateCommand(spark, path, "part = 'a' AND id < 2", {"id": "id + 100"}, None, "hadoop")
+    command.prepare()
+    command.rewrite()
+    other = str(tmp_path / "q.parquet")
+    pq.write_table(pa.table({"id": pa.array([50, 51], pa.int64()), "part": ["b", "b"]}), other)
+    winner = run_append(spark, path, other, "parquet")  # into a partition the UPDATE did not read
+    winner_mark = high_water_mark(path)
+    result = command.commit()
+    assert (winner.version, result.version) == (1, 2)
+    snap = DeltaTable(path).snapshot()
+    rewritten = [f for f in snap.files if f.default_row_commit_version == result.version]
+    assert len(rewritten) == 1 and rewritten[0].base_row_id == winner_mark + 1
+    assert high_water_mark(path) == winner_mark + rewritten[0].num_records
+    after = tracked(spark, path, "hadoop")
+    assert after[100] == (before[0][0], result.version) and after[101] == (before[1][0], result.version)
+    assert all(after[i] == before[i] for i in range(2, 10))
+    ids = [r for r, _ in after.values()]
+    assert len(ids) == len(set(ids)) == 12
