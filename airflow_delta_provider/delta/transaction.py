@@ -109,7 +109,8 @@ class Transaction:
         self._read_app_ids: set[str] = set()
         self._canonical = PathCanonicalizer(table.root)
         # The row id high-water mark to assign above, and the protocol a winner left in force.
-        self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if snapshot is not None else -1
+        supported = snapshot is not None and row_tracking.is_supported(snapshot.protocol)
+        self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if supported else -1  # type: ignore[union-attr]
         self._winner_protocol: Protocol | None = None
         #: Whether every row this commit copies or updates keeps its stable row
         #: id (and every copied row its commit version): the commitInfo tag

@@ -212,6 +212,24 @@ def test_enabling_on_an_existing_table_backfills_its_files(tmp_path):
     assert rs.version() == version and len(rs.file_uris()) == 3
 
 
+def test_set_tblproperties_turns_it_on_with_a_backfill_and_cannot_name_the_columns(tmp_path):
+    from airflow_delta_provider.delta.errors import UnsupportedFeatureError
+    from airflow_delta_provider.delta.schema_changes import SetProperties, UnsetProperties, alter_table
+
+    table = create(tmp_path, {}, [fadd(3), fadd(2)])
+    with pytest.raises(UnsupportedFeatureError):
+        alter_table(table, SetProperties({"delta.rowTracking.materializedRowIdColumnName": "x"}))
+    assert table.latest_version() == 0
+    version = alter_table(table, SetProperties(ON)).version
+    snap = table.snapshot()
+    assert sorted(f.num_records for f in snap.files) == [2, 3]
+    assert sorted(r[0] for r in ranges(snap)) in ([0, 2], [0, 3])
+    assert {r[2] for r in ranges(snap)} == {version}
+    names = row_tracking.materialized_columns(snap.metadata)
+    alter_table(table, UnsetProperties(("delta.enableRowTracking",)))
+    assert row_tracking.materialized_columns(table.snapshot().metadata) == names
+
+
 def test_a_backfill_conflicts_with_a_concurrent_delete_of_a_file(tmp_path):
     table = create(tmp_path, {}, [fadd(3), fadd(2)])
     snap = table.snapshot()
