@@ -210,3 +210,21 @@ def test_an_update_retried_after_a_concurrent_append_moves_its_fresh_ids_and_kee
     assert all(after[i] == before[i] for i in range(2, 10))
     ids = [r for r, _ in after.values()]
     assert len(ids) == len(set(ids)) == 12
+
+
+def test_restore_brings_back_the_rows_ids_and_versions_and_the_mark_never_falls(spark, tmp_path):
+    """PROTOCOL.md: a restored row gets its stable row id and row commit version back."""
+    from airflow_delta_provider.spark.commands.restore import run_restore
+
+    path = make(spark, tmp_path, "hadoop")
+    before = tracked(spark, path, "hadoop")
+    run_update(spark, path, "id < 12", {"val": "0"})
+    run_delete(spark, path, "id > 15")
+    mark = high_water_mark(path)
+    restored = run_restore(spark, path, version=1)
+    assert tracked(spark, path, "hadoop") == before
+    assert high_water_mark(path) == mark  # re-added files keep their ids: nothing fresh, no lower mark
+    added = run_append(spark, path, source(tmp_path, "c", range(30, 32)), "parquet")
+    after = tracked(spark, path, "hadoop")
+    assert sorted(after[i] for i in (30, 31)) == [(mark + 1, added.version), (mark + 2, added.version)]
+    assert restored.version + 1 == added.version
