@@ -30,6 +30,7 @@ ENABLE_ROW_TRACKING = "delta.enableRowTracking"
 ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
 MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -46,6 +47,7 @@ BOOLEAN_PROPERTIES = frozenset(
         ENABLE_TYPE_WIDENING,
         ENABLE_IN_COMMIT_TIMESTAMPS,
         ENABLE_ROW_TRACKING,
+        ENABLE_CHANGE_DATA_FEED,
     }
 )
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
@@ -155,6 +157,7 @@ SETTABLE_PROPERTIES = frozenset(
         ENABLE_TYPE_WIDENING,
         ENABLE_IN_COMMIT_TIMESTAMPS,
         ENABLE_ROW_TRACKING,
+        ENABLE_CHANGE_DATA_FEED,
         COLUMN_MAPPING_MODE,
         CHECKPOINT_INTERVAL,
         CHECKPOINT_POLICY,
@@ -181,6 +184,11 @@ def checkpoint_policy(md: Metadata) -> str:
 def deletion_vectors_enabled(md: Metadata) -> bool:
     """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
     return _bool(md, ENABLE_DELETION_VECTORS, False)
+
+
+def change_data_feed_enabled(md: Metadata) -> bool:
+    """Whether data changes record their changed rows (``delta.enableChangeDataFeed``)."""
+    return _bool(md, ENABLE_CHANGE_DATA_FEED, False)
 
 
 def in_commit_timestamps_enabled(md: Metadata) -> bool:

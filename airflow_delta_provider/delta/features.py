@@ -52,7 +52,9 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: domain; we change none but row tracking's, whose concurrent changes are
 #: reconciled, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
-#: its columns cannot be dropped, and Z-order is refused, as in delta-spark), and
+#: its columns cannot be dropped, and Z-order is refused, as in delta-spark),
+#: ``changeDataFeed`` (UPDATE, DELETE and MERGE write their changed rows
+#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`) and
 #: ``rowTracking`` (every commit gives new files fresh row ids above the
 #: ``delta.rowTracking`` high-water mark and its version as their default row
 #: commit version, reassigned on a retry: :mod:`.row_tracking`; with
@@ -61,6 +63,7 @@ SUPPORTED_READER_FEATURES = frozenset(
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
+        "changeDataFeed",
         "checkConstraints",
         "checkpointProtection",
         "clustering",
@@ -210,6 +213,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.add("checkConstraints")
     if metadata is not None and config.row_tracking_enabled(metadata):
         needed.update(("rowTracking", "domainMetadata"))  # the high-water mark is a domain
+    if metadata is not None and config.change_data_feed_enabled(metadata):
+        needed.add("changeDataFeed")
     return needed
 
 
@@ -251,7 +256,8 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     the way delta-spark upgrades it.
 
     - Column mapping alone on a legacy protocol: reader 2 / writer 5.
-    - CHECK constraints alone on a legacy protocol: writer 3.
+    - CHECK constraints alone on a legacy protocol: writer 3; with the change
+      data feed: writer 4.
     - Writer-only features alone (in-commit timestamps, row tracking): writer 7, the reader
       version kept, every feature the old writer version implied listed.
     - Anything else (deletion vectors, or column mapping on a table-features
@@ -266,8 +272,9 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     rv, wv = protocol.min_reader_version, protocol.min_writer_version
     if writer_only <= writers and needed - readers <= {"columnMapping"} and rv < 3 and wv < 7:
         return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
-    if not needed and writer_only - writers <= {"checkConstraints"} and wv < 7:
-        return Protocol(min_reader_version=rv, min_writer_version=max(wv, 3))  # delta-spark's ADD CONSTRAINT
+    if not needed and writer_only - writers <= {"checkConstraints", "changeDataFeed"} and wv < 7:
+        legacy = 4 if "changeDataFeed" in writer_only else 3  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
+        return Protocol(min_reader_version=rv, min_writer_version=max(wv, legacy))
     if needed <= readers and rv < 3:
         return Protocol(
             min_reader_version=rv, min_writer_version=7, writer_features=tuple(sorted(writers | needed | writer_only))

@@ -31,10 +31,10 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import replace
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, TypeVar
 
 from airflow_delta_provider.delta import config
-from airflow_delta_provider.delta.actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile
+from airflow_delta_provider.delta.actions import AddFile, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import CorruptLogError, InvalidInputError
 
 FEATURE = "rowTracking"
@@ -46,6 +46,7 @@ PRESERVED_TAG = "delta.rowTracking.preserved"
 #: The table properties naming the materialized columns.
 MATERIALIZED_KEYS = (config.MATERIALIZED_ROW_ID_COLUMN, config.MATERIALIZED_ROW_COMMIT_VERSION_COLUMN)
 _MATERIALIZED_PREFIXES = ("_row-id-col-", "_row-commit-version-col-")
+A = TypeVar("A")  # a file action: add, remove or cdc
 
 
 def is_supported(protocol: Protocol) -> bool:
@@ -78,14 +79,14 @@ def domain_action(mark: int) -> DomainMetadata:
     return DomainMetadata(DOMAIN, json.dumps({"rowIdHighWaterMark": mark}, separators=(",", ":")))
 
 
-def assign(actions: Iterable[AddFile | RemoveFile], mark: int, version: int) -> tuple[list[AddFile | RemoveFile], int]:
+def assign(actions: Iterable[A], mark: int, version: int) -> tuple[list[A], int]:
     """``actions`` with row ids and commit versions for the commit at
     ``version`` over a table whose high-water mark is ``mark``, and the new
     mark. An add without ``baseRowId`` gets the next free range (its
     ``numRecords`` rows; an add without them is an InvalidInputError); one
-    without ``defaultRowCommitVersion`` gets ``version``. Removes and adds
-    that have both are kept as they are."""
-    out: list[AddFile | RemoveFile] = []
+    without ``defaultRowCommitVersion`` gets ``version``. Removes, ``cdc``
+    files and adds that have both are kept as they are."""
+    out: list[A] = []
     for a in actions:
         if isinstance(a, AddFile) and (a.base_row_id is None or a.default_row_commit_version is None):
             base = a.base_row_id

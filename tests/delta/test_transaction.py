@@ -368,7 +368,7 @@ USES = {
 
 @pytest.mark.parametrize(
     ("writer", "feature"),
-    [(4, "changeDataFeed"), (4, "generatedColumns"), (6, "identityColumns")],
+    [(4, "generatedColumns"), (6, "identityColumns")],
 )
 def test_writer_gate_refuses_legacy_writer_versions_whose_features_the_table_uses(tmp_path, writer, feature):
     configuration, field_metadata = USES[feature]
@@ -393,7 +393,7 @@ def test_legacy_writer_versions_are_writable_while_their_features_are_unused(tmp
     assert append(table, fadd("a")).version == 1
 
 
-@pytest.mark.parametrize("feature", ["changeDataFeed", "generatedColumns"])
+@pytest.mark.parametrize("feature", ["generatedColumns"])
 def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature):
     configuration, field_metadata = USES[feature]
     table = _table_with_protocol(
@@ -434,8 +434,8 @@ def test_writer_7_with_append_only_and_invariants_is_writable(tmp_path):
 def test_upgrading_the_protocol_to_an_unsupported_feature_is_refused(tmp_path):
     table, _ = create(tmp_path)
     txn = table.transaction("UPGRADE", {}, table.snapshot())
-    with pytest.raises(UnsupportedFeatureError, match="changeDataFeed"):
-        txn.update_protocol(Protocol(1, 7, None, ("changeDataFeed",)))
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+        txn.update_protocol(Protocol(1, 7, None, ("icebergCompatV1",)))
 
 
 def test_append_only_refuses_data_changing_removes(tmp_path):

@@ -383,7 +383,55 @@ class MergeCommand(DmlCommand):
         self.result.removed = rewritten
         if out is not None:
             self.write(out)
+        if rewritten and self.records_changes:
+            self._record_changes(rewritten, with_matches)
         self._settle_counts()
+
+    def _record_changes(self, rewritten: list[AddFile], with_matches: list[AddFile]) -> None:
+        """Write the MERGE's changed rows as change data, as delta-spark
+        records them: each updated target row's pre- and post-image, each
+        deleted one, and each inserted source row. A second pass over the
+        rewritten files (only insert-only MERGEs, which rewrite nothing, need
+        none: their adds are their inserts)."""
+        from airflow_delta_provider.delta.change_feed import DELETE as DELETED
+        from airflow_delta_provider.delta.change_feed import INSERT as INSERTED
+        from airflow_delta_provider.delta.change_feed import UPDATE_POSTIMAGE, UPDATE_PREIMAGE
+        from airflow_delta_provider.spark.change_data import tagged, with_change_type
+
+        rows = self.rows
+        target, source = rows.target(self.scan(rewritten)), rows.source(self.source)
+        action = F.col(rows.action_column)
+        updates, deletes = rows.indexes(action=UPDATE), rows.indexes(action=DELETE)
+        fields = rows.struct.fields
+        before = rows.target_columns_out()[: len(fields)]  # change data holds no row tracking columns
+        if self._deleting_duplicates:  # every matched clause deletes: one delete per target row
+            conditions = [c.condition for c in self.clauses if c.when == MATCHED]
+            deleting = self.on
+            if None not in conditions:
+                deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
+            deleted = rows.join(target, source, "left_semi", on=deleting).alias(self.target_alias)
+            changes = with_change_type(deleted.select(*before), DELETED)
+            unmatched = rows.join(target, source, "left_anti").alias(self.target_alias)
+            joined = unmatched.withColumn(rows.action_column, rows.cascade(NOT_MATCHED_BY_SOURCE))
+            kinds: tuple[str, ...] = (NOT_MATCHED_BY_SOURCE,)
+        else:
+            changes = None
+            joined = rows.join(target, source, "left")
+            joined = joined.withColumn(rows.action_column, rows.action(unmatched_sources=False))
+            kinds = (MATCHED, NOT_MATCHED_BY_SOURCE)
+        after = [c.cast(f.dataType).alias(f.name) for c, f in zip(rows.output_columns(action, kinds=kinds), fields)]
+        image = F.when(
+            action.isin(updates), F.array(tagged(before, UPDATE_PREIMAGE), tagged(after, UPDATE_POSTIMAGE))
+        ).otherwise(F.array(tagged(before, DELETED)))
+        changed = joined.filter(action.isin(updates + deletes))
+        images = changed.select(F.explode(image).alias(rows.action_column)).select(f"{rows.action_column}.*")
+        changes = images if changes is None else changes.unionByName(images)
+        if self._has(action=INSERT):
+            inserted = self._inserts(with_matches)
+            if self.tracking is not None:
+                inserted = inserted.drop(*self.tracking.names)
+            changes = changes.unionByName(with_change_type(inserted, INSERTED))
+        self.write_changes(changes, self.schema, self.metadata or self.snapshot.metadata)
 
     def _rewrite_matched(self, rewritten: list[AddFile]) -> DataFrame | None:
         """The rows of the rewritten files after the clauses: a left join to
@@ -673,7 +721,7 @@ class MergeCommand(DmlCommand):
         ts = now_ms()
         if self.metadata is not None:
             self.txn.update_metadata(self.metadata)
-        self.txn.add_all([*r.added, *(f.remove(ts) for f in r.removed)])
+        self.txn.add_all([*r.added, *(f.remove(ts) for f in r.removed), *r.changes])
         metrics = self.metrics()
         commit = self.txn.commit(metrics=metrics, token=self.token)
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)

@@ -13,6 +13,10 @@ delta-spark's ``UpdateCommand`` (notes section 7) in three cases:
 SET expressions are cast to their column's type. Updating a partition column
 moves the row: the writer partitions the rewritten rows by their new values.
 
+On a table with ``delta.enableChangeDataFeed``, each updated row's
+``update_preimage`` and ``update_postimage`` go to change data files listed
+as ``cdc`` actions, as delta-spark records them.
+
 On a table with ``delta.enableDeletionVectors`` (merge-on-read), a data
 condition rewrites only the matching rows: they are written, updated, to new
 files, and marked deleted in their old files' deletion vectors
@@ -106,13 +110,18 @@ class UpdateCommand(DmlCommand):
             self.write(
                 frame.select(*self._updated_columns(only_matching=True), *self._tracking(F.lit(True))).coalesce(files)
             )
+            if self.records_changes:
+                self._write_images(frame.coalesce(files))
         finally:
             frame.unpersist()
         self.mark_deleted(matches)
         self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list) -> list:
-        return self.write(self.copy_rows(touched).select(*self._updated_columns(), *self._tracking(self.matched)))
+        written = self.write(self.copy_rows(touched).select(*self._updated_columns(), *self._tracking(self.matched)))
+        if self.records_changes:  # a second read, of the matching rows only
+            self._write_images(self.scan(touched).filter(self.matched))
+        return written
 
     def _tracking(self, updated: Column) -> list[Column]:
         """The materialized row tracking columns of the rewritten rows (none
@@ -122,6 +131,12 @@ class UpdateCommand(DmlCommand):
         from airflow_delta_provider.spark.row_tracking import copied
 
         return copied(self.tracking, updated)
+
+    def _write_images(self, matching) -> None:
+        """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
+        from airflow_delta_provider.spark.change_data import update_images
+
+        self.write_changes(update_images(matching, self.snapshot.schema, self._updated_columns(only_matching=True)))
 
     def _updated_columns(self, only_matching: bool = False) -> list[Column]:
         """Every table column, SET where the row matches (``only_matching``:
