@@ -228,3 +228,30 @@ def test_restore_brings_back_the_rows_ids_and_versions_and_the_mark_never_falls(
     after = tracked(spark, path, "hadoop")
     assert sorted(after[i] for i in (30, 31)) == [(mark + 1, added.version), (mark + 2, added.version)]
     assert restored.version + 1 == added.version
+
+
+@pytest.mark.parametrize("io", ["hadoop", "arrow"])
+def test_row_tracking_and_the_change_data_feed_together(spark, tmp_path, io):
+    """UPDATE, DELETE and MERGE keep stable ids and record their changes, the
+    change files without the materialized columns."""
+    from airflow_delta_provider.spark.change_data import read_changes
+
+    path = make(spark, tmp_path, io, {**ON, "delta.enableChangeDataFeed": "true"})
+    before = tracked(spark, path, io)
+    upd = run_update(spark, path, "id < 3", {"val": "-1"}, io=io)
+    run_delete(spark, path, "id = 5", io=io)
+    merged = run_merge(
+        spark,
+        path,
+        source(tmp_path, "m", range(18, 22)),
+        "t.id = s.id",
+        [{"when": "matched", "update": {"val": "s.val + 1"}}, {"when": "not_matched", "insert": "*"}],
+        io=io,
+    )
+    after = tracked(spark, path, io)
+    assert after[0] == (before[0][0], upd.version) and after[18] == (before[18][0], merged.version)
+    assert all(after[i] == before[i] for i in range(3, 18) if i != 5)
+    changes = read_changes(spark, path, upd.version).frame
+    assert not any(c.startswith("_row-") for c in changes.columns)
+    kinds = sorted(r["_change_type"] for r in changes.select("_change_type").collect())
+    assert kinds.count("update_preimage") == 5 and kinds.count("delete") == 1 and kinds.count("insert") == 2
