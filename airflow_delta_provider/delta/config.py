@@ -26,6 +26,10 @@ CHECKPOINT_POLICY = "delta.checkpointPolicy"
 ENABLE_IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
 ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+ENABLE_ROW_TRACKING = "delta.enableRowTracking"
+ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
+MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
@@ -42,6 +46,7 @@ BOOLEAN_PROPERTIES = frozenset(
         ENABLE_EXPIRED_LOG_CLEANUP,
         ENABLE_TYPE_WIDENING,
         ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_ROW_TRACKING,
         ENABLE_CHANGE_DATA_FEED,
     }
 )
@@ -151,6 +156,7 @@ SETTABLE_PROPERTIES = frozenset(
         ENABLE_DELETION_VECTORS,
         ENABLE_TYPE_WIDENING,
         ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_ROW_TRACKING,
         ENABLE_CHANGE_DATA_FEED,
         COLUMN_MAPPING_MODE,
         CHECKPOINT_INTERVAL,
@@ -196,6 +202,16 @@ def in_commit_timestamps_since(md: Metadata) -> int | None:
     if not in_commit_timestamps_enabled(md):
         return None
     return max(_int(md, ICT_ENABLEMENT_VERSION, 0), 0)
+
+
+def row_tracking_enabled(md: Metadata) -> bool:
+    """Whether rows keep stable ids and commit versions (``delta.enableRowTracking``)."""
+    return _bool(md, ENABLE_ROW_TRACKING, False)
+
+
+def row_tracking_suspended(md: Metadata) -> bool:
+    """Whether writers stop assigning row ids (``delta.rowTrackingSuspended``)."""
+    return _bool(md, ROW_TRACKING_SUSPENDED, False)
 
 
 def type_widening_enabled(md: Metadata) -> bool:

@@ -49,11 +49,17 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: ``inCommitTimestamp`` (every commit carries a monotonic one: :mod:`.transaction`),
 #: ``checkConstraints`` (every write job checks ``delta.constraints.*``:
 #: :mod:`.constraints`), ``domainMetadata`` (replay and checkpoints keep every
-#: domain; we never change one, so none of our commits conflicts over one) and
+#: domain; we change none but row tracking's, whose concurrent changes are
+#: reconciled, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
-#: its columns cannot be dropped, and Z-order is refused, as in delta-spark)
-#: and ``changeDataFeed`` (UPDATE, DELETE and MERGE write their changed rows
-#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`).
+#: its columns cannot be dropped, and Z-order is refused, as in delta-spark),
+#: ``changeDataFeed`` (UPDATE, DELETE and MERGE write their changed rows
+#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`) and
+#: ``rowTracking`` (every commit gives new files fresh row ids above the
+#: ``delta.rowTracking`` high-water mark and its version as their default row
+#: commit version, reassigned on a retry: :mod:`.row_tracking`; with
+#: ``delta.enableRowTracking`` rewrites keep rows' stable ids and versions in
+#: the materialized columns: :mod:`airflow_delta_provider.spark.row_tracking`).
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
@@ -66,6 +72,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "domainMetadata",
         "inCommitTimestamp",
         "invariants",
+        "rowTracking",
         "timestampNtz",
         "v2Checkpoint",
     }
@@ -204,6 +211,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.add("inCommitTimestamp")
     if metadata is not None and table_constraints(metadata):
         needed.add("checkConstraints")
+    if metadata is not None and config.row_tracking_enabled(metadata):
+        needed.update(("rowTracking", "domainMetadata"))  # the high-water mark is a domain
     if metadata is not None and config.change_data_feed_enabled(metadata):
         needed.add("changeDataFeed")
     return needed
@@ -249,7 +258,7 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     - Column mapping alone on a legacy protocol: reader 2 / writer 5.
     - CHECK constraints alone on a legacy protocol: writer 3; with the change
       data feed: writer 4.
-    - Writer-only features alone (in-commit timestamps): writer 7, the reader
+    - Writer-only features alone (in-commit timestamps, row tracking): writer 7, the reader
       version kept, every feature the old writer version implied listed.
     - Anything else (deletion vectors, or column mapping on a table-features
       protocol): reader 3 / writer 7, with every feature the old versions

@@ -13,6 +13,14 @@ the writer's clock, but always after the previous commit's (PROTOCOL.md
 "In-Commit Timestamps"), so the timestamps grow strictly with the versions
 whatever the clocks of concurrent writers say. The commit that turns them on
 records its version and timestamp in the table properties.
+
+With the ``rowTracking`` feature each attempt gives the new ``add`` actions
+fresh row ids above the high-water mark (the read snapshot's, or the last
+winner's after a conflict) and the attempted version as their default row
+commit version, and carries the new mark (:mod:`.row_tracking`). The commit
+that turns ``delta.enableRowTracking`` on for an existing table re-adds the
+files without row ids first (``dataChange=false``), as delta-spark's backfill
+does, and names the materialized columns.
 """
 
 from __future__ import annotations
@@ -25,13 +33,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import column_mapping, config, constraints, features, type_widening
+from airflow_delta_provider.delta import column_mapping, config, constraints, features, row_tracking, type_widening
 from airflow_delta_provider.delta.actions import (
     TOKEN_TAG,
     Action,
     AddCDCFile,
     AddFile,
     CommitInfo,
+    DomainMetadata,
     Metadata,
     Protocol,
     RemoveFile,
@@ -100,6 +109,15 @@ class Transaction:
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
         self._canonical = PathCanonicalizer(table.root)
+        # The row id high-water mark to assign above, and the protocol a winner left in force.
+        supported = snapshot is not None and row_tracking.is_supported(snapshot.protocol)
+        self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if supported else -1  # type: ignore[union-attr]
+        self._winner_protocol: Protocol | None = None
+        #: Whether every row this commit copies or updates keeps its stable row
+        #: id (and every copied row its commit version): the commitInfo tag
+        #: ``delta.rowTracking.preserved`` on a table with row tracking enabled.
+        #: A writer that copies rows without the materialized columns sets it False.
+        self.row_tracking_preserved = True
 
     # --- what the transaction read -----------------------------------------
 
@@ -196,6 +214,7 @@ class Transaction:
         """Write the staged actions as the next version of the table."""
         self._validate()
         creating = self.read_snapshot is None
+        backfill = self._row_tracking_backfill()
         protocol = self._protocol or (DEFAULT_PROTOCOL if creating else None)
         if self._metadata is not None:  # new table properties may need table features
             current = protocol or self.read_snapshot.protocol  # type: ignore[union-attr]
@@ -210,6 +229,10 @@ class Transaction:
         store = self.table.log_store
         for attempt in range(1, max_attempts + 1):
             info = self._commit_info(metrics, token, user_metadata)
+            in_force = protocol or self._winner_protocol or self.read_snapshot.protocol  # type: ignore[union-attr]
+            if row_tracking.enabled(in_force, self.metadata):  # type: ignore[arg-type]
+                flag = "true" if self.row_tracking_preserved else "false"
+                info["tags"] = {**info.get("tags", {}), row_tracking.PRESERVED_TAG: flag}
             ict = self._in_commit_timestamp(version, info["timestamp"], protocol or self.read_snapshot.protocol)  # type: ignore[union-attr]
             if ict is not None:
                 info = {"timestamp": info["timestamp"], "inCommitTimestamp": ict, **info}
@@ -219,7 +242,7 @@ class Transaction:
             if self._metadata is not None:
                 actions.append(self._metadata_at(version, protocol, ict))
             actions.extend(self._txns.values())
-            actions.extend(self._actions)
+            actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
                 self._post_commit(version)
                 return CommitResult(version, info, attempt)
@@ -227,6 +250,43 @@ class Transaction:
             if isinstance(version, CommitResult):
                 return version
         raise CommitFailedError(f"gave up after {max_attempts} commit attempts on {self.table.uri}")
+
+    def _row_tracking_backfill(self) -> list[AddFile]:
+        """Name the materialized columns of staged metadata that turns row
+        tracking on (or keep the names the table gave them), and, when it
+        turns it on for an existing table, the re-adds that give its files
+        without row ids theirs (PROTOCOL.md: every live file has them in the
+        version that enables it). Those files count as read: a concurrent
+        change to them conflicts."""
+        if self._metadata is None:
+            return []
+        snap = self.read_snapshot
+        previous = snap.metadata if snap is not None else None
+        self._metadata = row_tracking.with_materialized_names(self._metadata, previous)
+        if snap is None or not config.row_tracking_enabled(self._metadata):
+            return []
+        if config.row_tracking_enabled(previous) and row_tracking.is_supported(snap.protocol):  # type: ignore[arg-type]
+            return []
+        touched = {(self._canonical(a.path), getattr(a, "dv_id", None)) for a in self._actions}
+        files = [f for f in snap.files if (self._canonical(f.path), f.dv_id) not in touched]
+        readds = row_tracking.backfill(files)
+        if readds:
+            self.read_whole_table()
+            self.read_files(readds)
+        return [replace(f, stats=f.stats_json(), stats_parsed=None) for f in readds]
+
+    def _file_actions(self, version: int, protocol: Protocol | None, backfill: list[AddFile]) -> list[Action]:
+        """The staged adds and removes (and backfill re-adds) as committed at
+        ``version``: with row ids and commit versions when the protocol in
+        force has row tracking, the new high-water mark first."""
+        files: list[AddFile | RemoveFile | AddCDCFile] = [*self._actions, *backfill]
+        snap = self.read_snapshot
+        in_force = protocol or self._winner_protocol or snap.protocol  # type: ignore[union-attr]
+        if not row_tracking.assigns_row_ids(in_force, self.metadata):
+            return list(files)
+        assigned, mark = row_tracking.assign(files, self._row_id_mark, version)
+        head: list[Action] = [row_tracking.domain_action(mark)] if mark != self._row_id_mark else []
+        return [*head, *assigned]
 
     def _metadata_at(self, version: int, protocol: Protocol | None, ict: int | None = None) -> Metadata:
         """The staged metadata as committed at ``version`` (a preview type
@@ -353,10 +413,17 @@ class Transaction:
         for f in winners:
             if f.version != expected:
                 raise CorruptLogError(f"versions are not contiguous after {expected - 1} in {self.table.uri}")
-            winner = WinningCommit.from_actions(f.version, parse_commit(store.read(f.name)))
+            won = list(parse_commit(store.read(f.name)))
+            winner = WinningCommit.from_actions(f.version, won)
             if winner.commit_info is not None and winner.commit_info.txn_id == self.txn_id:
                 return CommitResult(f.version, winner.commit_info.raw)
             check_conflicts(current, winner)
+            # delta-spark's reassignRowIdsAndCommitVersions: the next attempt
+            # assigns above the winner's high-water mark, under its protocol.
+            mark = row_tracking.high_water_mark([a for a in won if isinstance(a, DomainMetadata)])
+            self._row_id_mark = max(self._row_id_mark, mark)
+            if winner.protocol is not None:
+                self._winner_protocol = winner.protocol
             expected += 1
         if expected == attempted:
             raise CommitFailedError(f"version {attempted} of {self.table.uri} is taken but cannot be listed")

@@ -61,6 +61,10 @@ class MergeRows:
     :param table_struct: The Spark schema the target's rows are read with
         (the table's, before evolution).
     :param source_struct: The source's Spark schema.
+    :param tracking: The materialized row id and row commit version columns
+        (row tracking enabled) the target's rows hold after the table's:
+        the output keeps a target row's id, and its version unless a clause
+        updates it (NULL: the new commit's); source rows get NULL for both.
     """
 
     def __init__(
@@ -73,8 +77,10 @@ class MergeRows:
         source_struct: StructType,
         target_alias: str,
         source_alias: str,
+        tracking: Sequence[str] = (),
     ) -> None:
         self.spark = spark
+        self.tracking = tuple(tracking)
         self.clauses = tuple(clauses)
         self.on = on
         self.schema = schema
@@ -177,11 +183,23 @@ class MergeRows:
                     continue
                 expr = F.when(action == i, values[f.name]) if expr is None else expr.when(action == i, values[f.name])
             out.append((value if expr is None else expr.otherwise(value)).alias(f.name))
+        if self.tracking:
+            row_id, version = self.tracking
+            if target_side:  # kept; the version only where no clause changed the row
+                kept_version = F.when(action == COPY, self._tracked(version))
+                out += [self._tracked(row_id).alias(row_id), kept_version.alias(version)]
+            else:
+                out += [F.lit(None).cast("long").alias(n) for n in self.tracking]
         return out
 
     def target_columns_out(self) -> list[Column]:
-        """The table's columns of a target row left as it is."""
-        return [self.target_value(f.name).alias(f.name) for f in self.struct.fields]
+        """The table's columns of a target row left as it is (and its
+        materialized row tracking columns)."""
+        kept = [self._tracked(n).alias(n) for n in self.tracking]
+        return [self.target_value(f.name).alias(f.name) for f in self.struct.fields] + kept
+
+    def _tracked(self, name: str) -> Column:
+        return F.col(f"`{self.target_alias}`.{_quote(name)}")
 
     # --- values -------------------------------------------------------------
 

@@ -49,7 +49,7 @@ from typing import Any
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StringType, StructField, StructType, TimestampNTZType
+from pyspark.sql.types import DataType, LongType, StringType, StructField, StructType, TimestampNTZType
 
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.column_mapping import ID
@@ -125,6 +125,7 @@ def scan(
     with_file_path: bool = False,
     file_column: str = FILE_COLUMN,
     io: str = "auto",
+    row_tracking: bool = False,
 ) -> DataFrame:
     """The rows of ``files`` (default: every live file of ``snapshot``).
 
@@ -132,8 +133,17 @@ def scan(
     a string column ``file_column`` (default ``_file``) follows, holding each
     row's ``add.path`` exactly as the log spells it. A ``file_column`` that
     names a table column (case-insensitively) is an InvalidInputError.
-    ``io`` is the I/O mode (:mod:`.io_mode`).
+    ``io`` is the I/O mode (:mod:`.io_mode`). With ``row_tracking`` (a table
+    with row tracking enabled) a ``_metadata`` struct of each row's
+    ``row_id`` and ``row_commit_version`` follows instead
+    (:func:`~.row_tracking.read_with_row_tracking`).
     """
+    if row_tracking:
+        if with_file_path:
+            raise InvalidInputError("scan shows row tracking or the file path, not both")
+        from airflow_delta_provider.spark.row_tracking import read_with_row_tracking
+
+        return read_with_row_tracking(spark, snapshot, files, io)
     files = list(snapshot.files if files is None else files)
     schema = snapshot.schema
     partition_columns = list(snapshot.partition_columns)
@@ -368,12 +378,16 @@ def _literal_reads(
     row_index_column: str | None = None,
     partition_columns: Sequence[str] | None = None,
     io: str = "hadoop",
+    extra_columns: Sequence[str] = (),
 ) -> list[DataFrame]:
     """One parquet read per partition group (in I/O mode ``io``), its
     ``partition_columns`` (default: the table's) added as typed literals and,
     given ``uri_column`` or ``row_index_column`` (names no table column has;
     hadoop mode), each row's file URI (Spark's ``_metadata.file_path``) or
-    row index in that column. Rows deleted by a deletion vector are left out."""
+    row index in that column. ``extra_columns`` are long columns the files
+    may hold outside the table schema (row tracking's materialized columns),
+    read after the data columns (null where a file lacks one). Rows deleted
+    by a deletion vector are left out."""
     schema = snapshot.schema
     table_partitions = list(snapshot.partition_columns)
     wanted = table_partitions if partition_columns is None else list(partition_columns)
@@ -383,10 +397,17 @@ def _literal_reads(
     location = table_location(snapshot)
     for group in groups.values():
         if io == ARROW:
-            df = _arrow_read(spark, snapshot, group, columns=read_schema.names)
+            df = _arrow_read(spark, snapshot, group, columns=read_schema.names, extra_columns=extra_columns)
         else:
             df = _read_with_metadata(
-                spark, snapshot, location, read_schema, group, uri_column=uri_column, row_index_column=row_index_column
+                spark,
+                snapshot,
+                location,
+                read_schema,
+                group,
+                uri_column=uri_column,
+                row_index_column=row_index_column,
+                extra_columns=extra_columns,
             )
         if wanted:
             values = _partition_values(snapshot, group[0], wanted)
@@ -404,17 +425,21 @@ def _read_with_metadata(
     *,
     uri_column: str | None = None,
     row_index_column: str | None = None,
+    extra_columns: Sequence[str] = (),
 ) -> DataFrame:
     """A ``hadoop`` parquet read of ``files`` without the rows their deletion
     vectors delete, with each row's file URI and row index in the named
-    columns when asked for. The metadata columns are taken straight off the
-    read: ``_metadata`` does not pass through projections."""
+    columns when asked for, and the long ``extra_columns`` (outside the
+    table schema, matched by name) after the data columns. The metadata
+    columns are taken straight off the read: ``_metadata`` does not pass
+    through projections."""
     paths = [hadoop_path(location, f.path) for f in files]
     mapping = snapshot.column_mapping
     physical = physical_struct(snapshot, read_schema)
     if mapping.mode == ID:
         spark.conf.set(_FIELD_ID_READ, "true")  # match parquet columns by field id
-    df = read_files(spark, physical, paths)
+    extra = [StructField(name, LongType(), True) for name in extra_columns]
+    df = read_files(spark, StructType([*physical.fields, *extra]) if extra else physical, paths)
     marked = any(f.deletion_vector is not None for f in files)
     if uri_column is None and row_index_column is None and not marked:
         return to_logical(df, physical, read_schema)
@@ -462,16 +487,28 @@ def _arrow_read(
     files: Sequence[AddFile],
     *,
     columns: Sequence[str] | None = None,
+    extra_columns: Sequence[str] = (),
     **named: Any,
 ) -> DataFrame:
     """:func:`~.arrow_scan.arrow_read` of ``files`` by logical column names
-    (default: every column); physical names are read and renamed back."""
+    (default: every column); physical names are read and renamed back. The
+    long ``extra_columns`` (outside the table schema) follow them."""
     from airflow_delta_provider.spark.arrow_scan import arrow_read
 
     mapping = snapshot.column_mapping
     location = table_location(snapshot)
+    extra = [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in extra_columns]
+
+    def with_extra(schema: dict[str, Any]) -> dict[str, Any]:
+        return {**schema, "fields": [*schema.get("fields", ()), *extra]} if extra else schema
+
     if not mapping.enabled:
-        return arrow_read(spark, location, snapshot.schema, snapshot.partition_columns, files, columns=columns, **named)
+        if extra:
+            names = [f["name"] for f in snapshot.schema["fields"]] if columns is None else list(columns)
+            columns = [*names, *extra_columns]
+        return arrow_read(
+            spark, location, with_extra(snapshot.schema), snapshot.partition_columns, files, columns=columns, **named
+        )
     logical_struct = spark_schema(snapshot.schema)
     wanted = [f.name for f in logical_struct.fields] if columns is None else list(columns)
     logical = StructType([next(f for f in logical_struct.fields if f.name.lower() == w.lower()) for w in wanted])
@@ -479,10 +516,10 @@ def _arrow_read(
     df = arrow_read(
         spark,
         location,
-        mapping.physical_schema(),
+        with_extra(mapping.physical_schema()),
         [mapping.physical_column(c) for c in snapshot.partition_columns],
         files,
-        columns=physical.names,
+        columns=[*physical.names, *extra_columns],
         **named,
     )
     return to_logical(df, physical, logical)
@@ -503,6 +540,7 @@ def match_frame(
     *,
     with_data: bool = False,
     uri_keys: bool = False,
+    extra_columns: Sequence[str] = (),
 ) -> tuple[DataFrame, str, str, dict[Any, str]]:
     """The live rows of ``files`` matching ``condition`` as (file key, row
     index) pairs: the frame, the two column names and ``{key: add.path}``.
@@ -510,13 +548,16 @@ def match_frame(
     every table column too (ahead of the two). With ``uri_keys`` a
     ``hadoop`` read keys rows by Spark's file URI itself rather than its
     hash: no per-row hashing, for callers that join first and group the
-    few rows left."""
+    few rows left. With ``with_data``, the long ``extra_columns`` the files
+    may hold outside the table schema (row tracking's materialized columns)
+    follow the table columns."""
     files = list(files)
     matched = F.lit(True) if condition is None else F.coalesce(condition, F.lit(False))
     table_struct = spark_schema(snapshot.schema)
     taken = {f.name.lower() for f in table_struct.fields}
     key_name, row_name = free_name(_KEY_COLUMN, taken), free_name(_ROW_INDEX_COLUMN, taken)
-    data = [column(f.name) for f in table_struct.fields] if with_data else []
+    extra_columns = list(extra_columns) if with_data else []
+    data = [column(n) for n in (*table_struct.names, *extra_columns)] if with_data else []
     location = table_location(snapshot)
     if resolve_io(spark, location, io) == ARROW:
         frame = _arrow_read(
@@ -524,6 +565,7 @@ def match_frame(
             snapshot,
             files,
             columns=None if with_data else _referenced_columns(spark, table_struct, matched),
+            extra_columns=extra_columns,
             index_column=key_name,
             row_index_column=row_name,
         )
@@ -532,7 +574,9 @@ def match_frame(
         return frame.filter(matched).select(*kept), key_name, row_name, by_position
     uri_column = free_name(_URI_COLUMN, taken)
     groups = _partition_groups(files)
-    reads = _literal_reads(spark, snapshot, groups, uri_column=uri_column, row_index_column=row_name)
+    reads = _literal_reads(
+        spark, snapshot, groups, uri_column=uri_column, row_index_column=row_name, extra_columns=extra_columns
+    )
     uris = {file_uri(hadoop_path(location, f.path)): f.path for f in files}
     if uri_keys:
         by_key, key = uris, F.col(uri_column).alias(key_name)

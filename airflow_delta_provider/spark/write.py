@@ -96,6 +96,7 @@ def write_files(
     target_file_count: int | None = None,
     configuration: Mapping[str, str] | None = None,
     io: str = "auto",
+    hidden_columns: Sequence[str] = (),
     change_data: bool = False,
 ) -> list[AddFile]:
     """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
@@ -104,6 +105,9 @@ def write_files(
     root. ``configuration`` (table properties) picks the stats columns; it
     defaults to the snapshot's when a snapshot is given. ``io`` is the I/O
     mode (:mod:`.io_mode`). Files holding no rows are not kept.
+    ``hidden_columns`` are columns of ``df`` outside the schema that the
+    files hold too, under those very names, after the table's columns (row
+    tracking's materialized columns: physical names, never in the stats).
 
     ``change_data``: ``df`` holds changed rows with a ``_change_type``
     column, written with it under ``_change_data/`` (the caller turns the
@@ -116,9 +120,10 @@ def write_files(
     partition_columns = list(partition_columns)
     mode = resolve_io(df.sparkSession, storage.location, io)
     extra = (CHANGE_TYPE_COLUMN,) if change_data else ()
-    conformed = conform(df, schema, keep=extra)
+    keep = [*hidden_columns, *extra]
+    conformed = conform(df, schema, keep=keep)
     if not change_data:
-        conformed = enforce_constraints(conformed, schema, table_constraints(configuration))
+        conformed = enforce_constraints(conformed, schema, table_constraints(configuration), keep)
     leaves = [] if change_data else stats_leaves(schema, partition_columns, configuration)  # logical names
     mapping = ColumnMapping.of(schema, configuration)
     if mapping.enabled:  # files hold physical names (and field ids): so do stats and partition values
@@ -142,7 +147,7 @@ def write_files(
         data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
         try:
             return write_arrow(
-                conformed, storage, [*data_columns, *extra], partition_columns, types, leaves, field_ids, prefix=prefix
+                conformed, storage, [*data_columns, *keep], partition_columns, types, leaves, field_ids, prefix=prefix
             )
         except job_error_types() as exc:
             _raise_violation(exc)
@@ -442,7 +447,7 @@ def _strip(value: Any) -> Any:
 
 
 def enforce_constraints(
-    df: DataFrame, schema: Mapping[str, Any], constraints: Mapping[str, str] | None = None
+    df: DataFrame, schema: Mapping[str, Any], constraints: Mapping[str, str] | None = None, keep: Sequence[str] = ()
 ) -> DataFrame:
     """``df`` (already conformed) with every column guarded by its constraints.
 
@@ -453,7 +458,7 @@ def enforce_constraints(
     :class:`InvariantViolationError` by :func:`write_files`. A CHECK
     constraint's message names it, its expression and the row's values of
     the columns it reads. Checking inside the write costs no extra pass over
-    the data.
+    the data. The ``keep`` columns (after the table's) pass unguarded.
     """
     checks: dict[str, list[tuple[Column, Column]]] = {}
     for field in schema.get("fields", ()):
@@ -473,7 +478,7 @@ def enforce_constraints(
         for violated, message in checks.get(field["name"], ()):
             expr = F.when(violated, F.raise_error(F.concat(F.lit(_VIOLATION_MARK), message))).otherwise(expr)
         columns.append(expr.alias(field["name"]))
-    return df.select(*columns)
+    return df.select(*columns, *[column(name) for name in keep])
 
 
 def _check_constraint(name: str, sql: str, columns: list[str]) -> tuple[Column, Column]:

@@ -11,7 +11,9 @@ from airflow_delta_provider.delta.features import check_readable, check_writable
 SCHEMA = '{"type":"struct","fields":[]}'
 
 
-@pytest.mark.parametrize("protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))])
+@pytest.mark.parametrize(
+    "protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))]
+)
 def test_reader1_writer_up_to_2_and_writer7_with_v2_features_are_writable(protocol):
     check_readable(protocol)
     check_writable(protocol)
@@ -38,7 +40,9 @@ def test_reader3_with_only_vacuum_protocol_check_is_readable():
 def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused():
     check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0))
     with pytest.raises(UnsupportedFeatureError, match="columnMapping.mode='position'"):
-        check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0))
+        check_readable(
+            Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0)
+        )
 
 
 @pytest.mark.parametrize(
@@ -56,7 +60,7 @@ def test_legacy_writer_version_3_is_writable():
     check_writable(Protocol(1, 3))
 
 
-@pytest.mark.parametrize("feature", ["icebergCompatV1", "rowTracking", "someFutureFeature"])
+@pytest.mark.parametrize("feature", ["icebergCompatV1", "someFutureFeature"])
 def test_writer7_features_we_do_not_implement_are_refused(feature):
     p = Protocol(1, 7, None, ("appendOnly", feature, "invariants"))
     with pytest.raises(UnsupportedFeatureError, match=feature) as err:
@@ -174,4 +178,3 @@ def test_timestamp_ntz_tables_are_readable_and_writable():
     p = Protocol(3, 7, ("timestampNtz",), ("timestampNtz",))
     check_readable(p)
     check_writable(p)
-

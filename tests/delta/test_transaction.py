@@ -406,7 +406,7 @@ def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature)
         table.transaction("WRITE", {}, table.snapshot())
 
 
-@pytest.mark.parametrize("feature", ["rowTracking", "someFutureFeature"])
+@pytest.mark.parametrize("feature", ["someFutureFeature"])
 def test_writer_gate_refuses_listed_writer_7_features_whose_use_the_metadata_does_not_show(tmp_path, feature):
     table = _table_with_protocol(
         tmp_path, {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", feature]}

@@ -56,7 +56,7 @@ class DeleteCommand(DmlCommand):
         deleted = sum(counts.values())
         total = self.row_count(touched)
         if deleted < total:
-            self.write(self.scan(touched).filter(~self.matched))
+            self.write(self.copy_rows(touched, ~self.matched))
         if self.records_changes:
             self._write_deleted(touched, deleted)
         self.result.removed = list(touched)

@@ -17,6 +17,11 @@ later step fails, so a failed command leaves no data file behind.
 
 Data files are read and written in the I/O mode ``io`` asks for
 (:mod:`~airflow_delta_provider.spark.io_mode`), resolved once per command.
+
+On a table with row tracking enabled, copied rows keep their stable row ids
+and commit versions, written into the materialized columns of the new files
+(:mod:`~airflow_delta_provider.spark.row_tracking`): :meth:`DmlCommand.copy_rows`
+reads them, and :meth:`DmlCommand.write` writes them.
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ class DmlCommand:
         self.condition: Column | None = None
         self.predicate: Any = None  # delta.skipping.Predicate, None = not understood / no condition
         self.candidates: list[AddFile] = []
+        self.tracking: Any = None  # row_tracking.Materialized when rows keep stable ids
         self.result = Rewrite()
         self._started = time.monotonic()
 
@@ -116,6 +122,9 @@ class DmlCommand:
         self.io = resolve_io(self.spark, self.table.storage.location, self.io)
         self.snapshot = self.table.snapshot()
         self.txn = self.table.transaction(self.operation, parameters=self.parameters, snapshot=self.snapshot)
+        from airflow_delta_provider.spark.row_tracking import materialized
+
+        self.tracking = materialized(self.snapshot)
         schema = self.snapshot.schema
         self.condition = conditions.parse_condition(self.spark, schema, self.condition_sql)
         self.validate(schema)
@@ -188,6 +197,18 @@ class DmlCommand:
 
         return scan(self.spark, self.snapshot, files, with_file_path=with_file_path, io=self.io)
 
+    def copy_rows(self, files: list[AddFile], condition: Column | None = None) -> DataFrame:
+        """The rows of ``files`` (those matching ``condition``, default all)
+        a rewrite copies: :meth:`scan`'s columns, plus the materialized row
+        tracking columns holding each row's stable id and commit version when
+        the table has row tracking enabled."""
+        if self.tracking is None:
+            frame = self.scan(files)
+            return frame if condition is None else frame.filter(F.coalesce(condition, F.lit(False)))
+        from airflow_delta_provider.spark.row_tracking import tracked_rows
+
+        return tracked_rows(self.spark, self.snapshot, files, self.io, condition)[0]
+
     def touched_files(self) -> tuple[list[AddFile], dict[str, int]]:
         """The candidates holding at least one matching row, and how many
         rows match in each (one Spark job reading only the condition's
@@ -213,13 +234,16 @@ class DmlCommand:
 
     def write(self, frame: DataFrame) -> list[AddFile]:
         """Write ``frame`` as table files; a row breaking NOT NULL or an
-        invariant fails the write (``write_files`` guards every column)."""
+        invariant fails the write (``write_files`` guards every column).
+        With row tracking enabled the frame carries the materialized columns
+        (:meth:`copy_rows`), and the files hold them."""
         from airflow_delta_provider.spark.write import write_files
 
         snap = self.snapshot
         start = time.monotonic()
         try:
-            adds = write_files(frame, snap, snap.schema, snap.partition_columns, io=self.io)
+            hidden = self.tracking.names if self.tracking is not None else ()
+            adds = write_files(frame, snap, snap.schema, snap.partition_columns, io=self.io, hidden_columns=hidden)
         finally:
             self.result.rewrite_ms += elapsed_ms(start)
         self.result.added.extend(adds)

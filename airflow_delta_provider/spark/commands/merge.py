@@ -33,6 +33,11 @@ deletes at ``WriteSerializable`` (unless the table asks for
 
 On a table with deletion vectors, touched files are rewritten whole
 (copy-on-write); the commit removes them, vectors included.
+
+On a table with row tracking enabled, rewritten target rows keep their
+stable row ids (and their commit versions unless a clause updates them) in
+the materialized columns (:mod:`~airflow_delta_provider.spark.row_tracking`);
+inserted rows get fresh ones.
 """
 
 from __future__ import annotations
@@ -171,6 +176,9 @@ class MergeCommand(DmlCommand):
         self.txn = self.table.transaction(
             self.operation, parameters=self.parameters, snapshot=snap, isolation_level=self._isolation_level()
         )
+        from airflow_delta_provider.spark.row_tracking import materialized
+
+        self.tracking = materialized(snap)
         if config.append_only(snap.metadata) and any(c.action != INSERT for c in self.clauses):
             raise AppendOnlyViolationError(
                 f"MERGE with update or delete clauses is not allowed: table {self.table_uri} is append-only "
@@ -207,6 +215,7 @@ class MergeCommand(DmlCommand):
             source.schema,
             self.target_alias,
             self.source_alias,
+            tracking=self.tracking.names if self.tracking is not None else (),
         )
         self.rows.validate(inserts_beside_targets=self._has(action=INSERT) and not self.facts.equi_join)
         # Read once, whatever the source does meanwhile (delta-spark's
@@ -393,7 +402,8 @@ class MergeCommand(DmlCommand):
         target, source = rows.target(self.scan(rewritten)), rows.source(self.source)
         action = F.col(rows.action_column)
         updates, deletes = rows.indexes(action=UPDATE), rows.indexes(action=DELETE)
-        before = rows.target_columns_out()
+        fields = rows.struct.fields
+        before = rows.target_columns_out()[: len(fields)]  # change data holds no row tracking columns
         changes = None
         if self._deleting_duplicates:  # every matched clause deletes (or none is there): one delete per row
             conditions = [c.condition for c in self.clauses if c.when == MATCHED]
@@ -410,7 +420,6 @@ class MergeCommand(DmlCommand):
             joined = rows.join(target, source, "left")
             joined = joined.withColumn(rows.action_column, rows.action(unmatched_sources=False))
             kinds = (MATCHED, NOT_MATCHED_BY_SOURCE)
-        fields = rows.struct.fields
         after = [c.cast(f.dataType).alias(f.name) for c, f in zip(rows.output_columns(action, kinds=kinds), fields)]
         image = F.when(
             action.isin(updates), F.array(tagged(before, UPDATE_PREIMAGE), tagged(after, UPDATE_POSTIMAGE))
@@ -419,7 +428,10 @@ class MergeCommand(DmlCommand):
         images = changed.select(F.explode(image).alias(rows.action_column)).select(f"{rows.action_column}.*")
         changes = images if changes is None else changes.unionByName(images)
         if self._has(action=INSERT):
-            changes = changes.unionByName(with_change_type(self._inserts(with_matches), INSERTED))
+            inserted = self._inserts(with_matches)
+            if self.tracking is not None:
+                inserted = inserted.drop(*self.tracking.names)
+            changes = changes.unionByName(with_change_type(inserted, INSERTED))
         self.write_changes(changes, schema=self.schema, metadata=self.metadata or self.snapshot.metadata)
 
     def _rewrite_matched(self, rewritten: list[AddFile]) -> DataFrame | None:
@@ -429,7 +441,7 @@ class MergeCommand(DmlCommand):
         if not rewritten:
             return None
         rows = self.rows
-        joined = rows.join(rows.target(self.scan(rewritten)), rows.source(self.source), "left")
+        joined = rows.join(rows.target(self.copy_rows(rewritten)), rows.source(self.source), "left")
         action = F.col(rows.action_column)
         joined = joined.withColumn(rows.action_column, rows.action(unmatched_sources=False))
         kinds = (MATCHED, NOT_MATCHED_BY_SOURCE)
@@ -461,7 +473,7 @@ class MergeCommand(DmlCommand):
         rows = self.rows
         source = rows.source(self.source)
         conditions = [c.condition for c in self.clauses if c.when == MATCHED]
-        survivors = rows.target(self.scan(rewritten))
+        survivors = rows.target(self.copy_rows(rewritten))
         if conditions:  # else matched rows stay as they are
             deleting = self.on
             if None not in conditions:
@@ -488,7 +500,7 @@ class MergeCommand(DmlCommand):
         frames = []
         for files, marker in ((rewritten, True), (spectators, False)):
             if files:
-                frames.append(rows.target(self.scan(files)).withColumn(rows.target_marker, F.lit(marker)))
+                frames.append(rows.target(self.copy_rows(files)).withColumn(rows.target_marker, F.lit(marker)))
         if not frames:
             return None
         out = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
@@ -629,7 +641,13 @@ class MergeCommand(DmlCommand):
         start = time.monotonic()
         try:
             adds = write_files(
-                frame, snap, self.schema, snap.partition_columns, configuration=dict(md.configuration), io=self.io
+                frame,
+                snap,
+                self.schema,
+                snap.partition_columns,
+                configuration=dict(md.configuration),
+                io=self.io,
+                hidden_columns=self.tracking.names if self.tracking is not None else (),
             )
         finally:
             self.result.rewrite_ms += elapsed_ms(start)

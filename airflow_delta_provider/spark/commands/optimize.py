@@ -78,10 +78,17 @@ def run_optimize(
     mode = resolve_io(spark, target.storage.location, io)
 
     planning = threading.Lock()  # scan() sets a session setting for its own read: one thread at a time
+    from airflow_delta_provider.spark.row_tracking import materialized, tracked_rows
+
+    tracking = materialized(snapshot)  # rows keep their stable ids and versions in the new files
+    hidden = tracking.names if tracking is not None else ()
 
     def rewrite(one: Bin) -> list[AddFile]:
         with planning:
-            frame = scan(spark, snapshot, one.files, io=mode)
+            if tracking is None:
+                frame = scan(spark, snapshot, one.files, io=mode)
+            else:
+                frame = tracked_rows(spark, snapshot, one.files, mode)[0]
         if zorder_by:
             from airflow_delta_provider.spark.zorder import zorder_key
 
@@ -94,7 +101,7 @@ def run_optimize(
             frame = frame.sortWithinPartitions(*ordering).drop(key, noise)
         else:
             frame = frame.coalesce(1)
-        return write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode)
+        return write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode, hidden_columns=hidden)
 
     forward_store_env(spark)  # once, before the threads: later calls then change nothing
     adds: list[AddFile] = []

@@ -10,6 +10,8 @@ The rewrite changes no row: the new files are added and the old ones
 removed with ``dataChange=false``, as delta-spark's OPTIMIZE-style commits
 are, so streaming readers and the sensors see no new data. Files a
 concurrent command removes or re-marks make this commit fail with a conflict.
+With row tracking enabled the kept rows keep their stable ids and commit
+versions (:mod:`~airflow_delta_provider.spark.row_tracking`).
 """
 
 from __future__ import annotations
@@ -57,9 +59,14 @@ def run_reorg_purge(
         return CommandResult(table, OPERATION, None, _metrics([], [], started))
     mode = resolve_io(spark, target.storage.location, io)
     txn.read_files(purged)
-    adds = write_files(
-        scan(spark, snapshot, purged, io=mode), snapshot, snapshot.schema, snapshot.partition_columns, io=mode
-    )
+    from airflow_delta_provider.spark.row_tracking import materialized, tracked_rows
+
+    tracking = materialized(snapshot)  # the kept rows keep their stable ids and versions
+    if tracking is None:
+        frame, hidden = scan(spark, snapshot, purged, io=mode), []
+    else:
+        frame, hidden = tracked_rows(spark, snapshot, purged, mode)[0], tracking.names
+    adds = write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode, hidden_columns=hidden)
     adds = [replace(a, data_change=False) for a in adds]
     with WrittenFiles(target, adds) as written:
         check_rows_kept(OPERATION, purged, adds)

@@ -94,9 +94,14 @@ class UpdateCommand(DmlCommand):
         from airflow_delta_provider.spark.scan import match_frame
 
         start = time.monotonic()
+        hidden = self.tracking.names if self.tracking is not None else ()
         frame, key, row, by_key = match_frame(
-            self.spark, self.snapshot, self.candidates, self.condition, self.io, with_data=True
+            self.spark, self.snapshot, self.candidates, self.condition, self.io, with_data=True, extra_columns=hidden
         )
+        if self.tracking is not None:  # the updated rows keep their stable ids
+            from airflow_delta_provider.spark.row_tracking import with_stable_ids
+
+            frame = with_stable_ids(self.spark, frame, key, row, by_key, self.candidates, self.tracking)
         frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             matches = row_indexes_by_file(frame, key, row, by_key)
@@ -105,7 +110,9 @@ class UpdateCommand(DmlCommand):
                 return
             updated = sum(len(rows) for rows in matches.values())
             files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
-            self.write(frame.select(*self._updated_columns(only_matching=True)).coalesce(files))
+            self.write(
+                frame.select(*self._updated_columns(only_matching=True), *self._tracking(F.lit(True))).coalesce(files)
+            )
             if self.records_changes:
                 self._write_images(frame.coalesce(files))
         finally:
@@ -114,13 +121,22 @@ class UpdateCommand(DmlCommand):
         self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list, updated: int | None) -> list:
-        written = self.write(self.scan(touched).select(*self._updated_columns()))
+        written = self.write(self.copy_rows(touched).select(*self._updated_columns(), *self._tracking(self.matched)))
         if self.records_changes:  # a second read of the touched files, keeping the matching rows only
             matching = self.scan(touched).filter(self.matched)
             if updated is not None and len(touched) > GATHER_CHANGES_ABOVE_FILES:
                 matching = matching.repartition(self.change_file_count(2 * updated))  # not a file per touched file
             self._write_images(matching)
         return written
+
+    def _tracking(self, updated: Column) -> list[Column]:
+        """The materialized row tracking columns of the rewritten rows (none
+        without row tracking): ids kept, and versions kept unless ``updated``."""
+        if self.tracking is None:
+            return []
+        from airflow_delta_provider.spark.row_tracking import copied
+
+        return copied(self.tracking, updated)
 
     def _write_images(self, matching) -> None:
         """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
