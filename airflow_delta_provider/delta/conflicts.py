@@ -109,6 +109,15 @@ class WinningCommit:
     def operation(self) -> str:
         return (self.commit_info.operation if self.commit_info else None) or "unknown operation"
 
+    @property
+    def identity_only_metadata_update(self) -> bool:
+        """The commit changed metadata only to move identity high-water marks
+        (delta-spark's ``delta.identity.schemaUpdate`` commit tag)."""
+        from airflow_delta_provider.delta.identity import COMMIT_TAG
+
+        tags = (self.commit_info.raw.get("tags") if self.commit_info else None) or {}
+        return isinstance(tags, dict) and str(tags.get(COMMIT_TAG, "")).lower() == "true"
+
 
 @dataclass
 class ReadSet:
@@ -139,9 +148,7 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     # 1. Protocol.
     if winner.protocol is not None:
         if current.read_version is None:
-            raise ProtocolChangedError(
-                f"the table was created concurrently at {where}", winner.version
-            )
+            raise ProtocolChangedError(f"the table was created concurrently at {where}", winner.version)
         try:
             features.check_writable(winner.protocol, winner.metadata)
         except UnsupportedFeatureError as exc:
@@ -152,8 +159,10 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     if current.is_empty:
         return
 
-    # 2. Metadata: any concurrent change aborts us, as in delta-rs.
-    if winner.metadata is not None:
+    # 2. Metadata: a concurrent change aborts us, as in delta-rs; delta-spark
+    # tolerates one that only moved identity high-water marks when we change
+    # no metadata ourselves (its ``checkNoMetadataUpdates``).
+    if winner.metadata is not None and not (winner.identity_only_metadata_update and not current.changes_metadata):
         raise MetadataChangedError(f"the table metadata changed at {where}", winner.version)
 
     # 3. Domain metadata.
@@ -173,8 +182,7 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     both = winner_removed & current.removed_paths
     if both:
         raise ConcurrentDeleteDeleteError(
-            f"file {sorted(both)[0]} was removed concurrently at {where}, and this transaction "
-            "removes it too",
+            f"file {sorted(both)[0]} was removed concurrently at {where}, and this transaction removes it too",
             winner.version,
         )
 
@@ -214,9 +222,7 @@ def _check_added_files(current: ReadSet, adds: list[AddFile], where: str, versio
     # against the partitions of added files), so stats are dropped.
     bare = [replace(a, stats=None, stats_parsed=None) for a in adds]
     for predicate in current.read_predicates:
-        hit = prune_files(
-            bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode
-        )
+        hit = prune_files(bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode)
         if hit:
             raise ConcurrentAppendError(
                 f"files were added concurrently at {where} to partition "

@@ -51,7 +51,14 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: :mod:`.constraints`), ``domainMetadata`` (replay and checkpoints keep every
 #: domain; we never change one, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
-#: its columns cannot be dropped, and Z-order is refused, as in delta-spark).
+#: its columns cannot be dropped, and Z-order is refused, as in delta-spark),
+#: ``generatedColumns`` (every write job computes a generated column where the
+#: data lacks it and checks ``column <=> expression`` on every row; UPDATE and
+#: MERGE recompute it; partition pruning follows a partition column generated
+#: from a data column: :mod:`.generated_columns`) and ``identityColumns``
+#: (APPEND and MERGE inserts generate values beyond the high-water mark and
+#: commit the new mark; GENERATED ALWAYS refuses given values; an identity
+#: column is never updated: :mod:`.identity`).
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
@@ -61,6 +68,8 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "columnMapping",
         "deletionVectors",
         "domainMetadata",
+        "generatedColumns",
+        "identityColumns",
         "inCommitTimestamp",
         "invariants",
         "timestampNtz",
@@ -201,6 +210,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.add("inCommitTimestamp")
     if metadata is not None and table_constraints(metadata):
         needed.add("checkConstraints")
+    if metadata is not None:  # columns that use them (delta-spark's ``actionUsesFeature``)
+        needed |= _active_features(metadata) & {"generatedColumns", "identityColumns"}  # type: ignore[operator]
     return needed
 
 

@@ -98,6 +98,7 @@ class Transaction:
         self._read_paths: set[str] = set()
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
+        self._tags: dict[str, str] = {}
         self._canonical = PathCanonicalizer(table.root)
 
     # --- what the transaction read -----------------------------------------
@@ -133,6 +134,11 @@ class Transaction:
 
     def update_metadata(self, metadata: Metadata) -> None:
         self._metadata = metadata
+
+    def tag(self, key: str, value: str) -> None:
+        """Put ``key: value`` in the commit's ``commitInfo.tags`` (delta-spark's
+        ``delta.identity.schemaUpdate`` marks a high-water-mark-only metadata change)."""
+        self._tags[key] = value
 
     def update_protocol(self, protocol: Protocol) -> None:
         features.check_writable(protocol, self._metadata)
@@ -311,8 +317,11 @@ class Transaction:
             info["operationMetrics"] = {k: str(v) for k, v in metrics.items()}
         if user_metadata is not None:
             info["userMetadata"] = user_metadata
+        tags = dict(self._tags)
         if token is not None:
-            info["tags"] = {TOKEN_TAG: token}
+            tags[TOKEN_TAG] = token
+        if tags:
+            info["tags"] = tags
         info["engineInfo"] = ENGINE_INFO
         info["txnId"] = self.txn_id
         return info

@@ -11,7 +11,9 @@ from airflow_delta_provider.delta.features import check_readable, check_writable
 SCHEMA = '{"type":"struct","fields":[]}'
 
 
-@pytest.mark.parametrize("protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))])
+@pytest.mark.parametrize(
+    "protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))]
+)
 def test_reader1_writer_up_to_2_and_writer7_with_v2_features_are_writable(protocol):
     check_readable(protocol)
     check_writable(protocol)
@@ -38,17 +40,27 @@ def test_reader3_with_only_vacuum_protocol_check_is_readable():
 def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused():
     check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0))
     with pytest.raises(UnsupportedFeatureError, match="columnMapping.mode='position'"):
-        check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0))
+        check_readable(
+            Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0)
+        )
 
 
 @pytest.mark.parametrize(
     ("writer", "feature"),
-    [(4, "changeDataFeed"), (4, "generatedColumns"), (5, "generatedColumns"), (6, "identityColumns")],
+    [(4, "changeDataFeed"), (5, "changeDataFeed"), (6, "changeDataFeed")],
 )
 def test_legacy_writer_versions_4_to_6_are_refused_naming_a_feature_when_the_metadata_is_unknown(writer, feature):
     check_readable(Protocol(1, writer))
-    with pytest.raises(UnsupportedFeatureError, match=feature):
+    with pytest.raises(UnsupportedFeatureError, match=feature) as err:
         check_writable(Protocol(1, writer))
+    assert "generatedColumns (writer" not in str(err.value) and "identityColumns (writer" not in str(err.value)
+
+
+def test_generated_and_identity_columns_are_supported_writer_features():
+    """Issue 11: every write job computes and checks generated columns, and
+    APPEND and MERGE generate identity values (tests/spark/commands/test_generated_columns.py
+    and test_identity_columns.py)."""
+    check_writable(Protocol(1, 7, None, ("appendOnly", "generatedColumns", "identityColumns", "invariants")))
 
 
 def test_legacy_writer_version_3_is_writable():
@@ -174,4 +186,3 @@ def test_timestamp_ntz_tables_are_readable_and_writable():
     p = Protocol(3, 7, ("timestampNtz",), ("timestampNtz",))
     check_readable(p)
     check_writable(p)
-
