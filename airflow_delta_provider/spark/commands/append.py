@@ -39,11 +39,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from airflow_delta_provider.delta import column_mapping, config, type_widening
 from airflow_delta_provider.delta.actions import Metadata
+from airflow_delta_provider.delta import identity as identity_module
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
+    MetadataChangedError,
     SchemaMismatchError,
 )
+from airflow_delta_provider.delta.generated_columns import generation_expressions
+from airflow_delta_provider.delta.identity import identity_columns
 from airflow_delta_provider.delta.schema import (
     VARIANT,
     as_nullable,
@@ -58,9 +62,13 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.scan import scan
-from airflow_delta_provider.spark.write import WrittenFiles, write_files
+from airflow_delta_provider.spark.generated import fill_generated, with_identity_values, written_extreme
+from airflow_delta_provider.spark.write import WrittenFiles, conform, write_files
 
 OPERATION = "WRITE"
+#: How many times an append that generated identity values runs when a
+#: concurrent commit moved the high-water mark under it.
+IDENTITY_ATTEMPTS = 3
 FORMATS = ("parquet", "csv", "json", "delta")
 MODES = ("append", "overwrite")
 
@@ -89,10 +97,44 @@ def run_append(
     commit; one that needs a table feature (``delta.enableDeletionVectors``)
     upgrades the protocol, as delta-spark does. ``storage_options`` reach
     the table (and a Delta source) from this process (default: the environment).
+
+    Generated columns the source lacks are computed, and those it gives are
+    checked. Identity columns the source lacks get values beyond the
+    high-water mark, and the commit records the new mark; should a
+    concurrent commit move the mark first (a metadata conflict, as in
+    delta-spark), the append runs again from the new snapshot, new values
+    and all, up to :data:`IDENTITY_ATTEMPTS` times.
     """
-    partition_by = list(partition_by or [])
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
     check_io(io)
+    args = (spark, table, source, format, merge_schema, list(partition_by or []), mode, overwrite_schema)
+    more = (txn_app_id, txn_version, options, token, io, table_properties, storage_options)
+    for attempt in range(1, IDENTITY_ATTEMPTS + 1):
+        try:
+            return _append_once(*args, *more)
+        except MetadataChangedError as exc:
+            if not getattr(exc, "identity_values_generated", False) or attempt == IDENTITY_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _append_once(
+    spark: SparkSession,
+    table: str,
+    source: str,
+    format: str,
+    merge_schema: bool,
+    partition_by: list[str],
+    mode: str,
+    overwrite_schema: bool,
+    txn_app_id: str | None,
+    txn_version: int | None,
+    options: Mapping[str, str] | None,
+    token: str | None,
+    io: str,
+    table_properties: Mapping[str, str] | None,
+    storage_options: Mapping[str, str] | None,
+) -> CommandResult:
     target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
     snapshot = target.snapshot() if target.exists() else None
@@ -114,6 +156,7 @@ def run_append(
     if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
         check_column_names(data_schema)  # mapping lets names hold any character
     schema = metadata.schema_json
+    data, identities = _complete_rows(data, schema, data_schema)
 
     parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
@@ -121,6 +164,8 @@ def run_append(
         data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io
     )
     with WrittenFiles(target, adds) as written:
+        if identities:
+            metadata = _record_high_water_marks(txn, target, adds, metadata, snapshot, identities)
         now = int(time.time() * 1000)
         removes = []
         if snapshot is not None and mode == "overwrite":
@@ -140,8 +185,54 @@ def run_append(
             metrics["numRemovedFiles"] = len(removes)
             metrics["numRemovedBytes"] = sum(r.size or 0 for r in removes)
         written.committing()
-        result = txn.commit(metrics=metrics, token=token)
+        try:
+            result = txn.commit(metrics=metrics, token=token)
+        except MetadataChangedError as exc:
+            exc.identity_values_generated = bool(identities)  # type: ignore[attr-defined]
+            raise
     return CommandResult(table, OPERATION, result.version, metrics)
+
+
+def _complete_rows(data: DataFrame, schema: dict[str, Any], data_schema: dict[str, Any]) -> tuple[DataFrame, list]:
+    """The source rows as the table's columns, with the generated columns it
+    lacks computed and values for the identity columns it lacks; and those
+    identity columns. A GENERATED ALWAYS identity column the source gives is
+    refused (delta-spark's ``blockExplicitIdentityColumnInsert``)."""
+    given = {f["name"].lower() for f in data_schema.get("fields", ())}
+    expressions = generation_expressions(schema)
+    identities = identity_columns(schema)
+    for ident in identities:
+        if ident.column.lower() in given:
+            identity_module.check_explicit_insert(ident, "the APPEND source")
+    missing = {name: None for name in expressions if name.lower() not in given}
+    fresh = [i for i in identities if i.column.lower() not in given]
+    if not missing and not fresh:
+        return data, []
+    rows = with_identity_values(conform(data, schema), fresh)  # generation may read identity values
+    return fill_generated(rows, schema, missing), fresh
+
+
+def _record_high_water_marks(
+    txn: Any, target: DeltaTable, adds: list, metadata: Metadata, snapshot: Any, identities: list
+) -> Metadata:
+    """``metadata`` with the identity columns' new high-water marks, from the
+    values written to ``adds``; staged in ``txn``, tagged as delta-spark tags a
+    metadata change that only moves the marks."""
+    mapping = column_mapping.ColumnMapping.of(metadata.schema_json, metadata.configuration)
+    partitions = {c.lower() for c in metadata.partition_columns}
+    marks = {}
+    for ident in identities:
+        key = mapping.physical_column(ident.column) if mapping.enabled else ident.column
+        extreme = written_extreme(target.storage, adds, key, ident.column.lower() in partitions, ident.step > 0)
+        mark = ident.new_high_water_mark([] if extreme is None else [extreme])
+        if mark is not None and mark != ident.high_water_mark:
+            marks[ident.column] = mark
+    if not marks:
+        return metadata
+    if metadata is (snapshot.metadata if snapshot is not None else None):
+        txn.tag(identity_module.COMMIT_TAG, "true")
+    schema = identity_module.with_high_water_marks(metadata.schema_json, marks)
+    return replace(metadata, schema_string=schema_string(schema))
 
 
 def read_source(
