@@ -32,10 +32,22 @@ _ROW_BITS = 33
 
 
 def _expression(name: str, sql: str, dtype: Any) -> Column:
+    """The generation expression as a Column of the column's type; one that
+    does not parse is an InvalidInputError before any job runs (Spark
+    parses ``F.expr`` only when a frame uses it)."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql import SparkSession
+
     try:
-        return F.expr(sql).cast(dtype)
+        value = F.expr(sql).cast(dtype)
+        SparkSession.active().range(0).select(value)
+    except ParseException as exc:
+        raise InvalidInputError(f"generation expression of column {name} does not parse: {sql}") from exc
+    except AnalysisException:
+        pass  # it reads the table's columns, which a bare frame lacks
     except PySparkException as exc:
         raise InvalidInputError(f"generation expression of column {name} does not parse: {sql}") from exc
+    return value
 
 
 def generated_checks(schema: Mapping[str, Any]) -> dict[str, tuple[Column, Column]]:
@@ -73,9 +85,12 @@ def fill_generated(df: DataFrame, schema: Mapping[str, Any], where: Mapping[str,
     return df.select(*[replaced.get(c, column(c)).alias(c) for c in df.columns])
 
 
-def with_identity_values(df: DataFrame, identities: list[Identity]) -> DataFrame:
+def with_identity_values(
+    df: DataFrame, identities: list[Identity], where: Mapping[str, Column] | None = None
+) -> DataFrame:
     """``df`` with each of ``identities`` given fresh values (a ``long`` column
-    of that name, added or replaced). The values follow start and step beyond
+    of that name, added or replaced; with a flag column in ``where``, only on
+    the rows where it is true). The values follow start and step beyond
     the high-water mark, and are unique across the frame's partitions (a row
     whose partition index is not below the partition count fails the job
     rather than risk a duplicate)."""
@@ -91,7 +106,11 @@ def with_identity_values(df: DataFrame, identities: list[Identity]) -> DataFrame
         guarded = F.when(pid < F.lit(partitions), value).otherwise(
             F.raise_error(F.lit(f"identity values for {ident.column}: partition index beyond {partitions}"))
         )
-        out = out.withColumn(ident.column, guarded.cast("long"))
+        flag = (where or {}).get(ident.column)
+        fresh = guarded.cast("long")
+        out = out.withColumn(
+            ident.column, fresh if flag is None else F.when(flag, fresh).otherwise(column(ident.column))
+        )
     return out
 
 

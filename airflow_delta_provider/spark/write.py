@@ -352,7 +352,6 @@ def to_physical(df: DataFrame, mapping: ColumnMapping) -> DataFrame:
     )
 
 
-
 def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
     """``df`` with exactly the table's columns, in order, names and types.
 

@@ -160,9 +160,7 @@ def _append_once(
 
     parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
-    adds = write_files(
-        data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io
-    )
+    adds = write_files(data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io)
     with WrittenFiles(target, adds) as written:
         if identities:
             metadata = _record_high_water_marks(txn, target, adds, metadata, snapshot, identities)
@@ -305,7 +303,11 @@ def _plan_metadata(
         schema = as_nullable(data_schema)
         partition_columns = _resolve_partition_columns(schema, partition_by)
         if snapshot is None:
-            return Metadata.new(schema_string(schema), partition_columns, {}, created_time=now), schema, partition_columns
+            return (
+                Metadata.new(schema_string(schema), partition_columns, {}, created_time=now),
+                schema,
+                partition_columns,
+            )
         if config.append_only(snapshot.metadata):
             raise _append_only(snapshot)
         md = replace(snapshot.metadata, schema_string=schema_string(schema), partition_columns=tuple(partition_columns))
@@ -338,7 +340,9 @@ def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) 
     for c in partition_by:
         field = by_name.get(c.lower())
         if field is None:
-            raise SchemaMismatchError(f"partition column {c!r} is not in the data: {sorted(f['name'] for f in by_name.values())}")
+            raise SchemaMismatchError(
+                f"partition column {c!r} is not in the data: {sorted(f['name'] for f in by_name.values())}"
+            )
         if not isinstance(field["type"], str):
             raise InvalidInputError(f"partition column {c!r} has a complex type {field['type']['type']}")
         if type_name(field["type"]) == VARIANT:

@@ -583,7 +583,12 @@ class MergeCommand(DmlCommand):
         start = time.monotonic()
         try:
             adds = write_files(
-                frame, snap, self.schema, snap.partition_columns, configuration=dict(md.configuration), io=self.io
+                self.rows.derive(frame),
+                snap,
+                self.schema,
+                snap.partition_columns,
+                configuration=dict(md.configuration),
+                io=self.io,
             )
         finally:
             self.result.rewrite_ms += elapsed_ms(start)
@@ -656,12 +661,42 @@ class MergeCommand(DmlCommand):
         if not r.removed and not r.added:
             return CommandResult(self.table_uri, self.operation, None, self.metrics())
         ts = now_ms()
+        self._record_high_water_marks()
         if self.metadata is not None:
             self.txn.update_metadata(self.metadata)
         self.txn.add_all([*r.added, *(f.remove(ts) for f in r.removed)])
         metrics = self.metrics()
         commit = self.txn.commit(metrics=metrics, token=self.token)
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)
+
+    def _record_high_water_marks(self) -> None:
+        """Move the high-water marks of the identity columns inserts generated
+        values for past every value written (delta-spark's identity stats
+        tracker); a change of the marks alone is tagged as delta-spark tags it."""
+        from airflow_delta_provider.delta import identity
+        from airflow_delta_provider.spark.generated import written_extreme
+
+        generated = self.rows.generates_identity_values
+        if not generated or not self.result.added:
+            return
+        md = self.metadata or self.snapshot.metadata
+        mapping = column_mapping.ColumnMapping.of(md.schema_json, md.configuration)
+        partitions = {c.lower() for c in md.partition_columns}
+        marks = {}
+        for ident in generated:
+            key = mapping.physical_column(ident.column) if mapping.enabled else ident.column
+            extreme = written_extreme(
+                self.table.storage, self.result.added, key, ident.column.lower() in partitions, ident.step > 0
+            )
+            mark = ident.new_high_water_mark([] if extreme is None else [extreme])
+            if mark is not None and mark != ident.high_water_mark:
+                marks[ident.column] = mark
+        if not marks:
+            return
+        if self.metadata is None:
+            self.txn.tag(identity.COMMIT_TAG, "true")
+        schema = identity.with_high_water_marks(md.schema_json, marks)
+        self.metadata = replace(md, schema_string=schema_string(schema))
 
 
 #: Narrower source types a column takes without loss (delta-spark casts them

@@ -12,6 +12,10 @@ delta-spark's ``UpdateCommand`` (notes section 7) in three cases:
 
 SET expressions are cast to their column's type. Updating a partition column
 moves the row: the writer partitions the rewritten rows by their new values.
+A generated column not SET is recomputed where it reads a SET column, and
+every written row is checked against its expression (a SET of a generated
+column must agree with it); an identity column cannot be SET (delta-spark's
+rules).
 
 On a table with ``delta.enableDeletionVectors`` (merge-on-read), a data
 condition rewrites only the matching rows: they are written, updated, to new
@@ -24,11 +28,15 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from airflow_delta_provider.delta.generated_columns import depends_on, generation_expressions
+from airflow_delta_provider.delta.identity import check_not_updated
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
+from airflow_delta_provider.spark.generated import fill_generated
+from airflow_delta_provider.spark.scan import free_name
 
 
 #: With deletion vectors, about how many updated rows go into one new file.
@@ -54,6 +62,16 @@ class UpdateCommand(DmlCommand):
 
     def validate(self, schema: dict[str, Any]) -> None:
         self.assignments = conditions.parse_assignments(self.spark, schema, self.set_exprs)
+        check_not_updated(schema, self.assignments)  # delta-spark refuses it too
+
+    def _recomputed(self) -> list[str]:
+        """The generated columns not SET whose expression reads a SET column:
+        recomputed from the row's new values, as delta-spark does."""
+        return [
+            name
+            for name, sql in generation_expressions(self.snapshot.schema).items()
+            if name not in self.assignments and depends_on(sql, self.assignments)
+        ]
 
     def rewrite(self) -> None:
         whole = self.whole_files()
@@ -98,14 +116,27 @@ class UpdateCommand(DmlCommand):
                 return
             updated = sum(len(rows) for rows in matches.values())
             files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
-            self.write(frame.select(*self._updated_columns(only_matching=True)).coalesce(files))
+            self.write(self._updated(frame, only_matching=True).coalesce(files))
         finally:
             frame.unpersist()
         self.mark_deleted(matches)
         self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list) -> list:
-        return self.write(self.scan(touched).select(*self._updated_columns()))
+        return self.write(self._updated(self.scan(touched)))
+
+    def _updated(self, frame: DataFrame, only_matching: bool = False) -> DataFrame:
+        """``frame`` with the SET columns updated, and the generated columns
+        that read them recomputed, where the row matches."""
+        columns = self._updated_columns(only_matching)
+        recomputed = self._recomputed()
+        if not recomputed:
+            return frame.select(*columns)
+        if only_matching:
+            return fill_generated(frame.select(*columns), self.snapshot.schema, dict.fromkeys(recomputed))
+        flag = free_name("_update_matched", {c.lower() for c in frame.columns})
+        out = frame.select(*columns, self.matched.alias(flag))
+        return fill_generated(out, self.snapshot.schema, dict.fromkeys(recomputed, F.col(flag))).drop(flag)
 
     def _updated_columns(self, only_matching: bool = False) -> list[Column]:
         """Every table column, SET where the row matches (``only_matching``:

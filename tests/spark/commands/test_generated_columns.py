@@ -92,7 +92,8 @@ def test_append_checks_generated_columns_the_source_gives(spark, table, tmp_path
     before = state(table)
     bad = [{"id": 11, "ts": ts(5, 1), "price": 3, "qty": 3, "total": 10, "d": dt.date(2024, 1, 5)}]
     with pytest.raises(
-        InvariantViolationError, match=r"generated column total must equal its expression price \* qty; the row has total = 10, the expression gives 9"
+        InvariantViolationError,
+        match=r"generated column total must equal its expression price \* qty; the row has total = 10, the expression gives 9",
     ):
         run_append(spark, table, source(tmp_path, "bad", bad))
     nulled = [{"id": 12, "ts": ts(5, 1), "price": 3, "qty": 3, "total": None, "d": dt.date(2024, 1, 5)}]
@@ -160,9 +161,15 @@ def test_merge_recomputes_on_update_and_computes_on_insert(spark, table, tmp_pat
         {"when": "matched", "update": {"qty": "s.qty"}},
         {"when": "not_matched", "insert": {"id": "s.id", "ts": "s.ts", "price": "s.price", "qty": "s.qty"}},
     ]
-    src2 = source(tmp_path, "src2", [{"id": 0, "ts": ts(1, 0), "price": 0, "qty": 9}, {"id": 31, "ts": ts(2, 3), "price": 2, "qty": 3}])
+    src2 = source(
+        tmp_path,
+        "src2",
+        [{"id": 0, "ts": ts(1, 0), "price": 0, "qty": 9}, {"id": 31, "ts": ts(2, 3), "price": 2, "qty": 3}],
+    )
     run_merge(spark, table, src2, "t.id = s.id", clauses)
-    got = duckdb_delta.execute(f"SELECT id, total, d FROM delta_scan('{table}') WHERE id IN (0, 31) ORDER BY id").fetchall()
+    got = duckdb_delta.execute(
+        f"SELECT id, total, d FROM delta_scan('{table}') WHERE id IN (0, 31) ORDER BY id"
+    ).fetchall()
     assert got == [(0, 0, dt.date(2024, 1, 1)), (31, 6, dt.date(2024, 1, 2))]
     before = state(table)
     with pytest.raises(InvariantViolationError, match="generated column total"):
@@ -188,7 +195,9 @@ def test_a_generation_expression_that_does_not_parse_is_refused(spark, tmp_path)
     path = str(tmp_path / "broken")
     RsTable.create(
         path,
-        Schema([Field("id", "long", True), Field("g", "long", True, metadata={"delta.generationExpression": "id +* 2"})]),
+        Schema(
+            [Field("id", "long", True), Field("g", "long", True, metadata={"delta.generationExpression": "id +* 2"})]
+        ),
     )
     before = state(path)
     with pytest.raises(InvalidInputError, match="generation expression of column g does not parse"):
