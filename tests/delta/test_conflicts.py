@@ -71,8 +71,15 @@ def winner(*actions, info: dict | None = None) -> WinningCommit:
 
 
 def test_winning_commit_summary():
-    w = winner(Protocol(1, 2), Metadata("m", "{}"), padd("a", "x"), RemoveFile("b"), Txn("app", 1), DomainMetadata("d", ""))
-    assert (w.protocol, w.metadata.id, [a.path for a in w.adds], [r.path for r in w.removes]) == (Protocol(1, 2), "m", ["a"], ["b"])
+    w = winner(
+        Protocol(1, 2), Metadata("m", "{}"), padd("a", "x"), RemoveFile("b"), Txn("app", 1), DomainMetadata("d", "")
+    )
+    assert (w.protocol, w.metadata.id, [a.path for a in w.adds], [r.path for r in w.removes]) == (
+        Protocol(1, 2),
+        "m",
+        ["a"],
+        ["b"],
+    )
     assert w.txn_app_ids == {"app"} and w.domains == {"d"} and w.operation == "WRITE"
     assert winner(padd("a", "x"), info={"operation": "MERGE", "isBlindAppend": True}).is_blind_append
     assert winner(padd("a", "x")).is_blind_append  # a plain WRITE that only adds (delta-rs leaves the flag out)
@@ -134,7 +141,9 @@ def test_write_serializable_lets_blind_appends_through_but_not_other_adds():
     blind = winner(padd("p=a/x", "a"), info={"operation": "WRITE", "isBlindAppend": True})
     check_conflicts(current, blind)
     with pytest.raises(ConcurrentAppendError):
-        check_conflicts(read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind)
+        check_conflicts(
+            read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind
+        )
     merge = winner(padd("p=a/x", "a"), info={"operation": "MERGE", "isBlindAppend": False})
     assert not merge.is_blind_append  # its commitInfo says so, though it only adds
     with pytest.raises(ConcurrentAppendError):
@@ -199,6 +208,28 @@ def test_same_domain_is_a_concurrent_transaction():
 
 
 def test_every_conflict_is_a_concurrent_modification():
-    for cls in (ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError,
-                MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError):
+    for cls in (
+        ConcurrentAppendError,
+        ConcurrentDeleteReadError,
+        ConcurrentDeleteDeleteError,
+        MetadataChangedError,
+        ProtocolChangedError,
+        ConcurrentTransactionError,
+    ):
         assert issubclass(cls, ConcurrentModificationError)
+
+
+def test_an_identity_high_water_mark_only_winner_is_tolerated_by_a_transaction_changing_no_metadata():
+    """delta-spark's checkNoMetadataUpdates: a winner tagged delta.identity.schemaUpdate
+    (its metadata only moved identity high-water marks) does not abort a
+    transaction that changes no metadata; one that changes metadata still conflicts."""
+    tagged = {"operation": "WRITE", "isBlindAppend": False, "tags": {"delta.identity.schemaUpdate": "true"}}
+    w = winner(Metadata("m", "{}"), padd("a", "x"), info=tagged)
+    assert w.identity_only_metadata_update
+    check_conflicts(read_set(read_predicates=[Predicate.parse("p = 'y'")], removed_paths={"/t/b"}), w)
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(changes_metadata=True, is_blind_append=True), w)
+    untagged = winner(Metadata("m", "{}"), info={"operation": "WRITE"})
+    assert not untagged.identity_only_metadata_update
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(), untagged)
