@@ -4,6 +4,11 @@ PROTOCOL.md "Table Features": a reader must refuse a table whose reader
 version or reader features it does not implement, and a writer must refuse
 unknown or unimplemented writer features. Both checks run before any data file
 is read or written, and their errors name what is missing.
+
+Every writer feature of legacy writer versions 3 to 6 is implemented except
+``changeDataFeed``: CHECK constraints (3), generated columns (4,
+:mod:`.generated_columns`), column mapping (5) and identity columns (6,
+:mod:`.identity`); a table that enables the change data feed is refused.
 """
 
 from __future__ import annotations
