@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -31,16 +31,15 @@ from airflow_delta_provider.spark.scan import column, spark_schema
 _ROW_BITS = 33
 
 
-def _expression(name: str, sql: str, dtype: Any) -> Column:
+def _expression(spark: SparkSession, name: str, sql: str, dtype: Any) -> Column:
     """The generation expression as a Column of the column's type; one that
     does not parse is an InvalidInputError before any job runs (Spark
     parses ``F.expr`` only when a frame uses it)."""
     from pyspark.errors import AnalysisException, ParseException
-    from pyspark.sql import SparkSession
 
     try:
         value = F.expr(sql).cast(dtype)
-        SparkSession.active().range(0).select(value)
+        spark.range(0).select(value)
     except ParseException as exc:
         raise InvalidInputError(f"generation expression of column {name} does not parse: {sql}") from exc
     except AnalysisException:
@@ -50,12 +49,15 @@ def _expression(name: str, sql: str, dtype: Any) -> Column:
     return value
 
 
-def generated_checks(schema: Mapping[str, Any]) -> dict[str, tuple[Column, Column]]:
+def generated_checks(spark: SparkSession, schema: Mapping[str, Any]) -> dict[str, tuple[Column, Column]]:
     """Per generated column: (the row breaks ``column <=> expression``, the message)."""
+    expressions = generation_expressions(schema)
+    if not expressions:
+        return {}
     struct = spark_schema(dict(schema))
     out = {}
-    for name, sql in generation_expressions(schema).items():
-        value = _expression(name, sql, struct[name].dataType)
+    for name, sql in expressions.items():
+        value = _expression(spark, name, sql, struct[name].dataType)
         shown = F.coalesce(column(name).cast("string"), F.lit("NULL"))
         computed = F.coalesce(value.cast("string"), F.lit("NULL"))
         message = F.concat(
@@ -80,7 +82,7 @@ def fill_generated(df: DataFrame, schema: Mapping[str, Any], where: Mapping[str,
     replaced = {}
     for requested, flag in where.items():
         name = by_lower[requested.lower()]
-        value = _expression(name, expressions[name], struct[name].dataType)
+        value = _expression(df.sparkSession, name, expressions[name], struct[name].dataType)
         replaced[name] = value if flag is None else F.when(flag, value).otherwise(column(name))
     return df.select(*[replaced.get(c, column(c)).alias(c) for c in df.columns])
 

@@ -443,7 +443,7 @@ def enforce_constraints(
         _collect_checks(field, (field["name"],), None, found)
         if found:
             checks[field["name"]] = [(violated, F.lit(message)) for violated, message in found]
-    for name, check in generated_checks(schema).items():  # column <=> its generation expression
+    for name, check in generated_checks(df.sparkSession, schema).items():  # column <=> its generation expression
         checks.setdefault(name, []).append(check)
     names = [f["name"] for f in schema.get("fields", ())]
     for name, sql in sorted((constraints or {}).items()):
