@@ -18,6 +18,7 @@ from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 
+from ..arrow_support import arrow_workers  # noqa: F401 - the fixture
 from .dml_support import state
 
 deltalake = pytest.importorskip("deltalake")
@@ -202,4 +203,16 @@ def test_a_generation_expression_that_does_not_parse_is_refused(spark, tmp_path)
     before = state(path)
     with pytest.raises(InvalidInputError, match="generation expression of column g does not parse"):
         run_append(spark, path, source(tmp_path, "s", [{"id": 1}]))
+    assert state(path) == before
+
+
+@pytest.mark.usefixtures("arrow_workers")
+def test_arrow_io_computes_and_checks_too(spark, tmp_path):
+    path = create(str(tmp_path / "arrow"))
+    run_append(spark, path, source(tmp_path, "a", [{"id": 1, "ts": ts(4, 4), "price": 6, "qty": 7}]), io="arrow")
+    assert rs_rows(path) == [(1, 42, dt.date(2024, 1, 4))]
+    before = state(path)
+    bad = [{"id": 2, "ts": ts(4, 4), "price": 1, "qty": 1, "total": 5, "d": dt.date(2024, 1, 4)}]
+    with pytest.raises(InvariantViolationError, match="generated column total"):
+        run_append(spark, path, source(tmp_path, "bad", bad), io="arrow")
     assert state(path) == before

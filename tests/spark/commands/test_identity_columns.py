@@ -23,6 +23,7 @@ from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.merge import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 
+from ..arrow_support import arrow_workers  # noqa: F401 - the fixture
 from .dml_support import commit_actions, data_files, state
 
 deltalake = pytest.importorskip("deltalake")
@@ -234,3 +235,11 @@ def test_the_high_water_mark_is_read_from_the_files_beyond_the_stats_columns(spa
     stats = json.loads(next(a["add"]["stats"] for a in commit_actions(path) if "add" in a))
     assert "id" not in stats["maxValues"]
     assert mark(path) == 3
+
+
+@pytest.mark.usefixtures("arrow_workers")
+def test_arrow_io_generates_values_too(spark, tmp_path):
+    path = create(str(tmp_path / "t"))
+    run_append(spark, path, source(tmp_path, "a", ["a", "b", "c", "d"], partitions=2), io="arrow")
+    ids = sorted(r[0] for r in rs_rows(path))
+    assert len(set(ids)) == 4 and mark(path) == max(ids)
