@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     append.add_argument("--txn-version", type=int)
     append.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V")
     append.add_argument(
+        "--table-schema",
+        metavar="JSON",
+        help="Delta schema of a table this creates (or replaces with --overwrite-schema); its field metadata may "
+        "declare generated (delta.generationExpression) and identity (delta.identity.*) columns",
+    )
+    append.add_argument(
         "--property", action="append", type=_key_value, default=[], metavar="K=V", help="table property (delta.*)"
     )
 
@@ -103,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--source", required=True, help="path of the source data")
     merge.add_argument("--source-format", default="parquet", choices=["parquet", "csv", "json", "orc", "delta"])
     merge.add_argument("--source-version", type=int, help="version of a delta source (default: its latest)")
-    merge.add_argument("--on", required=True, help="join condition, e.g. \"t.id = s.id\"")
+    merge.add_argument("--on", required=True, help='join condition, e.g. "t.id = s.id"')
     merge.add_argument(
         "--clauses",
         required=True,
@@ -113,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--target-alias", default="t")
     merge.add_argument("--source-alias", default="s")
     merge.add_argument("--merge-schema", action="store_true", help="let * clauses add the source's new columns")
-    merge.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V", help="source reader option")
+    merge.add_argument(
+        "--option", action="append", type=_key_value, default=[], metavar="K=V", help="source reader option"
+    )
 
     checkpoint = sub.add_parser("checkpoint", parents=[common], help="checkpoint the latest version")
     checkpoint.add_argument("--cleanup-logs", action="store_true")
@@ -190,6 +198,7 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
             io=args.io,
             table_properties=dict(args.property),
             storage_options=opts,
+            table_schema=args.table_schema,
         )
     if args.command == "merge":
         from airflow_delta_provider.spark.commands.merge import run_merge

@@ -98,7 +98,7 @@ def with_identity_values(
     rather than risk a duplicate)."""
     if not identities:
         return df
-    partitions = max(1, df.rdd.getNumPartitions())
+    df, partitions = _with_known_partitions(df)
     pid = F.spark_partition_id().cast("long")
     row = F.monotonically_increasing_id() - F.shiftleft(pid, _ROW_BITS)
     stripe = pid + row * F.lit(partitions)
@@ -114,6 +114,17 @@ def with_identity_values(
             ident.column, fresh if flag is None else F.when(flag, fresh).otherwise(column(ident.column))
         )
     return out
+
+
+def _with_known_partitions(df: DataFrame) -> tuple[DataFrame, int]:
+    """``df`` and its number of partitions. A Spark Connect frame has no RDD
+    to ask: it is repartitioned to ``spark.sql.shuffle.partitions`` (a count
+    adaptive execution keeps)."""
+    try:
+        return df, max(1, df.rdd.getNumPartitions())
+    except (AttributeError, NotImplementedError, PySparkException):
+        partitions = max(1, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200"))
+        return df.repartition(partitions), partitions
 
 
 def written_extreme(storage: Any, adds: list[Any], key: str, is_partition: bool, positive: bool) -> int | None:

@@ -45,6 +45,7 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     MetadataChangedError,
     SchemaMismatchError,
+    UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.generated_columns import generation_expressions
 from airflow_delta_provider.delta.identity import identity_columns
@@ -52,9 +53,11 @@ from airflow_delta_provider.delta.schema import (
     VARIANT,
     as_nullable,
     check_column_names,
+    check_unique_names,
     enforce_schema,
     merge_schemas,
     schema_string,
+    to_arrow_schema,
     type_name,
 )
 from airflow_delta_provider.delta.storage import parse_location
@@ -89,6 +92,7 @@ def run_append(
     io: str = "auto",
     table_properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
+    table_schema: Mapping[str, Any] | str | None = None,
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` to ``table``.
 
@@ -104,11 +108,19 @@ def run_append(
     concurrent commit move the mark first (a metadata conflict, as in
     delta-spark), the append runs again from the new snapshot, new values
     and all, up to :data:`IDENTITY_ATTEMPTS` times.
+
+    ``table_schema`` (a Delta schema, as a dict or its JSON) is the schema of
+    a table this creates (or, with ``overwrite_schema``, replaces) instead of
+    the source's: its field metadata may declare generated columns
+    (``delta.generationExpression``) and identity columns
+    (``delta.identity.start``/``step``/``allowExplicitInsert``), which then
+    upgrade the protocol as delta-spark does. The source must fit it.
     """
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
     check_io(io)
     args = (spark, table, source, format, merge_schema, list(partition_by or []), mode, overwrite_schema)
-    more = (txn_app_id, txn_version, options, token, io, table_properties, storage_options)
+    declared = _parse_table_schema(table_schema)
+    more = (txn_app_id, txn_version, options, token, io, table_properties, storage_options, declared)
     for attempt in range(1, IDENTITY_ATTEMPTS + 1):
         try:
             return _append_once(*args, *more)
@@ -134,6 +146,7 @@ def _append_once(
     io: str,
     table_properties: Mapping[str, str] | None,
     storage_options: Mapping[str, str] | None,
+    table_schema: dict[str, Any] | None = None,
 ) -> CommandResult:
     target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
@@ -150,11 +163,13 @@ def _append_once(
     previous = snapshot.metadata if snapshot is not None else None
     widen = previous is not None and config.type_widening_enabled(config.with_properties(previous, table_properties))
     metadata, schema, partition_columns = _plan_metadata(
-        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen
+        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen, table_schema
     )
     metadata = column_mapping.apply(config.with_properties(metadata, table_properties), previous)
     if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
         check_column_names(data_schema)  # mapping lets names hold any character
+        if table_schema is not None:
+            check_column_names(table_schema)
     schema = metadata.schema_json
     data, identities = _complete_rows(data, schema, data_schema)
 
@@ -292,15 +307,24 @@ def _plan_metadata(
     merge_schema: bool,
     overwrite_schema: bool,
     widen: bool = False,
+    table_schema: dict[str, Any] | None = None,
 ) -> tuple[Metadata, dict[str, Any], list[str]]:
     """The metadata the commit leaves in force, its schema and partition columns.
     ``widen``: merging may widen column types (``delta.enableTypeWidening``).
+    ``table_schema``: the declared schema of a table created or replaced.
 
     Returns the snapshot's own Metadata object when nothing changes.
     """
     now = int(time.time() * 1000)
+    if table_schema is not None and snapshot is not None and not overwrite_schema:
+        raise InvalidInputError(
+            "a table schema is only for a table this APPEND creates, or replaces with overwrite_schema; "
+            f"table {snapshot.table_root} exists"
+        )
     if snapshot is None or overwrite_schema:
-        schema = as_nullable(data_schema)
+        if table_schema is not None:
+            enforce_schema(_derived_nullable(table_schema), data_schema)
+        schema = as_nullable(data_schema) if table_schema is None else table_schema
         partition_columns = _resolve_partition_columns(schema, partition_by)
         if snapshot is None:
             return (
@@ -329,8 +353,41 @@ def _plan_metadata(
         if merged != table_schema:
             return replace(md, schema_string=schema_string(merged)), merged, partition_columns
         return md, table_schema, partition_columns
-    enforce_schema(table_schema, data_schema)
+    enforce_schema(_derived_nullable(table_schema), data_schema)
     return md, table_schema, partition_columns
+
+
+def _derived_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its generated and identity columns nullable: a source
+    may leave them out whatever their nullability, as the write derives them."""
+    derived = {n.lower() for n in generation_expressions(schema)} | {i.column.lower() for i in identity_columns(schema)}
+    if not derived:
+        return schema
+    fields = [{**f, "nullable": True} if f["name"].lower() in derived else f for f in schema.get("fields", ())]
+    return {**schema, "fields": fields}
+
+
+def _parse_table_schema(table_schema: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
+    """A declared Delta schema: a struct of uniquely named fields of known
+    types, with readable identity metadata."""
+    if table_schema is None:
+        return None
+    try:
+        schema = json.loads(table_schema) if isinstance(table_schema, str) else json.loads(json.dumps(table_schema))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"the table schema is not JSON: {exc}") from None
+    if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
+        raise InvalidInputError('the table schema must be a Delta schema: {"type": "struct", "fields": [...]}')
+    try:
+        for f in schema["fields"]:
+            f.setdefault("nullable", True)
+            f.setdefault("metadata", {})
+        to_arrow_schema(schema)  # every type is one Delta knows
+    except (KeyError, TypeError, AttributeError, ValueError, InvalidInputError, UnsupportedFeatureError) as exc:
+        raise InvalidInputError(f"invalid table schema: {exc}") from None
+    check_unique_names(schema)
+    identity_columns(schema)  # readable identity definitions (long columns, a step other than 0)
+    return schema
 
 
 def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) -> list[str]:

@@ -243,3 +243,70 @@ def test_arrow_io_generates_values_too(spark, tmp_path):
     run_append(spark, path, source(tmp_path, "a", ["a", "b", "c", "d"], partitions=2), io="arrow")
     ids = sorted(r[0] for r in rs_rows(path))
     assert len(set(ids)) == 4 and mark(path) == max(ids)
+
+
+DECLARED = {
+    "type": "struct",
+    "fields": [
+        {
+            "name": "id",
+            "type": "long",
+            "nullable": False,
+            "metadata": {
+                "delta.identity.start": 100,
+                "delta.identity.step": 10,
+                "delta.identity.allowExplicitInsert": False,
+            },
+        },
+        {"name": "name", "type": "string", "nullable": True, "metadata": {}},
+        {
+            "name": "upper",
+            "type": "string",
+            "nullable": True,
+            "metadata": {"delta.generationExpression": "upper(name)"},
+        },
+    ],
+}
+
+
+def test_append_creates_a_table_from_a_declared_schema(spark, tmp_path, duckdb_delta):
+    """APPEND's table_schema: generated and identity columns the source leaves
+    out; the protocol goes to writer 7 with both features, as delta-spark's."""
+    path = str(tmp_path / "new")
+    run_append(spark, path, source(tmp_path, "a", ["a", "b"]), table_schema=json.dumps(DECLARED))
+    snap = DeltaTable(path).snapshot()
+    assert {"generatedColumns", "identityColumns"} <= set(snap.protocol.writer_features or ())
+    assert snap.protocol.min_reader_version == 1
+    assert snap.schema["fields"][0]["nullable"] is False
+    got = duckdb_delta.execute(f"SELECT id, name, upper FROM delta_scan('{path}') ORDER BY name").fetchall()
+    assert sorted(r[0] for r in got) == [100, 110] and [r[1:] for r in got] == [("a", "A"), ("b", "B")]
+    assert mark(path) == 110
+    rows = deltalake.DeltaTable(path).to_pyarrow_table().to_pylist()
+    assert sorted(r["upper"] for r in rows) == ["A", "B"]
+
+
+@pytest.mark.parametrize(
+    "declared, message",
+    [
+        ("{not json", "not JSON"),
+        ({"type": "struct"}, "must be a Delta schema"),
+        ({"type": "struct", "fields": [{"name": "name", "type": "nosuch"}]}, "invalid table schema"),
+        ({"type": "struct", "fields": [{"name": "other", "type": "long"}]}, "Schema mismatch"),
+    ],
+)
+def test_a_bad_declared_schema_is_refused_before_anything_is_written(spark, tmp_path, declared, message):
+    from airflow_delta_provider.delta.errors import SchemaMismatchError
+
+    path = tmp_path / "new"
+    with pytest.raises((InvalidInputError, SchemaMismatchError), match=message):
+        run_append(spark, str(path), source(tmp_path, "a", ["a"]), table_schema=declared)
+    assert not path.exists() or not any(path.rglob("*.parquet"))
+    assert not (path / "_delta_log").exists() or not any((path / "_delta_log").iterdir())
+
+
+def test_a_declared_schema_for_an_existing_table_is_refused(spark, tmp_path):
+    path = create(str(tmp_path / "t"))
+    before = state(path)
+    with pytest.raises(InvalidInputError, match="only for a table this APPEND creates"):
+        run_append(spark, path, source(tmp_path, "a", ["a"]), table_schema=DECLARED)
+    assert state(path) == before
