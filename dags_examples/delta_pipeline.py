@@ -2,7 +2,8 @@
 
 1. ``write_day_files`` writes three days of orders as Parquet (the second
    day brings a new column, ``country``; the third corrects earlier orders).
-2. ``load_day_1`` overwrites the table with day 1 (creating it on first run).
+2. ``load_day_1`` overwrites the table with day 1 (creating it on first run),
+   with the change data feed on, for ``delta_downstream``.
 3. ``append_day_2`` appends day 2 and lets the schema evolve (``merge_schema``).
 4. ``upsert_day_3`` merges day 3 in: a changed order is updated, an order
    cancelled since is deleted, a new one is inserted (MERGE).
@@ -91,6 +92,7 @@ with DAG(
         source="{{ ti.xcom_pull(task_ids='write_day_files')['day_1'] }}",
         mode="overwrite",
         overwrite_schema=True,
+        table_properties={"delta.enableChangeDataFeed": "true"},  # for delta_downstream
     )
     append_day_2 = DeltaAppendOperator(
         task_id="append_day_2",

@@ -21,6 +21,9 @@ airflow db migrate >/dev/null
 echo "==> Running delta_pipeline on local Spark (table: $DELTA_DEMO_DATA/delta/orders)"
 airflow dags test delta_pipeline
 
+echo "==> Running delta_downstream: the changes of the orders table since its last run"
+airflow dags test delta_downstream
+
 echo "==> Running delta_maintenance (OPTIMIZE with Z-order, VACUUM, CHECKPOINT) on the same table"
 airflow dags test delta_maintenance
 

@@ -357,6 +357,43 @@ class RemoveFile:
 
 
 @dataclass(frozen=True)
+class AddCDCFile:
+    """The ``cdc`` action: a change data file (PROTOCOL.md "Add CDC File").
+
+    It holds a commit's changed rows with a ``_change_type`` column, under
+    ``_change_data/``; it is never part of a snapshot, only of the change
+    data feed, and is always ``dataChange: false``."""
+
+    KEY: ClassVar[str] = "cdc"
+    path: str
+    partition_values: dict[str, str | None]
+    size: int
+    data_change: bool = False
+    tags: dict[str, str] | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AddCDCFile:
+        return cls(
+            path=d["path"],
+            partition_values=dict(d.get("partitionValues") or {}),
+            size=int(d.get("size") or 0),
+            data_change=bool(d.get("dataChange", False)),
+            tags=dict(d["tags"]) if d.get("tags") else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return _drop_none(
+            {
+                "path": self.path,
+                "partitionValues": dict(self.partition_values),
+                "size": self.size,
+                "dataChange": self.data_change,
+                "tags": self.tags,
+            }
+        )
+
+
+@dataclass(frozen=True)
 class Txn:
     """The ``txn`` action: an application's last committed version."""
 
@@ -425,10 +462,10 @@ class CommitInfo:
 #: commitInfo.tags key under which a caller's operation token is recorded.
 TOKEN_TAG = "airflow.operationToken"
 
-Action = Protocol | Metadata | AddFile | RemoveFile | Txn | DomainMetadata | CommitInfo
+Action = Protocol | Metadata | AddFile | RemoveFile | AddCDCFile | Txn | DomainMetadata | CommitInfo
 
 _BY_KEY: dict[str, Any] = {
-    c.KEY: c for c in (Protocol, Metadata, AddFile, RemoveFile, Txn, DomainMetadata, CommitInfo)
+    c.KEY: c for c in (Protocol, Metadata, AddFile, RemoveFile, AddCDCFile, Txn, DomainMetadata, CommitInfo)
 }
 
 
@@ -466,6 +503,7 @@ def serialize_commit(actions: Iterable[Action]) -> bytes:
 
 __all__ = [
     "Action",
+    "AddCDCFile",
     "AddFile",
     "CommitInfo",
     "DeletionVector",

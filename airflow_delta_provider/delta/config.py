@@ -26,6 +26,7 @@ CHECKPOINT_POLICY = "delta.checkpointPolicy"
 ENABLE_IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
 ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -35,7 +36,14 @@ CHOICE_PROPERTIES = {
 }
 #: Table properties whose values are booleans.
 BOOLEAN_PROPERTIES = frozenset(
-    {APPEND_ONLY, ENABLE_DELETION_VECTORS, ENABLE_EXPIRED_LOG_CLEANUP, ENABLE_TYPE_WIDENING, ENABLE_IN_COMMIT_TIMESTAMPS}
+    {
+        APPEND_ONLY,
+        ENABLE_DELETION_VECTORS,
+        ENABLE_EXPIRED_LOG_CLEANUP,
+        ENABLE_TYPE_WIDENING,
+        ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_CHANGE_DATA_FEED,
+    }
 )
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
@@ -143,6 +151,7 @@ SETTABLE_PROPERTIES = frozenset(
         ENABLE_DELETION_VECTORS,
         ENABLE_TYPE_WIDENING,
         ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_CHANGE_DATA_FEED,
         COLUMN_MAPPING_MODE,
         CHECKPOINT_INTERVAL,
         CHECKPOINT_POLICY,
@@ -169,6 +178,11 @@ def checkpoint_policy(md: Metadata) -> str:
 def deletion_vectors_enabled(md: Metadata) -> bool:
     """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
     return _bool(md, ENABLE_DELETION_VECTORS, False)
+
+
+def change_data_feed_enabled(md: Metadata) -> bool:
+    """Whether data changes record their changed rows (``delta.enableChangeDataFeed``)."""
+    return _bool(md, ENABLE_CHANGE_DATA_FEED, False)
 
 
 def in_commit_timestamps_enabled(md: Metadata) -> bool:

@@ -28,6 +28,12 @@ class VersionNotFoundError(DeltaError):
     """A version or timestamp asked for cannot be reconstructed from the log."""
 
 
+class ChangeDataUnavailableError(VersionNotFoundError):
+    """The change data feed cannot give the changes asked for: a version is
+    no longer in the log, lies after the latest one, or was committed while
+    ``delta.enableChangeDataFeed`` was off."""
+
+
 class CorruptLogError(DeltaError):
     """The log cannot be replayed: a gap in versions, a missing protocol or
     metadata action, or an unreadable commit or checkpoint."""

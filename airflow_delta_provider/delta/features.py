@@ -5,10 +5,10 @@ version or reader features it does not implement, and a writer must refuse
 unknown or unimplemented writer features. Both checks run before any data file
 is read or written, and their errors name what is missing.
 
-Every writer feature of legacy writer versions 3 to 6 is implemented except
-``changeDataFeed``: CHECK constraints (3), generated columns (4,
+Every writer feature of legacy writer versions 3 to 6 is implemented: CHECK
+constraints (3), the change data feed and generated columns (4,
 :mod:`.generated_columns`), column mapping (5) and identity columns (6,
-:mod:`.identity`); a table that enables the change data feed is refused.
+:mod:`.identity`).
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: domain; we never change one, so none of our commits conflicts over one) and
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
 #: its columns cannot be dropped, and Z-order is refused, as in delta-spark),
+#: ``changeDataFeed`` (UPDATE, DELETE and MERGE write their changed rows
+#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`),
 #: ``generatedColumns`` (every write job computes a generated column where the
 #: data lacks it and checks ``column <=> expression`` on every row; UPDATE and
 #: MERGE recompute it; partition pruning follows a partition column generated
@@ -67,6 +69,7 @@ SUPPORTED_READER_FEATURES = frozenset(
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
+        "changeDataFeed",
         "checkConstraints",
         "checkpointProtection",
         "clustering",
@@ -215,6 +218,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.add("inCommitTimestamp")
     if metadata is not None and table_constraints(metadata):
         needed.add("checkConstraints")
+    if metadata is not None and config.change_data_feed_enabled(metadata):
+        needed.add("changeDataFeed")
     if metadata is not None:  # columns that use them (delta-spark's ``actionUsesFeature``)
         needed |= _active_features(metadata) & {"generatedColumns", "identityColumns"}  # type: ignore[operator]
     return needed
@@ -258,7 +263,8 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     the way delta-spark upgrades it.
 
     - Column mapping alone on a legacy protocol: reader 2 / writer 5.
-    - CHECK constraints alone on a legacy protocol: writer 3.
+    - CHECK constraints alone on a legacy protocol: writer 3; with the change
+      data feed: writer 4.
     - Writer-only features alone (in-commit timestamps): writer 7, the reader
       version kept, every feature the old writer version implied listed.
     - Anything else (deletion vectors, or column mapping on a table-features
@@ -273,8 +279,9 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     rv, wv = protocol.min_reader_version, protocol.min_writer_version
     if writer_only <= writers and needed - readers <= {"columnMapping"} and rv < 3 and wv < 7:
         return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
-    if not needed and writer_only - writers <= {"checkConstraints"} and wv < 7:
-        return Protocol(min_reader_version=rv, min_writer_version=max(wv, 3))  # delta-spark's ADD CONSTRAINT
+    if not needed and writer_only - writers <= {"checkConstraints", "changeDataFeed"} and wv < 7:
+        legacy = 4 if "changeDataFeed" in writer_only else 3  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
+        return Protocol(min_reader_version=rv, min_writer_version=max(wv, legacy))
     if needed <= readers and rv < 3:
         return Protocol(
             min_reader_version=rv, min_writer_version=7, writer_features=tuple(sorted(writers | needed | writer_only))

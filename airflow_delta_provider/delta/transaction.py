@@ -29,6 +29,7 @@ from airflow_delta_provider.delta import column_mapping, config, constraints, fe
 from airflow_delta_provider.delta.actions import (
     TOKEN_TAG,
     Action,
+    AddCDCFile,
     AddFile,
     CommitInfo,
     Metadata,
@@ -123,12 +124,12 @@ class Transaction:
 
     # --- what it writes ------------------------------------------------------
 
-    def add(self, action: AddFile | RemoveFile) -> None:
-        if not isinstance(action, (AddFile, RemoveFile)):
-            raise InvalidInputError(f"only add and remove actions can be staged, not {type(action).__name__}")
+    def add(self, action: AddFile | RemoveFile | AddCDCFile) -> None:
+        if not isinstance(action, (AddFile, RemoveFile, AddCDCFile)):
+            raise InvalidInputError(f"only add, remove and cdc actions can be staged, not {type(action).__name__}")
         self._actions.append(action)
 
-    def add_all(self, actions: Iterable[AddFile | RemoveFile]) -> None:
+    def add_all(self, actions: Iterable[AddFile | RemoveFile | AddCDCFile]) -> None:
         for a in actions:
             self.add(a)
 
@@ -288,16 +289,20 @@ class Transaction:
             raise AppendOnlyViolationError(
                 f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} would remove data"
             )
+        if any(isinstance(a, AddCDCFile) for a in self._actions) and not config.change_data_feed_enabled(md):
+            raise InvalidInputError(
+                f"{self.operation} stages change data files but {config.ENABLE_CHANGE_DATA_FEED} is not true"
+            )
         seen: set[tuple[str, str, str | None]] = set()
         for a in self._actions:
-            key = (a.KEY, self._canonical(a.path), a.dv_id)
+            key = (a.KEY, self._canonical(a.path), getattr(a, "dv_id", None))
             if key in seen:
                 raise InvalidInputError(f"{a.KEY} of {a.path} appears twice in one commit")
             seen.add(key)
         keys = column_mapping.ColumnMapping.of(md.schema_json, md.configuration).partition_keys(md.partition_columns)
         partition_columns = set(keys.values())
         for a in self._actions:
-            if isinstance(a, AddFile) and set(a.partition_values) != partition_columns:
+            if isinstance(a, (AddFile, AddCDCFile)) and set(a.partition_values) != partition_columns:
                 raise InvalidInputError(
                     f"add {a.path} has partition values for {sorted(a.partition_values)}, "
                     f"the table is partitioned by {sorted(partition_columns)}"

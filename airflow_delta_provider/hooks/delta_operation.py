@@ -28,7 +28,19 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.actions import CommitInfo
 
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
-OPERATIONS = ("update", "delete", "append", "merge", "checkpoint", "vacuum", "reorg", "optimize", "alter", "restore")
+OPERATIONS = (
+    "update",
+    "delete",
+    "append",
+    "merge",
+    "checkpoint",
+    "vacuum",
+    "reorg",
+    "optimize",
+    "alter",
+    "restore",
+    "changes",
+)
 
 #: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
 CLOCK_SKEW = timedelta(hours=1)
@@ -179,8 +191,11 @@ class DeltaOperationMixin:
         The printed result fills in what it can (it is lost in cluster deploy
         mode). A checkpoint commits nothing by nature; its version is the
         checkpointed one, read from ``_last_checkpoint`` when nothing was printed.
+        Nor does reading changes; its version is the last one read.
         """
         result = self._printed_result(operation, table, printed)
+        if operation == "changes":  # commits nothing by nature: its version is the last one read
+            return result
         if operation != "checkpoint":
             result["version"] = None
         elif result["version"] is None:

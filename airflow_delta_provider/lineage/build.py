@@ -105,6 +105,22 @@ def sensor_lineage(table_path: str, version: int | None, storage_options: Storag
     return OperatorLineage(inputs=[dataset])
 
 
+def changes_lineage(table_path: str, output: str, version: int | None, storage_options: StorageOptions) -> Any:
+    """An ``OperatorLineage`` for writing a table's changes to a folder: the
+    table (at the last version read, once known) in, the folder out; None
+    without OpenLineage."""
+    try:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        from airflow_delta_provider.lineage import facets
+    except ImportError:  # the [openlineage] extra is not installed
+        return None
+    options = cache(storage_options)
+    schema = None if version is None else _read_table(table_path, options, version)[0]
+    table = facets.input_dataset(_name(table_path, options), facets.table_facets(version, schema))
+    return OperatorLineage(inputs=[table], outputs=[facets.output_dataset(_name(output, options))])
+
+
 def _name(path: str, options: StorageOptions) -> DatasetName:
     return dataset_name(path, options() if needs_storage_options(path) else None)
 

@@ -79,6 +79,8 @@ class WritePlan:
     leaves: Sequence[tuple[tuple[str, ...], Any]]
     #: Column mapping ``id`` mode: the parquet field id of each field path.
     field_ids: Mapping[tuple[str, ...], int] = field(default_factory=dict)
+    #: A folder of the root the files go under (``_change_data`` for change data).
+    prefix: str = ""
 
 
 def write_arrow(
@@ -89,6 +91,8 @@ def write_arrow(
     partition_types: Mapping[str, str],
     leaves: Sequence[tuple[tuple[str, ...], Any]],
     field_ids: Mapping[tuple[str, ...], int] | None = None,
+    *,
+    prefix: str = "",
 ) -> list[AddFile]:
     """Write ``frame`` (already conformed and constraint-guarded) as files of
     the table in ``storage``; the ``add`` actions, none for a file of no rows.
@@ -96,7 +100,8 @@ def write_arrow(
     ``data_columns`` are the columns files hold (the table's non-partition
     columns, in order); they keep the frame's types and nullability, as
     Spark's writer keeps them. ``field_ids`` (column mapping ``id`` mode)
-    are written as parquet field ids, by field path.
+    are written as parquet field ids, by field path. ``prefix`` is a folder
+    of the root the files go under.
     """
     spark = frame.sparkSession
     plan = WritePlan(
@@ -107,6 +112,7 @@ def write_arrow(
         partition_types=dict(partition_types),
         leaves=list(leaves),
         field_ids=dict(field_ids or {}),
+        prefix=prefix,
     )
     if partition_columns:  # as Spark's file writer orders a task's rows
         frame = frame.sortWithinPartitions(*[column(c) for c in partition_columns])
@@ -360,7 +366,7 @@ class _FileWriter:
         self.values = values
         folder = partition_dir(plan.partition_columns, values, plan.partition_types) if plan.partition_columns else ""
         name = f"part-{task:05d}-{uuid.uuid4()}.c000.snappy.parquet"
-        self.rel = f"{folder}/{name}" if folder else name
+        self.rel = "/".join(p for p in (plan.prefix, folder, name) if p)
         storage.put(f"{plan.staging}/{self.rel}", b"")  # the marker, before any byte of the file
         if storage.is_local:
             self.local = storage.location.child(self.rel)

@@ -1,6 +1,6 @@
 """Command line of the Spark applications (what spark-submit runs).
 
-``python -m airflow_delta_provider.spark <update|delete|append|merge|checkpoint|vacuum|reorg|optimize|alter|restore> TABLE [options]``
+``python -m airflow_delta_provider.spark <update|delete|append|merge|checkpoint|vacuum|reorg|optimize|alter|restore|changes> TABLE [options]``
 
 ``--io auto|hadoop|arrow`` picks how data files are read and written
 (:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
@@ -149,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument(
         "--timestamp", help="restore the newest version committed at or before this time (ISO 8601, UTC if no zone)"
     )
+    changes = sub.add_parser("changes", parents=[common], help="write the change data feed of a version range")
+    changes.add_argument("--start", type=int, required=True, help="the first version whose changes to read")
+    changes.add_argument("--end", type=int, help="the last version whose changes to read (default: the latest)")
+    changes.add_argument("--output", required=True, help="the folder to write the changed rows to (replaced)")
+    changes.add_argument(
+        "--output-format", choices=["parquet", "json", "csv", "orc"], default="parquet", help="default: parquet"
+    )
     alter = sub.add_parser("alter", parents=[common], help="ALTER TABLE: one schema or property change")
     alter.add_argument(
         "--change",
@@ -253,6 +260,12 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
         from airflow_delta_provider.spark.commands.restore import run_restore
 
         return run_restore(spark, args.table, args.version, args.timestamp, token, storage_options=opts)
+    if args.command == "changes":
+        from airflow_delta_provider.spark.commands.changes import run_changes
+
+        return run_changes(
+            spark, args.table, args.start, args.end, args.output, args.output_format, io=args.io, storage_options=opts
+        )
     raise InvalidInputError(f"unknown command {args.command!r}")
 
 

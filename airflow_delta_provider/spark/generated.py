@@ -87,6 +87,29 @@ def fill_generated(df: DataFrame, schema: Mapping[str, Any], where: Mapping[str,
     return df.select(*[replaced.get(c, column(c)).alias(c) for c in df.columns])
 
 
+def generated_over(schema: Mapping[str, Any], name: str, replacements: Mapping[str, str]) -> Column:
+    """Generated column ``name`` computed over a row whose columns named in
+    ``replacements`` take those SQL expressions instead (a change data
+    postimage, written from the old row): the generation expression with
+    each such column reference replaced by its cast expression."""
+    import sqlglot
+    from sqlglot import exp
+
+    struct = spark_schema(dict(schema))
+    sql = generation_expressions(schema)[name]
+    by_lower = {k.lower(): (k, v) for k, v in replacements.items()}
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and len(node.parts) == 1 and node.name.lower() in by_lower:
+            column_name, text = by_lower[node.name.lower()]
+            typed = f"CAST(({text}) AS {struct[column_name].dataType.simpleString()})"
+            return sqlglot.parse_one(typed, read="spark")
+        return node
+
+    tree = sqlglot.parse_one(sql, read="spark").transform(swap)
+    return F.expr(tree.sql(dialect="spark")).cast(struct[name].dataType)
+
+
 def with_identity_values(
     df: DataFrame, identities: list[Identity], where: Mapping[str, Column] | None = None
 ) -> DataFrame:
@@ -161,4 +184,4 @@ def written_extreme(storage: Any, adds: list[Any], key: str, is_partition: bool,
     return max(found) if positive else min(found)
 
 
-__all__ = ["fill_generated", "generated_checks", "with_identity_values", "written_extreme"]
+__all__ = ["fill_generated", "generated_checks", "generated_over", "with_identity_values", "written_extreme"]

@@ -53,7 +53,7 @@ from airflow_delta_provider.delta.merge_clauses import (
     MergeClause,
 )
 from airflow_delta_provider.spark.conditions import analyse
-from airflow_delta_provider.spark.generated import fill_generated, with_identity_values
+from airflow_delta_provider.spark.generated import fill_generated, generated_over, with_identity_values
 from airflow_delta_provider.spark.scan import free_name, spark_schema
 from airflow_delta_provider.spark.write import conform_column
 
@@ -221,6 +221,37 @@ class MergeRows:
         frame = with_identity_values(frame, fresh, {i.column: F.col(flags[i.column]) for i in fresh})
         generated = {name: F.col(flags[name]) for name in self.generated if name in flags}
         return fill_generated(frame, self.schema, generated).drop(*flags.values())
+
+    def postimage_columns(self, action: Column, *, kinds: Sequence[str]) -> list[Column]:
+        """The table's columns after an update, computed over the joined row
+        without the flag step of :meth:`derive` (a change data postimage):
+        a generated column an update clause does not give is its expression
+        over the clause's new values."""
+        n = len(self.struct.fields)
+        columns = self.output_columns(action, kinds=kinds)[:n]
+        out = []
+        for f, col in zip(self.struct.fields, columns):
+            expr = None
+            if f.name in self.generated:
+                for i, clause in enumerate(self.clauses):
+                    if f.name in self._derived[i] and clause.when in kinds and clause.action != INSERT:
+                        value = generated_over(self.schema, f.name, self._clause_sql(i, clause))
+                        expr = F.when(action == i, value) if expr is None else expr.when(action == i, value)
+            out.append(col if expr is None else expr.otherwise(col).alias(f.name))
+        return out
+
+    def _clause_sql(self, index: int, clause: MergeClause) -> dict[str, str]:
+        """Per table column, the SQL of the value an update clause gives it over the joined row."""
+        assigned = self._assigned(index, clause)
+        out = {}
+        for f in self.struct.fields:
+            if f.name in assigned:
+                out[f.name] = assigned[f.name]
+            elif clause.assignments is None and f.name.lower() in self._source_fields:
+                out[f.name] = f"{_quote(self.source_alias)}.{_quote(self._source_fields[f.name.lower()].name)}"
+            else:
+                out[f.name] = f"{_quote(self.target_alias)}.{_quote(f.name)}"
+        return out
 
     @property
     def generates_identity_values(self) -> list[Identity]:

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.change_feed import CHANGE_DATA_DIR, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
 from airflow_delta_provider.delta.constraints import referenced_columns, table_constraints
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
@@ -96,6 +97,7 @@ def write_files(
     target_file_count: int | None = None,
     configuration: Mapping[str, str] | None = None,
     io: str = "auto",
+    change_data: bool = False,
 ) -> list[AddFile]:
     """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
 
@@ -103,20 +105,29 @@ def write_files(
     root. ``configuration`` (table properties) picks the stats columns; it
     defaults to the snapshot's when a snapshot is given. ``io`` is the I/O
     mode (:mod:`.io_mode`). Files holding no rows are not kept.
+
+    ``change_data``: ``df`` holds changed rows with a ``_change_type``
+    column, written with it under ``_change_data/`` (the caller turns the
+    returned actions into ``cdc`` ones); they are neither checked against
+    the table's constraints (a pre-image is an old row) nor given stats.
     """
     storage = storage_of(target)
     if configuration is None:
         configuration = getattr(target, "configuration", None) or {}
     partition_columns = list(partition_columns)
     mode = resolve_io(df.sparkSession, storage.location, io)
-    conformed = enforce_constraints(conform(df, schema), schema, table_constraints(configuration))
-    leaves = stats_leaves(schema, partition_columns, configuration)  # the properties name logical columns
+    extra = (CHANGE_TYPE_COLUMN,) if change_data else ()
+    conformed = conform(df, schema, keep=extra)
+    if not change_data:
+        conformed = enforce_constraints(conformed, schema, table_constraints(configuration))
+    leaves = [] if change_data else stats_leaves(schema, partition_columns, configuration)  # logical names
     mapping = ColumnMapping.of(schema, configuration)
     if mapping.enabled:  # files hold physical names (and field ids): so do stats and partition values
         conformed = to_physical(conformed, mapping)
         leaves = [(mapping.physical_path(path), delta_type) for path, delta_type in leaves]
         partition_columns = [mapping.physical_column(c) for c in partition_columns]
         schema = mapping.physical_schema(for_write=True)
+    prefix = CHANGE_DATA_DIR if change_data else ""
     field_ids = {
         path: f["metadata"][PARQUET_FIELD_ID_KEY]
         for path, f in walk_fields(schema)
@@ -131,11 +142,13 @@ def write_files(
         excluded = {c.lower() for c in partition_columns}
         data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
         try:
-            return write_arrow(conformed, storage, data_columns, partition_columns, types, leaves, field_ids)
+            return write_arrow(
+                conformed, storage, [*data_columns, *extra], partition_columns, types, leaves, field_ids, prefix=prefix
+            )
         except job_error_types() as exc:
             _raise_violation(exc)
             raise
-    return _write_hadoop(conformed, storage, partition_columns, types, leaves)
+    return _write_hadoop(conformed, storage, partition_columns, types, leaves, prefix)
 
 
 def _write_hadoop(
@@ -144,8 +157,10 @@ def _write_hadoop(
     partition_columns: list[str],
     types: dict[str, str],
     leaves: list[tuple[tuple[str, ...], Any]],
+    prefix: str = "",
 ) -> list[AddFile]:
-    """Spark writes into a staging folder; the files are then moved into the table."""
+    """Spark writes into a staging folder; the files are then moved into the
+    table (under ``prefix``, a folder of the root, when given)."""
     staging = f"{STAGING_PREFIX}{uuid.uuid4()}"
     location = storage.location
     adds: list[AddFile] = []
@@ -158,7 +173,7 @@ def _write_hadoop(
         except PySparkException as exc:
             _raise_violation(exc)
             raise
-        adds = _publish(storage, staging, partition_columns, types, leaves)
+        adds = _publish(storage, staging, partition_columns, types, leaves, prefix)
         return adds
     except BaseException:
         delete_written_files(storage, adds)
@@ -238,9 +253,11 @@ def _publish(
     partition_columns: list[str],
     types: dict[str, str],
     leaves: list[tuple[tuple[str, ...], Any]],
+    folder_prefix: str = "",
 ) -> list[AddFile]:
     """Move the part files Spark wrote under ``staging`` to their Delta
-    names and folders; their ``add`` actions (files of no rows are dropped)."""
+    names and folders (under ``folder_prefix``); their ``add`` actions (files
+    of no rows are dropped)."""
     prefix = staging + "/"
     moved: list[tuple[str, dict[str, str | None], int, int]] = []  # (rel path, values, size, mtime)
     try:
@@ -252,7 +269,7 @@ def _publish(
             values = _spark_dir_values(rel_dir, partition_columns, types)
             folder = partition_dir(partition_columns, values, types) if partition_columns else ""
             final = f"part-{int(m.group(1)):05d}-{uuid.uuid4()}.c000.snappy.parquet"
-            rel = f"{folder}/{final}" if folder else final
+            rel = "/".join(p for p in (folder_prefix, folder, final) if p)
             storage.move(meta.path, rel)
             moved.append((rel, values, meta.size, meta.mtime_ms))
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(moved)))) as pool:
@@ -344,16 +361,19 @@ def to_physical(df: DataFrame, mapping: ColumnMapping) -> DataFrame:
     physical names and the parquet field ids of ``mapping`` at every level: nested fields are relabelled by a cast between structs
     of the same shape, whose target carries the ids."""
     physical = spark_schema(mapping.physical_schema(for_write=True))
+    n = len(physical.fields)
     return df.select(
         *[
             column(name).cast(f.dataType).alias(f.name, metadata=f.metadata)
             for name, f in zip(df.columns, physical.fields)
-        ]
+        ],
+        *[column(name) for name in df.columns[n:]],  # columns after the table's pass through
     )
 
 
-def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
-    """``df`` with exactly the table's columns, in order, names and types.
+def conform(df: DataFrame, schema: Mapping[str, Any], keep: Sequence[str] = ()) -> DataFrame:
+    """``df`` with exactly the table's columns, in order, names and types,
+    followed by its columns named in ``keep``, as they are.
 
     Columns match case-insensitively; a table column the frame lacks is
     null; struct fields are conformed recursively (through arrays and map
@@ -362,7 +382,7 @@ def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
     """
     target = spark_schema(dict(schema))
     fields = df.schema.fields
-    if [f.name for f in fields] == target.names and all(
+    if [f.name for f in fields] == [*target.names, *keep] and all(
         _same(f.dataType, t.dataType) for f, t in zip(fields, target.fields)
     ):
         return df  # already the table's columns, in order, with its types
@@ -375,7 +395,7 @@ def conform(df: DataFrame, schema: Mapping[str, Any]) -> DataFrame:
         else:
             expr = conform_column(column(src.name), src.dataType, field.dataType)
         columns.append(expr.alias(field.name))
-    return df.select(*columns)
+    return df.select(*columns, *[column(name) for name in keep])
 
 
 def conform_column(expr: Column, source: DataType, target: DataType) -> Column:

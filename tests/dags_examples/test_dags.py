@@ -46,6 +46,59 @@ def test_downstream_waits_with_the_deferrable_sensor(dagbag) -> None:
     assert sensor.deferrable
 
 
+@pytest.mark.usefixtures("airflow_db")
+def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeypatch) -> None:
+    """dag.test() of delta_downstream twice, around three upstream commits
+    (delta-rs's UPDATE, DELETE and append): each run reads only the versions
+    after the last one processed, and the two runs' counts add up to the
+    table's whole change data feed as delta-rs reads it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.models.variable import Variable
+    from deltalake import DeltaTable, write_deltalake
+    from tests.airflow_env import run_dag, task_states, xcom
+
+    monkeypatch.setenv("DELTA_DEMO_DATA", str(tmp_path))
+    table = str(tmp_path / "delta" / "orders")
+
+    def orders(ids: range) -> pa.Table:
+        keys = pa.array(ids, pa.int64())
+        return pa.table({"order_id": keys, "amount": keys, "status": ["open"] * len(ids)})
+
+    write_deltalake(table, orders(range(4)), configuration={"delta.enableChangeDataFeed": "true"})  # version 0
+    module = DagBag(dag_folder=str(EXAMPLES / "delta_downstream.py"))
+    dag = module.dags["delta_downstream"]
+    last_version = "delta_downstream.orders.last_version"  # the DAG's Variable
+    assert last_version in dag.get_task("wait_for_new_version").after_version
+    Variable.delete(last_version)
+
+    first = run_dag(dag)
+    assert set(task_states(first).values()) == {"success"}
+    seen = xcom(first, "read_changes")
+    assert (seen["metrics"]["startVersion"], seen["version"]) == (0, 0)
+    assert seen["metrics"]["changes"] == {"insert": 4, "delete": 0, "update_preimage": 0, "update_postimage": 0}
+
+    DeltaTable(table).update({"amount": "amount + 100"}, predicate="order_id < 2")  # version 1
+    DeltaTable(table).delete("order_id = 3")  # version 2
+    write_deltalake(table, orders(range(10, 11)), mode="append")  # version 3
+
+    second = run_dag(dag)
+    assert set(task_states(second).values()) == {"success"}
+    seen = xcom(second, "read_changes")
+    assert (seen["metrics"]["startVersion"], seen["version"]) == (1, 3)
+    assert seen["metrics"]["changes"] == {"insert": 1, "delete": 1, "update_preimage": 2, "update_postimage": 2}
+    written = pq.read_table(tmp_path / "changes" / "orders" / "up-to-3")
+    assert sorted(set(written["_commit_version"].to_pylist())) == [1, 2, 3]
+    assert sorted(written["order_id"].to_pylist()) == [0, 0, 1, 1, 3, 10]
+    assert Variable.get(last_version) == "3"
+
+    feed = pa.RecordBatchReader.from_stream(DeltaTable(table).load_cdf(starting_version=0)).read_all()
+    everything = {t: feed["_change_type"].to_pylist().count(t) for t in seen["metrics"]["changes"]}
+    first_counts = xcom(first, "read_changes")["metrics"]["changes"]
+    assert {t: first_counts[t] + n for t, n in seen["metrics"]["changes"].items()} == everything
+
+
 def test_asset_dag_is_scheduled_by_the_event_trigger(dagbag) -> None:
     from airflow_delta_provider.triggers.delta_table import DeltaTableEventTrigger
 

@@ -123,7 +123,6 @@ PROTOCOL_GATES: dict[str, tuple[str, ...]] = {
 WRITER_GATES: dict[str, tuple[str, ...]] = {
     "collations-preview-table": ("collations-preview", "domainMetadata"),
     "collations-table": ("collations", "domainMetadata"),
-    "commit-info-containing-arbitrary-operationParams-types": ("changeDataFeed",),
     "basic-with-vacuum-protocol-check-feature": ("vacuumProtocolCheck",),
     "table-with-icebegCompatV2Enabled": ("icebergCompatV2",),
 }

@@ -138,7 +138,7 @@ def test_drop_columns_hides_their_data_and_a_new_column_of_the_same_name_starts_
         (AddColumns((NewColumn("id.c", "long"),)), InvalidInputError, "id is not a struct"),
         (AlterColumn("id", nullable=False), InvalidInputError, "cannot make id NOT NULL"),
         (AlterColumn("id"), InvalidInputError, "needs a comment or a nullability"),
-        (SetProperties({"delta.enableChangeDataFeed": "true"}), UnsupportedFeatureError, "enableChangeDataFeed"),
+        (SetProperties({"delta.enableIcebergCompatV2": "true"}), UnsupportedFeatureError, "enableIcebergCompatV2"),
         (SetProperties({"delta.appendOnly": "maybe"}), InvalidInputError, "true or false"),
         (UnsetProperties(("nope",)), InvalidInputError, "no such property"),
         (UnsetProperties((cm.MODE_KEY,)), UnsupportedFeatureError, "cannot be turned off"),

@@ -27,6 +27,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaMergeOperator,
     DeltaOptimizeOperator,
     DeltaPurgeDeletionVectorsOperator,
+    DeltaChangesOperator,
     DeltaRestoreOperator,
     DeltaUpdateOperator,
     DeltaVacuumOperator,
@@ -111,6 +112,73 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     ]  # fmt: skip
     with pytest.raises(ValueError, match="version or timestamp"):
         DeltaRestoreOperator(task_id="r", table_path="/t")
+
+
+def test_changes_arguments_follow_the_spark_cli() -> None:
+    changes = DeltaChangesOperator(
+        task_id="c", table_path="/t", start_version="3", end_version=5, output_path="/o", output_format="json"
+    )
+    assert changes.cli_arguments() == ["--start", "3", "--end", "5", "--output", "/o", "--output-format", "json"]
+    latest = DeltaChangesOperator(task_id="c", table_path="/t", start_version=0, output_path="/o")
+    assert latest.cli_arguments() == ["--start", "0", "--output", "/o", "--output-format", "parquet"]
+    with pytest.raises(ValueError, match="output_format"):
+        DeltaChangesOperator(task_id="c", table_path="/t", start_version=0, output_path="/o", output_format="avro")
+    rendered_badly = DeltaChangesOperator(task_id="c", table_path="/t", start_version="None", output_path="/o")
+    with pytest.raises(ValueError, match="start_version must be a version number, not 'None'"):
+        rendered_badly.cli_arguments()
+
+
+class _LostDriverOutput(DeltaChangesOperator):
+    """As in cluster deploy mode: the driver's printed result never comes back."""
+
+    @property
+    def hook(self):
+        hook = super().hook
+        run = hook._execute
+        hook._execute = lambda *args: run(*args) and None
+        return hook
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_changes_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> None:
+    """DeltaChangesOperator writes a range's changes and returns the rows per
+    change type, also when the driver's output is lost (read back from the
+    output folder)."""
+    from airflow.sdk import DAG
+    from deltalake import DeltaTable as ReaderTable
+    from deltalake import write_deltalake
+
+    table = str(tmp_path / "table")
+    write_deltalake(
+        table, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), configuration={"delta.enableChangeDataFeed": "true"}
+    )
+    ReaderTable(table).update({"id": "id + 10"}, predicate="id = 1")  # version 1, with delta-rs's cdc files
+    common = {"conf": SPARK_TEST_CONF, **engine["kwargs"]}
+    with DAG("delta_changes" + engine["name"], schedule=None, default_args={"retries": 0}) as dag:
+        DeltaChangesOperator(
+            task_id="all", table_path=table, start_version=0, output_path=str(tmp_path / "all"), **common
+        )
+        _LostDriverOutput(
+            task_id="lost",
+            table_path=table,
+            start_version=1,
+            end_version=1,
+            output_path=str(tmp_path / "lost"),
+            output_format="json",
+            **common,
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"all": "success", "lost": "success"}
+    every = xcom(dag_run, "all")
+    assert (every["operation"], every["version"], every["metrics"]["startVersion"]) == ("CHANGES", 1, 0)
+    assert every["metrics"]["changes"] == {"insert": 3, "delete": 0, "update_preimage": 1, "update_postimage": 1}
+    assert xcom(dag_run, "all", key="version") == 1
+    assert pq.read_table(tmp_path / "all").num_rows == 5
+    lost = xcom(dag_run, "lost")
+    assert (lost["version"], lost["metrics"]["changes"]["update_postimage"]) == (1, 1)
+    assert lost["metrics"]["numOutputRows"] == 2 and xcom(dag_run, "lost", key="version") == 1
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,11 @@ delta-spark's ``DeleteCommand``:
 ``numDeletedRows`` comes from the files' ``numRecords`` stats where a file
 goes whole, and from the touched-file scan otherwise.
 
+On a table with ``delta.enableChangeDataFeed``, a data condition writes
+the deleted rows to change data files (``cdc`` actions, ``_change_type``
+``delete``), as delta-spark does; files removed whole record their rows by
+the ``remove`` actions alone, which readers of the feed turn into deletes.
+
 On a table with ``delta.enableDeletionVectors`` (merge-on-read), a data
 condition writes no data file: the matching rows' indexes go into a deletion
 vector per touched file (the union with its old one), and a file none of
@@ -38,6 +43,8 @@ class DeleteCommand(DmlCommand):
             return
         if self.writes_deletion_vectors:
             matches = self.matching_rows()
+            if self.records_changes and matches:
+                self._write_deleted([f for f in self.candidates if f.path in matches])
             self.mark_deleted(matches)
             self.result.rows_changed = sum(len(rows) for rows in matches.values())
             return
@@ -48,9 +55,18 @@ class DeleteCommand(DmlCommand):
         total = self.row_count(touched)
         if deleted < total:
             self.write(self.scan(touched).filter(~self.matched))
+        if self.records_changes:
+            self._write_deleted(touched)
         self.result.removed = list(touched)
         self.result.rows_changed = deleted
         self.result.rows_copied = total - deleted
+
+    def _write_deleted(self, files: list) -> None:
+        """Record the rows of ``files`` that match as ``delete`` changes."""
+        from airflow_delta_provider.delta.change_feed import DELETE
+        from airflow_delta_provider.spark.change_data import with_change_type
+
+        self.write_changes(with_change_type(self.scan(files).filter(self.matched), DELETE))
 
     def metrics(self) -> dict[str, int]:
         return {"numDeletedRows": self.result.rows_changed, **super().metrics()}

@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta import config
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions import AddCDCFile, AddFile
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
@@ -60,7 +60,8 @@ class Rewrite:
     added: list[AddFile] = field(default_factory=list)  # new data files
     #: (the file as it was, the file with its new deletion vector)
     marked: list[tuple[AddFile, AddFile]] = field(default_factory=list)
-    other_files: list[str] = field(default_factory=list)  # deletion vector files written
+    other_files: list[str] = field(default_factory=list)  # deletion vector and change data files written
+    changes: list[AddCDCFile] = field(default_factory=list)  # change data files (``cdc``)
     rows_changed: int = 0  # updated or deleted
     rows_copied: int = 0
     scan_ms: int = 0
@@ -221,6 +222,36 @@ class DmlCommand:
         self.result.added.extend(adds)
         return adds
 
+    # --- change data feed ---------------------------------------------------------------
+
+    @property
+    def records_changes(self) -> bool:
+        """Whether the commit must record its changed rows (``delta.enableChangeDataFeed``)."""
+        return config.change_data_feed_enabled(self.snapshot.metadata)
+
+    def write_changes(self, frame: DataFrame, schema: Any = None, metadata: Any = None) -> None:
+        """Write ``frame`` (the table's columns and ``_change_type``) as change
+        data files, to be committed as ``cdc`` actions. ``schema`` and
+        ``metadata``: those the commit leaves (default: the snapshot's)."""
+        from airflow_delta_provider.spark.change_data import write_change_files
+
+        snap = self.snapshot
+        start = time.monotonic()
+        try:
+            written = write_change_files(frame, snap, self.io, schema or snap.schema, metadata or snap.metadata)
+        finally:
+            self.result.rewrite_ms += elapsed_ms(start)
+        self.result.changes.extend(written)
+        self.result.other_files.extend(self._relative(c.path) for c in written)
+
+    def _relative(self, path: str) -> str:
+        from airflow_delta_provider.delta.partitions import relative_to_root
+
+        rel = relative_to_root(self.table.root, path)
+        if rel is None:
+            raise InvalidInputError(f"{path} lies outside the table root")
+        return rel
+
     # --- deletion vectors (merge-on-read) -------------------------------------------
 
     @property
@@ -298,7 +329,7 @@ class DmlCommand:
             "numAddedFiles": len(r.added),
             "numRemovedFiles": len(r.removed),
             "numCopiedRows": r.rows_copied,
-            "numAddedChangeFiles": 0,
+            "numAddedChangeFiles": len(r.changes),
             "numAddedBytes": sum(f.size for f in r.added),
             "numRemovedBytes": sum(f.size for f in r.removed),
             "numDeletionVectorsAdded": len(r.marked),
@@ -319,6 +350,7 @@ class DmlCommand:
         ts = now_ms()
         remarked = [new for _old, new in self.result.marked]
         self.txn.add_all([*self.result.added, *remarked, *(f.remove(ts) for f in self.result.removes)])
+        self.txn.add_all(self.result.changes)
         metrics = self.metrics()  # executionTimeMs up to the commit
         commit = self.txn.commit(metrics=metrics, token=self.token)
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)
@@ -333,6 +365,7 @@ class DmlCommand:
         if self.result.other_files:
             self.table.storage.delete_many(self.result.other_files)
             self.result.other_files = []
+            self.result.changes = []
 
     def run(self):
         """prepare, rewrite, commit; on failure delete what was written, but

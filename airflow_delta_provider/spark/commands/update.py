@@ -17,6 +17,10 @@ every written row is checked against its expression (a SET of a generated
 column must agree with it); an identity column cannot be SET (delta-spark's
 rules).
 
+On a table with ``delta.enableChangeDataFeed``, each updated row's
+``update_preimage`` and ``update_postimage`` go to change data files listed
+as ``cdc`` actions, as delta-spark records them.
+
 On a table with ``delta.enableDeletionVectors`` (merge-on-read), a data
 condition rewrites only the matching rows: they are written, updated, to new
 files, and marked deleted in their old files' deletion vectors
@@ -35,7 +39,7 @@ from airflow_delta_provider.delta.generated_columns import depends_on, generatio
 from airflow_delta_provider.delta.identity import check_not_updated
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
-from airflow_delta_provider.spark.generated import fill_generated
+from airflow_delta_provider.spark.generated import fill_generated, generated_over
 from airflow_delta_provider.spark.scan import free_name
 
 
@@ -117,13 +121,18 @@ class UpdateCommand(DmlCommand):
             updated = sum(len(rows) for rows in matches.values())
             files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
             self.write(self._updated(frame, only_matching=True).coalesce(files))
+            if self.records_changes:
+                self._write_images(frame.coalesce(files))
         finally:
             frame.unpersist()
         self.mark_deleted(matches)
         self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list) -> list:
-        return self.write(self._updated(self.scan(touched)))
+        written = self.write(self._updated(self.scan(touched)))
+        if self.records_changes:  # a second read, of the matching rows only
+            self._write_images(self.scan(touched).filter(self.matched))
+        return written
 
     def _updated(self, frame: DataFrame, only_matching: bool = False) -> DataFrame:
         """``frame`` with the SET columns updated, and the generated columns
@@ -137,6 +146,33 @@ class UpdateCommand(DmlCommand):
         flag = free_name("_update_matched", {c.lower() for c in frame.columns})
         out = frame.select(*columns, self.matched.alias(flag))
         return fill_generated(out, self.snapshot.schema, dict.fromkeys(recomputed, F.col(flag))).drop(flag)
+
+    def _write_images(self, matching) -> None:
+        """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
+        from airflow_delta_provider.spark.change_data import update_images
+
+        self.write_changes(update_images(matching, self.snapshot.schema, self._postimage_columns()))
+
+    def _postimage_columns(self) -> list[Column]:
+        """The new values of a matching row, over the old row: the SET
+        columns, and the generated columns that read them, computed from the
+        SET expressions (:func:`~airflow_delta_provider.spark.generated.generated_over`)."""
+        columns = self._updated_columns(only_matching=True)
+        recomputed = self._recomputed()
+        if not recomputed:
+            return columns
+        schema = self.snapshot.schema
+        names = [f["name"] for f in schema["fields"]]
+        set_sql = {k: v for k, v in self._set_sql().items()}
+        return [
+            generated_over(schema, name, set_sql).alias(name) if name in recomputed else col
+            for name, col in zip(names, columns)
+        ]
+
+    def _set_sql(self) -> dict[str, str]:
+        """The SET expressions' SQL by the table column's name."""
+        by_lower = {name.lower(): name for name in self.assignments}
+        return {by_lower[k.strip().strip("`").lower()]: sql for k, sql in self.set_exprs.items() if k.strip().strip("`").lower() in by_lower}
 
     def _updated_columns(self, only_matching: bool = False) -> list[Column]:
         """Every table column, SET where the row matches (``only_matching``:

@@ -93,7 +93,7 @@ def test_enabling_the_property_upgrades_the_protocol(spark, tmp_path):
     with pytest.raises(InvalidInputError, match="true or false"):
         run_append(spark, path, src, "parquet", table_properties={"delta.enableDeletionVectors": "yes"})
     before = state(path)
-    for unsupported in ("delta.enableChangeDataFeed", "delta.enableRowTracking"):
+    for unsupported in ("delta.enableIcebergCompatV2", "delta.enableRowTracking"):
         with pytest.raises(UnsupportedFeatureError, match=unsupported):
             run_append(spark, path, src, "parquet", table_properties={unsupported: "true"})
     with pytest.raises(InvalidInputError, match="add_constraint"):  # a constraint needs its rows checked
