@@ -216,3 +216,26 @@ def test_arrow_io_computes_and_checks_too(spark, tmp_path):
     with pytest.raises(InvariantViolationError, match="generated column total"):
         run_append(spark, path, source(tmp_path, "bad", bad), io="arrow")
     assert state(path) == before
+
+
+def test_change_data_postimages_carry_recomputed_generated_columns(spark, table, tmp_path):
+    """With the change data feed on, UPDATE's and MERGE's postimages hold the
+    recomputed generated columns; delta-rs's load_cdf reads them."""
+    more = [{"id": 40, "ts": ts(6, 0), "price": 1, "qty": 1}]
+    run_append(spark, table, source(tmp_path, "cdf", more), table_properties={"delta.enableChangeDataFeed": "true"})
+    start = DeltaTable(table).latest_version() + 1
+    run_update(spark, table, "id = 1", {"qty": "qty + 8"})
+    src = source(tmp_path, "m", [{"id": 2, "ts": ts(2, 0), "price": 2, "qty": 50}, {"id": 41, "ts": ts(6, 1), "price": 3, "qty": 3}])
+    clauses = [{"when": "matched", "update": {"qty": "s.qty"}}, {"when": "not_matched", "insert": "*"}]
+    run_merge(spark, table, src, "t.id = s.id", clauses)
+    feed = deltalake.DeltaTable(table).load_cdf(starting_version=start)
+    rows = pa.RecordBatchReader.from_stream(feed).read_all().to_pylist()
+    got = sorted((r["id"], r["_change_type"], r["total"]) for r in rows)
+    assert got == [
+        (1, "update_postimage", 10),
+        (1, "update_preimage", 2),
+        (2, "update_postimage", 100),
+        (2, "update_preimage", 4),
+        (41, "insert", 9),
+    ]
+    assert (2, 100, dt.date(2024, 1, 3)) in rs_rows(table)

@@ -310,3 +310,16 @@ def test_a_declared_schema_for_an_existing_table_is_refused(spark, tmp_path):
     with pytest.raises(InvalidInputError, match="only for a table this APPEND creates"):
         run_append(spark, path, source(tmp_path, "a", ["a"]), table_schema=DECLARED)
     assert state(path) == before
+
+
+def test_merge_inserting_identity_values_into_a_change_feed_table_is_refused(spark, tmp_path):
+    from airflow_delta_provider.delta.errors import UnsupportedFeatureError
+
+    path = create(str(tmp_path / "t"))
+    run_append(spark, path, source(tmp_path, "a", ["a"]), table_properties={"delta.enableChangeDataFeed": "true"})
+    before = state(path)
+    with pytest.raises(UnsupportedFeatureError, match="enableChangeDataFeed"):
+        run_merge(spark, path, source(tmp_path, "s", ["b"]), "t.name = s.name", [{"when": "not_matched", "insert": "*"}])
+    assert state(path) == before
+    run_update(spark, path, "name = 'a'", {"name": "'z'"})  # other changes record their rows as usual
+    assert rs_rows(path) == [(1, "z")]
