@@ -127,7 +127,25 @@ def with_high_water_marks(schema: Mapping[str, Any], marks: Mapping[str, int]) -
     return out
 
 
+def keep_high_water_marks(schema: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (an older one coming back, as RESTORE brings it) with each
+    identity column's high-water mark at least as far as ``current``'s, so
+    that no value handed out since is handed out again (delta-spark's
+    ``copySchemaWithMergedHighWaterMarks``)."""
+    now = {i.column.lower(): i for i in identity_columns(current)}
+    marks = {}
+    for ident in identity_columns(schema):
+        latest = now.get(ident.column.lower())
+        if latest is None or latest.high_water_mark is None:
+            continue
+        mark = ident.new_high_water_mark([latest.high_water_mark])
+        if mark != ident.high_water_mark:
+            marks[ident.column] = mark
+    return with_high_water_marks(schema, marks) if marks else dict(schema)
+
+
 __all__ = [
+    "keep_high_water_marks",
     "ALLOW_EXPLICIT_INSERT",
     "COMMIT_TAG",
     "HIGH_WATER_MARK",

@@ -76,3 +76,16 @@ def test_refusals_and_schema_update():
     updated = with_high_water_marks(s, {"id": 42})
     assert updated["fields"][0]["metadata"][HIGH_WATER_MARK] == 42
     assert HIGH_WATER_MARK not in s["fields"][0]["metadata"]
+
+
+def test_an_older_schema_keeps_the_current_high_water_mark():
+    """RESTORE brings an older schema back; the mark never goes back with it
+    (delta-spark's copySchemaWithMergedHighWaterMarks)."""
+    from airflow_delta_provider.delta.identity import keep_high_water_marks
+
+    base = {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": False}
+    old, now = schema(dict(base)), schema({**base, HIGH_WATER_MARK: 40})
+    assert keep_high_water_marks(old, now)["fields"][0]["metadata"][HIGH_WATER_MARK] == 40
+    ahead = schema({**base, HIGH_WATER_MARK: 50})
+    assert keep_high_water_marks(ahead, now) == ahead
+    assert keep_high_water_marks(schema({}), now) == schema({})

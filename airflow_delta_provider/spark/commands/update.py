@@ -163,16 +163,12 @@ class UpdateCommand(DmlCommand):
             return columns
         schema = self.snapshot.schema
         names = [f["name"] for f in schema["fields"]]
-        set_sql = {k: v for k, v in self._set_sql().items()}
+        # parse_assignments keeps the order of set_exprs: the n-th SQL sets the n-th column
+        set_sql = dict(zip(self.assignments, self.set_exprs.values()))
         return [
             generated_over(schema, name, set_sql).alias(name) if name in recomputed else col
             for name, col in zip(names, columns)
         ]
-
-    def _set_sql(self) -> dict[str, str]:
-        """The SET expressions' SQL by the table column's name."""
-        by_lower = {name.lower(): name for name in self.assignments}
-        return {by_lower[k.strip().strip("`").lower()]: sql for k, sql in self.set_exprs.items() if k.strip().strip("`").lower() in by_lower}
 
     def _updated_columns(self, only_matching: bool = False) -> list[Column]:
         """Every table column, SET where the row matches (``only_matching``:

@@ -323,3 +323,16 @@ def test_merge_inserting_identity_values_into_a_change_feed_table_is_refused(spa
     assert state(path) == before
     run_update(spark, path, "name = 'a'", {"name": "'z'"})  # other changes record their rows as usual
     assert rs_rows(path) == [(1, "z")]
+
+
+def test_restore_keeps_the_high_water_mark(spark, tmp_path):
+    from airflow_delta_provider.delta.restore import restore_table
+
+    path = create(str(tmp_path / "t"))
+    run_append(spark, path, source(tmp_path, "a", ["a", "b"]))
+    run_append(spark, path, source(tmp_path, "b", ["c", "d"]))
+    assert mark(path) == 4
+    restore_table(DeltaTable(path), version=1)
+    assert mark(path) == 4 and [r[0] for r in rs_rows(path)] == [1, 2]
+    run_append(spark, path, source(tmp_path, "c", ["e"]))
+    assert rs_rows(path) == [(1, "a"), (2, "b"), (5, "e")]  # 3 and 4 are never handed out again
