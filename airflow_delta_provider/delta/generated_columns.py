@@ -47,6 +47,22 @@ def depends_on(expression: str, columns: Iterable[str]) -> bool:
     return read is None or bool(read & {c.lower() for c in columns})
 
 
+def check_resolvable(schema: Mapping[str, Any]) -> None:
+    """Every generation expression reads only columns the schema has: a
+    schema change may not drop or rename a column a generated column reads
+    (delta-spark refuses both)."""
+    from airflow_delta_provider.delta.errors import InvalidInputError
+
+    columns = {f["name"].lower() for f in schema.get("fields", ())}
+    for name, sql in sorted(generation_expressions(schema).items()):
+        missing = sorted((referenced_columns(sql) or set()) - columns)
+        if missing:
+            raise InvalidInputError(
+                f"generated column {name} ({sql}) reads column(s) {', '.join(missing)}, which the new schema "
+                "lacks: a column a generated column reads cannot be dropped or renamed"
+            )
+
+
 @dataclass(frozen=True)
 class PartitionDerivation:
     """Partition column ``partition_column`` is ``kind`` of data column ``source_column``."""
@@ -154,6 +170,7 @@ def derived_comparison(kind: str, source_type: str, op: str, value: Any, tz: dt.
 
 __all__ = [
     "DERIVATION_KINDS",
+    "check_resolvable",
     "GENERATION_EXPRESSION",
     "PartitionDerivation",
     "depends_on",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import column_mapping, config, constraints, features, type_widening
+from airflow_delta_provider.delta import column_mapping, config, constraints, features, generated_columns, type_widening
 from airflow_delta_provider.delta.actions import (
     TOKEN_TAG,
     Action,
@@ -282,6 +282,7 @@ class Transaction:
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
             constraints.check_resolvable(self._metadata)
+            generated_columns.check_resolvable(self._metadata.schema_json)
         # The table as it is decides (delta-spark's assertRemovable on the read
         # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
         current = self.read_snapshot.metadata if self.read_snapshot is not None else md

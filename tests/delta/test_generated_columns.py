@@ -130,3 +130,28 @@ def test_null_partition_values_are_pruned_only_when_the_source_comparison_cannot
     files = [AddFile("d=__HIVE_DEFAULT_PARTITION__/f.parquet", {"d": None}, 1, 0)]
     assert prune_files(files, Predicate.parse("ts >= '2024-01-02'"), s, ["d"]) == []  # NULL ts: never true
     assert prune_files(files, Predicate.parse("ts IS NULL"), s, ["d"]) == files
+
+
+def test_a_column_a_generated_column_reads_cannot_be_dropped_or_renamed(tmp_path):
+    """ALTER (core) refuses what would leave a generation expression dangling; nothing is committed."""
+    from airflow_delta_provider.delta.actions import Metadata, Protocol
+    from airflow_delta_provider.delta.errors import InvalidInputError
+    from airflow_delta_provider.delta.schema import schema_string
+    from airflow_delta_provider.delta.schema_changes import DropColumns, RenameColumn, alter_table
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    table = DeltaTable(str(tmp_path / "t"))
+    txn = table.transaction("CREATE TABLE", {}, None)
+    configuration = {"delta.columnMapping.mode": "name"}
+    from airflow_delta_provider.delta import column_mapping
+
+    md = Metadata.new(schema_string(schema(d=("date", "CAST(ts AS DATE)"))), [], configuration, created_time=0)
+    txn.update_metadata(column_mapping.apply(md, None))
+    txn.update_protocol(Protocol(2, 5))
+    txn.commit()
+    for change in (DropColumns(("ts",)), RenameColumn("ts", "when")):
+        with pytest.raises(InvalidInputError, match=r"generated column d \(CAST\(ts AS DATE\)\) reads column\(s\) ts"):
+            alter_table(table, change)
+    assert table.latest_version() == 0
+    alter_table(table, DropColumns(("d",)))  # the generated column itself may go
+    assert [f["name"] for f in table.snapshot().schema["fields"]] == ["id", "ts"]
