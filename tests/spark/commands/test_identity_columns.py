@@ -318,11 +318,17 @@ def test_merge_inserting_identity_values_into_a_change_feed_table_is_refused(spa
     path = create(str(tmp_path / "t"))
     run_append(spark, path, source(tmp_path, "a", ["a"]), table_properties={"delta.enableChangeDataFeed": "true"})
     before = state(path)
+    clauses = [{"when": "matched", "delete": True}, {"when": "not_matched", "insert": "*"}]
     with pytest.raises(UnsupportedFeatureError, match="enableChangeDataFeed"):
-        run_merge(spark, path, source(tmp_path, "s", ["b"]), "t.name = s.name", [{"when": "not_matched", "insert": "*"}])
+        run_merge(spark, path, source(tmp_path, "s", ["b"]), "t.name = s.name", clauses)
     assert state(path) == before
+    # an insert-only MERGE records its inserts by its adds: allowed
+    run_merge(spark, path, source(tmp_path, "s2", ["b"]), "t.name = s.name", [{"when": "not_matched", "insert": "*"}])
+    assert rs_rows(path) == [(1, "a"), (2, "b")]
+    rows = pa.RecordBatchReader.from_stream(deltalake.DeltaTable(path).load_cdf(starting_version=2)).read_all()
+    assert rows.to_pylist()[0]["id"] == 2 and rows.to_pylist()[0]["_change_type"] == "insert"
     run_update(spark, path, "name = 'a'", {"name": "'z'"})  # other changes record their rows as usual
-    assert rs_rows(path) == [(1, "z")]
+    assert rs_rows(path) == [(1, "z"), (2, "b")]
 
 
 def test_restore_keeps_the_high_water_mark(spark, tmp_path):
