@@ -43,6 +43,7 @@ from airflow_delta_provider.delta import identity as identity_module
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
+    IdentityHighWaterMarkConflictError,
     MetadataChangedError,
     SchemaMismatchError,
     UnsupportedFeatureError,
@@ -124,8 +125,8 @@ def run_append(
     for attempt in range(1, IDENTITY_ATTEMPTS + 1):
         try:
             return _append_once(*args, *more)
-        except MetadataChangedError as exc:
-            if not getattr(exc, "identity_values_generated", False) or attempt == IDENTITY_ATTEMPTS:
+        except IdentityHighWaterMarkConflictError:
+            if attempt == IDENTITY_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -201,8 +202,12 @@ def _append_once(
         try:
             result = txn.commit(metrics=metrics, token=token)
         except MetadataChangedError as exc:
-            exc.identity_values_generated = bool(identities)  # type: ignore[attr-defined]
-            raise
+            if not identities:
+                raise
+            raise IdentityHighWaterMarkConflictError(
+                f"{exc}; this APPEND generated identity values from the high-water mark it read",
+                exc.winning_version,
+            ) from exc
     return CommandResult(table, OPERATION, result.version, metrics)
 
 

@@ -15,7 +15,11 @@ import pytest
 
 from airflow_delta_provider.delta import identity
 from airflow_delta_provider.delta.actions import Metadata, Protocol
-from airflow_delta_provider.delta.errors import InvalidInputError, MetadataChangedError
+from airflow_delta_provider.delta.errors import (
+    IdentityHighWaterMarkConflictError,
+    InvalidInputError,
+    MetadataChangedError,
+)
 from airflow_delta_provider.delta.schema import schema_string
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands import append as append_module
@@ -195,8 +199,9 @@ def test_without_retries_the_loser_fails_and_leaves_nothing(spark, tmp_path, mon
         return adds
 
     monkeypatch.setattr(append_module, "write_files", write_then_race)
-    with pytest.raises(MetadataChangedError):
+    with pytest.raises(IdentityHighWaterMarkConflictError, match="generated identity values") as err:
         run_append(spark, path, source(tmp_path, "loser", ["l"]))
+    assert isinstance(err.value, MetadataChangedError)  # delta-spark's conflict, named more precisely
     assert rs_rows(path) == [(1, "seed"), (2, "w")]
     assert len(data_files(path)) == 2
 
