@@ -148,7 +148,9 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     # 1. Protocol.
     if winner.protocol is not None:
         if current.read_version is None:
-            raise ProtocolChangedError(f"the table was created concurrently at {where}", winner.version)
+            raise ProtocolChangedError(
+                f"the table was created concurrently at {where}", winner.version
+            )
         try:
             features.check_writable(winner.protocol, winner.metadata)
         except UnsupportedFeatureError as exc:
@@ -182,7 +184,8 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     both = winner_removed & current.removed_paths
     if both:
         raise ConcurrentDeleteDeleteError(
-            f"file {sorted(both)[0]} was removed concurrently at {where}, and this transaction removes it too",
+            f"file {sorted(both)[0]} was removed concurrently at {where}, and this transaction "
+            "removes it too",
             winner.version,
         )
 
@@ -222,7 +225,9 @@ def _check_added_files(current: ReadSet, adds: list[AddFile], where: str, versio
     # against the partitions of added files), so stats are dropped.
     bare = [replace(a, stats=None, stats_parsed=None) for a in adds]
     for predicate in current.read_predicates:
-        hit = prune_files(bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode)
+        hit = prune_files(
+            bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode
+        )
         if hit:
             raise ConcurrentAppendError(
                 f"files were added concurrently at {where} to partition "

@@ -120,15 +120,7 @@ _Node = Union[_Cmp, _IsNull, _Not, _And, _Or, _Const]
 _UNKNOWN = _Const(ANY)
 _NULL = _Const(frozenset((N,)))
 
-_OPS: dict[type, str] = {
-    exp.EQ: "=",
-    exp.NEQ: "!=",
-    exp.LT: "<",
-    exp.LTE: "<=",
-    exp.GT: ">",
-    exp.GTE: ">=",
-    exp.NullSafeEQ: "<=>",
-}
+_OPS: dict[type, str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=", exp.NullSafeEQ: "<=>"}
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "<=>": "<=>"}
 
 _CAST_KINDS = {

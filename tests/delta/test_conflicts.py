@@ -71,15 +71,8 @@ def winner(*actions, info: dict | None = None) -> WinningCommit:
 
 
 def test_winning_commit_summary():
-    w = winner(
-        Protocol(1, 2), Metadata("m", "{}"), padd("a", "x"), RemoveFile("b"), Txn("app", 1), DomainMetadata("d", "")
-    )
-    assert (w.protocol, w.metadata.id, [a.path for a in w.adds], [r.path for r in w.removes]) == (
-        Protocol(1, 2),
-        "m",
-        ["a"],
-        ["b"],
-    )
+    w = winner(Protocol(1, 2), Metadata("m", "{}"), padd("a", "x"), RemoveFile("b"), Txn("app", 1), DomainMetadata("d", ""))
+    assert (w.protocol, w.metadata.id, [a.path for a in w.adds], [r.path for r in w.removes]) == (Protocol(1, 2), "m", ["a"], ["b"])
     assert w.txn_app_ids == {"app"} and w.domains == {"d"} and w.operation == "WRITE"
     assert winner(padd("a", "x"), info={"operation": "MERGE", "isBlindAppend": True}).is_blind_append
     assert winner(padd("a", "x")).is_blind_append  # a plain WRITE that only adds (delta-rs leaves the flag out)
@@ -141,9 +134,7 @@ def test_write_serializable_lets_blind_appends_through_but_not_other_adds():
     blind = winner(padd("p=a/x", "a"), info={"operation": "WRITE", "isBlindAppend": True})
     check_conflicts(current, blind)
     with pytest.raises(ConcurrentAppendError):
-        check_conflicts(
-            read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind
-        )
+        check_conflicts(read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind)
     merge = winner(padd("p=a/x", "a"), info={"operation": "MERGE", "isBlindAppend": False})
     assert not merge.is_blind_append  # its commitInfo says so, though it only adds
     with pytest.raises(ConcurrentAppendError):
@@ -208,14 +199,8 @@ def test_same_domain_is_a_concurrent_transaction():
 
 
 def test_every_conflict_is_a_concurrent_modification():
-    for cls in (
-        ConcurrentAppendError,
-        ConcurrentDeleteReadError,
-        ConcurrentDeleteDeleteError,
-        MetadataChangedError,
-        ProtocolChangedError,
-        ConcurrentTransactionError,
-    ):
+    for cls in (ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError,
+                MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError):
         assert issubclass(cls, ConcurrentModificationError)
 
 

@@ -11,9 +11,7 @@ from airflow_delta_provider.delta.features import check_readable, check_writable
 SCHEMA = '{"type":"struct","fields":[]}'
 
 
-@pytest.mark.parametrize(
-    "protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))]
-)
+@pytest.mark.parametrize("protocol", [Protocol(1, 1), Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "invariants"))])
 def test_reader1_writer_up_to_2_and_writer7_with_v2_features_are_writable(protocol):
     check_readable(protocol)
     check_writable(protocol)
@@ -40,9 +38,7 @@ def test_reader3_with_only_vacuum_protocol_check_is_readable():
 def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused():
     check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0))
     with pytest.raises(UnsupportedFeatureError, match="columnMapping.mode='position'"):
-        check_readable(
-            Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0)
-        )
+        check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0))
 
 
 @pytest.mark.parametrize("writer", [4, 5, 6])
@@ -183,3 +179,4 @@ def test_timestamp_ntz_tables_are_readable_and_writable():
     p = Protocol(3, 7, ("timestampNtz",), ("timestampNtz",))
     check_readable(p)
     check_writable(p)
+

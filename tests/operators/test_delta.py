@@ -96,10 +96,10 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     with pytest.raises(ValueError, match="clause 1.*exactly one action"):
         DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses=[{"when": "matched"}])
     with pytest.raises(ValueError, match="source_version needs"):
-        DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="[]", source_version=3)
-    templated = DeltaMergeOperator(
-        task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="{{ params.c }}"
-    )
+        DeltaMergeOperator(
+            task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="[]", source_version=3
+        )
+    templated = DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="{{ params.c }}")
     assert templated.cli_arguments()[6:8] == ["--clauses", "{{ params.c }}"]  # checked once rendered
     optimize = DeltaOptimizeOperator(
         task_id="o", table_path="/t", where="p = 1", target_size=1024, zorder_by=["a", "b"]
@@ -233,9 +233,7 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     )
     upserts = tmp_path / "upserts.parquet"
     pq.write_table(
-        pa.table(
-            {"id": pa.array([4, 9], pa.int64()), "total": pa.array([400, 900], pa.int64()), "country": ["NL", "BE"]}
-        ),
+        pa.table({"id": pa.array([4, 9], pa.int64()), "total": pa.array([400, 900], pa.int64()), "country": ["NL", "BE"]}),
         upserts,
     )
     clashing = tmp_path / "clashing.parquet"
@@ -578,9 +576,7 @@ def test_a_restore_retried_after_its_commit_returns_that_commit(tmp_path: Path) 
 
 @needs_spark
 @pytest.mark.usefixtures("airflow_db")
-def test_an_optimize_and_a_merge_retried_after_their_commits_return_them(
-    tmp_path: Path, engine: dict[str, Any]
-) -> None:
+def test_an_optimize_and_a_merge_retried_after_their_commits_return_them(tmp_path: Path, engine: dict[str, Any]) -> None:
     from airflow.sdk import DAG
     from deltalake import DeltaTable as ReaderTable
     from deltalake import write_deltalake
@@ -621,9 +617,7 @@ def test_adding_a_constraint_needs_spark() -> None:
     assert operator.cli_arguments() == ["--change", json.dumps(add)]
     with pytest.raises(ValueError, match="needs Spark"):
         DeltaAlterTableOperator(task_id="c", table_path="/t", change=add, engine="python")
-    drop = DeltaAlterTableOperator(
-        task_id="d", table_path="/t", change={"drop_constraint": {"name": "positive"}}, engine="python"
-    )
+    drop = DeltaAlterTableOperator(task_id="d", table_path="/t", change={"drop_constraint": {"name": "positive"}}, engine="python")
     assert drop.engine == "python"
 
 
