@@ -92,9 +92,7 @@ def changes_between(table: DeltaTable, start: int, end: int | None = None) -> Ch
         raise InvalidInputError(f"the start version must be a non-negative integer, not {start!r}")
     latest = table.latest_version()
     if start > latest:
-        raise ChangeDataUnavailableError(
-            f"start version {start} is after the latest version {latest} of {table.uri}"
-        )
+        raise ChangeDataUnavailableError(f"start version {start} is after the latest version {latest} of {table.uri}")
     if end is None:
         end = latest
     if isinstance(end, bool) or not isinstance(end, int):

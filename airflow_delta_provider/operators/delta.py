@@ -608,7 +608,12 @@ class DeltaChangesOperator(DeltaSparkOperator):
     """
 
     operation = "changes"
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "start_version", "end_version", "output_path")
+    template_fields: Sequence[str] = (
+        *DeltaSparkOperator.template_fields,
+        "start_version",
+        "end_version",
+        "output_path",
+    )
 
     def __init__(
         self,

@@ -312,9 +312,7 @@ def split_runs(
         starts += [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
     starts.append(n)
     for start, end in zip(starts, starts[1:]):
-        values = {
-            c: serialize_partition_value(columns[c][start].as_py(), types[c]) for c in partition_columns
-        }
+        values = {c: serialize_partition_value(columns[c][start].as_py(), types[c]) for c in partition_columns}
         yield values, batch.slice(start, end - start)
 
 
@@ -353,9 +351,7 @@ def with_field_ids(schema: Any, ids: Mapping[tuple[str, ...], int]) -> Any:
 class _FileWriter:
     """One data file being written by a task."""
 
-    def __init__(
-        self, storage: Any, plan: WritePlan, task: int, values: dict[str, str | None], schema: Any
-    ) -> None:
+    def __init__(self, storage: Any, plan: WritePlan, task: int, values: dict[str, str | None], schema: Any) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 

@@ -243,3 +243,18 @@ def test_deferred_sensor_reports_the_version_of_the_trigger_event(tmp_path: Path
     sensor.execute_complete({}, event)
     (read,) = _as_json(sensor.get_openlineage_facets_on_complete(None))["inputs"]
     assert read["facets"]["version"]["datasetVersion"] == "0"
+
+
+def test_changes_read_the_table_at_the_last_version_read_and_write_the_folder(tmp_path: Path) -> None:
+    from airflow_delta_provider.operators.delta import DeltaChangesOperator
+
+    table = _table(tmp_path / "t")
+    out = tmp_path / "changes"
+    op = DeltaChangesOperator(task_id="c", table_path=str(table), start_version=0, output_path=str(out))
+    started = _as_json(op.get_openlineage_facets_on_start())
+    assert [(d["name"], d["facets"].get("version")) for d in started["inputs"]] == [(str(table), None)]
+    assert [(d["namespace"], d["name"]) for d in started["outputs"]] == [("file", str(out))]
+    op._committed = {"table": str(table), "version": 0, "operation": "CHANGES", "metrics": {}}
+    (read,) = _as_json(op.get_openlineage_facets_on_complete(None))["inputs"]
+    assert read["facets"]["version"]["datasetVersion"] == "0"
+    assert [f["name"] for f in read["facets"]["schema"]["fields"]] == ["id", "amount", "status", "tags"]

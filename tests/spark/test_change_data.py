@@ -235,3 +235,37 @@ def test_an_output_folder_inside_the_table_or_of_another_table_is_refused(spark,
     with pytest.raises(InvalidInputError, match="is a Delta table"):
         run_changes(spark, path, 0, None, other)
     assert sorted(p.relative_to(path) for p in Path(path).rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "clauses, expected",
+    [
+        pytest.param(
+            [{"when": "not_matched_by_source", "condition": "t.id > 8", "delete": True},
+             {"when": "not_matched_by_source", "update": {"amount": "-1"}}],
+            {"delete": [(9, 90), (10, 100)], "update_preimage": [(i, i * 10) for i in range(3, 9)],
+             "update_postimage": [(i, -1) for i in range(3, 9)]},
+            id="not-matched-by-source",
+        ),
+        pytest.param(
+            [{"when": "matched", "delete": True}],
+            {"delete": [(1, 10), (2, 20)]},
+            id="several-matches-all-deleting",
+        ),
+    ],
+)  # fmt: skip
+def test_merge_records_changes_on_every_path(spark, tmp_path, clauses, expected):
+    path = cdf_table(spark, tmp_path)
+    src = source(tmp_path, "src", [(1, "a", 0), (2, "b", 0), (2, "b", 1)])  # id 2 matched twice
+    version = run_merge(spark, path, src, on="t.id = s.id", clauses=json.dumps(clauses)).version
+    got = ours(spark, path, version)
+    assert got == theirs(path, version)
+    assert {t: sorted((r[0], r[2]) for r in got if r[3] == t) for t in {r[3] for r in got}} == expected
+
+
+def test_commit_timestamps_are_the_in_commit_timestamps(spark, tmp_path):
+    path = cdf_table(spark, tmp_path, {"delta.enableInCommitTimestamps": "true"})
+    version = run_delete(spark, path, "id = 4").version
+    (row,) = read_changes(spark, path, version).frame.collect()
+    ict = DeltaTable(path).history(limit=1)[0]["inCommitTimestamp"]
+    assert int(row["_commit_timestamp"].timestamp() * 1000) == ict

@@ -42,6 +42,8 @@ def test_parser_reads_every_command():
                       "--on", "t.id = s.id", "--clauses", "[]", "--merge-schema", "--target-alias", "tt"])
     assert (a.source_format, a.source_version, a.on, a.target_alias, a.source_alias) == ("delta", 4, "t.id = s.id", "tt", "s")
     assert a.merge_schema and a.clauses == "[]"
+    a = p.parse_args(["changes", "t", "--start", "3", "--output", "/o", "--output-format", "csv"])
+    assert (a.start, a.end, a.output, a.output_format) == (3, None, "/o", "csv")
 
 
 def test_usage_error_is_one_line_exit_2(capsys):

@@ -44,7 +44,8 @@ class DeleteCommand(DmlCommand):
         if self.writes_deletion_vectors:
             matches = self.matching_rows()
             if self.records_changes and matches:
-                self._write_deleted([f for f in self.candidates if f.path in matches])
+                deleted = sum(len(rows) for rows in matches.values())
+                self._write_deleted([f for f in self.candidates if f.path in matches], deleted)
             self.mark_deleted(matches)
             self.result.rows_changed = sum(len(rows) for rows in matches.values())
             return
@@ -56,17 +57,18 @@ class DeleteCommand(DmlCommand):
         if deleted < total:
             self.write(self.scan(touched).filter(~self.matched))
         if self.records_changes:
-            self._write_deleted(touched)
+            self._write_deleted(touched, deleted)
         self.result.removed = list(touched)
         self.result.rows_changed = deleted
         self.result.rows_copied = total - deleted
 
-    def _write_deleted(self, files: list) -> None:
-        """Record the rows of ``files`` that match as ``delete`` changes."""
+    def _write_deleted(self, files: list, deleted: int) -> None:
+        """Record the rows of ``files`` that match (``deleted`` of them) as ``delete`` changes."""
         from airflow_delta_provider.delta.change_feed import DELETE
         from airflow_delta_provider.spark.change_data import with_change_type
 
-        self.write_changes(with_change_type(self.scan(files).filter(self.matched), DELETE))
+        rows = self.scan(files).filter(self.matched).repartition(self.change_file_count(deleted))
+        self.write_changes(with_change_type(rows, DELETE))
 
     def metrics(self) -> dict[str, int]:
         return {"numDeletedRows": self.result.rows_changed, **super().metrics()}

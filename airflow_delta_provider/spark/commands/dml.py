@@ -43,6 +43,9 @@ from airflow_delta_provider.spark.io_mode import check_io, resolve_io
 
 log = logging.getLogger(__name__)
 
+#: About how many change rows go into one change data file.
+ROWS_PER_CHANGE_FILE = 2_000_000
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -228,6 +231,12 @@ class DmlCommand:
     def records_changes(self) -> bool:
         """Whether the commit must record its changed rows (``delta.enableChangeDataFeed``)."""
         return config.change_data_feed_enabled(self.snapshot.metadata)
+
+    @staticmethod
+    def change_file_count(rows: int) -> int:
+        """How many change data files ``rows`` change rows go into: few, not one
+        per data file they came from (one per :data:`ROWS_PER_CHANGE_FILE`)."""
+        return max(1, -(-rows // ROWS_PER_CHANGE_FILE))
 
     def write_changes(self, frame: DataFrame, schema: Any = None, metadata: Any = None) -> None:
         """Write ``frame`` (the table's columns and ``_change_type``) as change

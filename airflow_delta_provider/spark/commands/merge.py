@@ -403,18 +403,19 @@ class MergeCommand(DmlCommand):
         action = F.col(rows.action_column)
         updates, deletes = rows.indexes(action=UPDATE), rows.indexes(action=DELETE)
         before = rows.target_columns_out()[: len(rows.struct.fields)]  # without derive flags
-        if self._deleting_duplicates:  # every matched clause deletes: one delete per target row
+        changes = None
+        if self._deleting_duplicates:  # every matched clause deletes (or none is there): one delete per row
             conditions = [c.condition for c in self.clauses if c.when == MATCHED]
-            deleting = self.on
-            if None not in conditions:
-                deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
-            deleted = rows.join(target, source, "left_semi", on=deleting).alias(self.target_alias)
-            changes = with_change_type(deleted.select(*before), DELETED)
+            if conditions:
+                deleting = self.on
+                if None not in conditions:
+                    deleting = f"({self.on}) AND (" + " OR ".join(f"({c})" for c in conditions) + ")"
+                deleted = rows.join(target, source, "left_semi", on=deleting).alias(self.target_alias)
+                changes = with_change_type(deleted.select(*before), DELETED)
             unmatched = rows.join(target, source, "left_anti").alias(self.target_alias)
             joined = unmatched.withColumn(rows.action_column, rows.cascade(NOT_MATCHED_BY_SOURCE))
             kinds: tuple[str, ...] = (NOT_MATCHED_BY_SOURCE,)
         else:
-            changes = None
             joined = rows.join(target, source, "left")
             joined = joined.withColumn(rows.action_column, rows.action(unmatched_sources=False))
             kinds = (MATCHED, NOT_MATCHED_BY_SOURCE)
@@ -428,7 +429,7 @@ class MergeCommand(DmlCommand):
         changes = images if changes is None else changes.unionByName(images)
         if self._has(action=INSERT):
             changes = changes.unionByName(with_change_type(rows.derive(self._inserts(with_matches)), INSERTED))
-        self.write_changes(changes, self.schema, self.metadata or self.snapshot.metadata)
+        self.write_changes(changes, schema=self.schema, metadata=self.metadata or self.snapshot.metadata)
 
     def _rewrite_matched(self, rewritten: list[AddFile]) -> DataFrame | None:
         """The rows of the rewritten files after the clauses: a left join to

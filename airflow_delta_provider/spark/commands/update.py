@@ -91,7 +91,7 @@ class UpdateCommand(DmlCommand):
             updated = sum(counts.values())
         if not touched:
             return
-        written = self._rewrite_files(touched)
+        written = self._rewrite_files(touched, updated)
         # The rewrite keeps every row, so the written files' row counts (read
         # from their footers) are the touched files' rows: no stats needed.
         rows = sum(f.num_records or 0 for f in written)
@@ -122,16 +122,24 @@ class UpdateCommand(DmlCommand):
             files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
             self.write(self._updated(frame, only_matching=True).coalesce(files))
             if self.records_changes:
-                self._write_images(frame.coalesce(files))
+                self._write_images(frame, updated)
         finally:
             frame.unpersist()
         self.mark_deleted(matches)
         self.result.rows_changed = updated
 
-    def _rewrite_files(self, touched: list) -> list:
-        written = self.write(self._updated(self.scan(touched)))
-        if self.records_changes:  # a second read, of the matching rows only
-            self._write_images(self.scan(touched).filter(self.matched))
+    def _rewrite_files(self, touched: list, updated: int | None) -> list:
+        if not self.records_changes:
+            return self.write(self._updated(self.scan(touched)))
+        from pyspark import StorageLevel
+
+        # The touched rows are kept from the rewrite for the images: no second read of the files.
+        frame = self.scan(touched).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            written = self.write(self._updated(frame))
+            self._write_images(frame.filter(self.matched), updated)
+        finally:
+            frame.unpersist()
         return written
 
     def _updated(self, frame: DataFrame, only_matching: bool = False) -> DataFrame:
@@ -147,10 +155,14 @@ class UpdateCommand(DmlCommand):
         out = frame.select(*columns, self.matched.alias(flag))
         return fill_generated(out, self.snapshot.schema, dict.fromkeys(recomputed, F.col(flag))).drop(flag)
 
-    def _write_images(self, matching) -> None:
-        """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
+    def _write_images(self, matching, updated: int | None) -> None:
+        """Record the pre- and post-image of each row of ``matching`` (the
+        ``updated`` rows, when known: then gathered into few files, which is
+        cheap as ``matching`` is persisted)."""
         from airflow_delta_provider.spark.change_data import update_images
 
+        if updated is not None:
+            matching = matching.coalesce(self.change_file_count(2 * updated))
         self.write_changes(update_images(matching, self.snapshot.schema, self._postimage_columns()))
 
     def _postimage_columns(self) -> list[Column]:
