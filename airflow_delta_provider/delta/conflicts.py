@@ -109,6 +109,15 @@ class WinningCommit:
     def operation(self) -> str:
         return (self.commit_info.operation if self.commit_info else None) or "unknown operation"
 
+    @property
+    def identity_only_metadata_update(self) -> bool:
+        """The commit changed metadata only to move identity high-water marks
+        (delta-spark's ``delta.identity.schemaUpdate`` commit tag)."""
+        from airflow_delta_provider.delta.identity import COMMIT_TAG
+
+        tags = (self.commit_info.raw.get("tags") if self.commit_info else None) or {}
+        return isinstance(tags, dict) and str(tags.get(COMMIT_TAG, "")).lower() == "true"
+
 
 @dataclass
 class ReadSet:
@@ -152,8 +161,10 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     if current.is_empty:
         return
 
-    # 2. Metadata: any concurrent change aborts us, as in delta-rs.
-    if winner.metadata is not None:
+    # 2. Metadata: a concurrent change aborts us, as in delta-rs; delta-spark
+    # tolerates one that only moved identity high-water marks when we change
+    # no metadata ourselves (its ``checkNoMetadataUpdates``).
+    if winner.metadata is not None and not (winner.identity_only_metadata_update and not current.changes_metadata):
         raise MetadataChangedError(f"the table metadata changed at {where}", winner.version)
 
     # 3. Domain metadata.

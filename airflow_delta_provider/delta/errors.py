@@ -180,6 +180,12 @@ class MetadataChangedError(ConcurrentModificationError):
     """The table's metadata changed since this transaction read it."""
 
 
+class IdentityHighWaterMarkConflictError(MetadataChangedError):
+    """A write that generated identity values lost the race for the
+    high-water mark to a concurrent metadata change: its values may repeat
+    the winner's, so it must run again from the new snapshot."""
+
+
 class ProtocolChangedError(ConcurrentModificationError):
     """The table's protocol changed since this transaction read it."""
 

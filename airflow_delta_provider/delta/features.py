@@ -4,6 +4,11 @@ PROTOCOL.md "Table Features": a reader must refuse a table whose reader
 version or reader features it does not implement, and a writer must refuse
 unknown or unimplemented writer features. Both checks run before any data file
 is read or written, and their errors name what is missing.
+
+Every writer feature of legacy writer versions 3 to 6 is implemented: CHECK
+constraints (3), the change data feed and generated columns (4,
+:mod:`.generated_columns`), column mapping (5) and identity columns (6,
+:mod:`.identity`).
 """
 
 from __future__ import annotations
@@ -54,12 +59,19 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
 #: its columns cannot be dropped, and Z-order is refused, as in delta-spark),
 #: ``changeDataFeed`` (UPDATE, DELETE and MERGE write their changed rows
-#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`) and
+#: as ``cdc`` files: :mod:`airflow_delta_provider.spark.change_data`),
 #: ``rowTracking`` (every commit gives new files fresh row ids above the
 #: ``delta.rowTracking`` high-water mark and its version as their default row
 #: commit version, reassigned on a retry: :mod:`.row_tracking`; with
 #: ``delta.enableRowTracking`` rewrites keep rows' stable ids and versions in
-#: the materialized columns: :mod:`airflow_delta_provider.spark.row_tracking`).
+#: the materialized columns: :mod:`airflow_delta_provider.spark.row_tracking`),
+#: ``generatedColumns`` (every write job computes a generated column where the
+#: data lacks it and checks ``column <=> expression`` on every row; UPDATE and
+#: MERGE recompute it; partition pruning follows a partition column generated
+#: from a data column: :mod:`.generated_columns`) and ``identityColumns``
+#: (APPEND and MERGE inserts generate values beyond the high-water mark and
+#: commit the new mark; GENERATED ALWAYS refuses given values; an identity
+#: column is never updated: :mod:`.identity`).
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
@@ -70,6 +82,8 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "columnMapping",
         "deletionVectors",
         "domainMetadata",
+        "generatedColumns",
+        "identityColumns",
         "inCommitTimestamp",
         "invariants",
         "rowTracking",
@@ -215,6 +229,8 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
         needed.update(("rowTracking", "domainMetadata"))  # the high-water mark is a domain
     if metadata is not None and config.change_data_feed_enabled(metadata):
         needed.add("changeDataFeed")
+    if metadata is not None:  # columns that use them (delta-spark's ``actionUsesFeature``)
+        needed |= _active_features(metadata) & {"generatedColumns", "identityColumns"}  # type: ignore[operator]
     return needed
 
 

@@ -139,8 +139,9 @@ def restore_table(
     parameters = {"version": plan.target.version} if version is not None else {"timestamp": str(timestamp)}
     txn = table.transaction(OPERATION, parameters=parameters, snapshot=plan.latest)
     txn.read_whole_table()
-    if plan.target.metadata != plan.latest.metadata:
-        txn.update_metadata(plan.target.metadata)
+    restored_metadata = _with_current_high_water_marks(plan.target.metadata, plan.latest.metadata)
+    if restored_metadata != plan.latest.metadata:
+        txn.update_metadata(restored_metadata)
     protocol = merge_protocols(plan.latest.protocol, plan.target.protocol)  # never downgraded
     if protocol != plan.latest.protocol:
         txn.update_protocol(protocol)
@@ -148,6 +149,17 @@ def restore_table(
     actions: list[AddFile | RemoveFile] = [*plan.restored, *(f.remove(now) for f in plan.removed)]
     txn.add_all(actions)
     return txn.commit(metrics=plan.metrics(), token=token), plan
+
+
+def _with_current_high_water_marks(restored: Any, latest: Any) -> Any:
+    """The restored metadata, its identity high-water marks never behind the latest ones."""
+    from airflow_delta_provider.delta import identity
+    from airflow_delta_provider.delta.schema import schema_string
+
+    schema = identity.keep_high_water_marks(restored.schema_json, latest.schema_json)
+    if schema == restored.schema_json:
+        return restored
+    return dataclasses.replace(restored, schema_string=schema_string(schema))
 
 
 __all__ = ["MAX_MISSING_NAMED", "OPERATION", "RestorePlan", "missing_files", "plan_restore", "restore_table"]

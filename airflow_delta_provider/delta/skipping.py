@@ -35,6 +35,11 @@ from sqlglot.errors import SqlglotError
 from airflow_delta_provider.delta.actions import AddFile
 from airflow_delta_provider.delta.column_mapping import NONE as NO_MAPPING, physical_name_of
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.generated_columns import (
+    PartitionDerivation,
+    derived_comparison,
+    partition_derivations,
+)
 from airflow_delta_provider.delta.schema import VARIANT
 from airflow_delta_provider.delta.type_widening import stats_type
 from airflow_delta_provider.delta.partitions import (
@@ -424,13 +429,18 @@ def _coerce(lit: _Lit, col_type: str, tz: dt.tzinfo) -> Any:
     return _NO_VALUE
 
 
-def _bind(node: _Node, fields: Mapping[str, _Field], tz: dt.tzinfo) -> Any:
+def _bind(
+    node: _Node,
+    fields: Mapping[str, _Field],
+    tz: dt.tzinfo,
+    derived: Mapping[str, list[PartitionDerivation]] | None = None,
+) -> Any:
     if isinstance(node, _Not):
-        return _Not(_bind(node.child, fields, tz))
+        return _Not(_bind(node.child, fields, tz, derived))
     if isinstance(node, _And):
-        return _And(_bind(node.left, fields, tz), _bind(node.right, fields, tz))
+        return _And(_bind(node.left, fields, tz, derived), _bind(node.right, fields, tz, derived))
     if isinstance(node, _Or):
-        return _Or(_bind(node.left, fields, tz), _bind(node.right, fields, tz))
+        return _Or(_bind(node.left, fields, tz, derived), _bind(node.right, fields, tz, derived))
     if isinstance(node, (_Cmp, _IsNull)):
         field = fields.get(node.column.lower())
         if field is None:
@@ -438,8 +448,28 @@ def _bind(node: _Node, fields: Mapping[str, _Field], tz: dt.tzinfo) -> Any:
         if isinstance(node, _IsNull):
             return _BoundIsNull(field)
         value = _coerce(node.literal, field.type, tz)
-        return _UNKNOWN if value is _NO_VALUE else _Bound(field, node.op, value)
+        if value is _NO_VALUE:
+            return _UNKNOWN
+        bound: Any = _Bound(field, node.op, value)
+        for derivation in (derived or {}).get(field.name.lower(), ()):
+            bound = _And(bound, _derived_bound(derivation, field, node.op, value, fields, tz))
+        return bound
     return node
+
+
+def _derived_bound(
+    derivation: PartitionDerivation, source: _Field, op: str, value: Any, fields: Mapping[str, _Field], tz: dt.tzinfo
+) -> Any:
+    """The bound on a partition column generated from ``source`` that ``source <op> value``
+    implies (delta-spark's ``OptimizablePartitionExpression``); unknown when there is none.
+    ANDed to the source's own bound it changes no row's truth value (the implied
+    comparison holds whenever the source's does, and is NULL when the source is
+    NULL), so it holds under NOT as well: it only lets partition values rule files out."""
+    target = fields.get(derivation.partition_column.lower())
+    if target is None or (derivation.kind == "identity" and target.type != source.type):
+        return _UNKNOWN
+    got = derived_comparison(derivation.kind, source.type, op, value, tz)
+    return _UNKNOWN if got is None else _Bound(target, got[0], got[1])
 
 
 # --- What one file says about one column ------------------------------------
@@ -637,6 +667,9 @@ def _prepare(
     mapping_mode: str,
     partition_only: bool = False,
 ) -> tuple[Any, dict[str, _Field]]:
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    partition_columns = list(partition_columns)
     fields = _fields(schema, partition_columns, mapping_mode)
     if partition_only:  # data columns become unknown
         fields = {k: f for k, f in fields.items() if f.is_partition}
@@ -644,7 +677,10 @@ def _prepare(
         tz: dt.tzinfo = zoneinfo.ZoneInfo(time_zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
         raise InvalidInputError(f"unknown time zone {time_zone!r}") from e
-    return _bind(predicate._tree, fields, tz), fields
+    derived: dict[str, list[PartitionDerivation]] = {}
+    for d in partition_derivations(schema, partition_columns):
+        derived.setdefault(d.source_column.lower(), []).append(d)
+    return _bind(predicate._tree, fields, tz, derived), fields
 
 
 def prune_files(

@@ -33,7 +33,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import column_mapping, config, constraints, features, row_tracking, type_widening
+from airflow_delta_provider.delta import (
+    column_mapping,
+    config,
+    constraints,
+    features,
+    generated_columns,
+    row_tracking,
+    type_widening,
+)
 from airflow_delta_provider.delta.actions import (
     TOKEN_TAG,
     Action,
@@ -108,6 +116,7 @@ class Transaction:
         self._read_paths: set[str] = set()
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
+        self._tags: dict[str, str] = {}
         self._canonical = PathCanonicalizer(table.root)
         # The row id high-water mark to assign above, and the protocol a winner left in force.
         supported = snapshot is not None and row_tracking.is_supported(snapshot.protocol)
@@ -152,6 +161,11 @@ class Transaction:
 
     def update_metadata(self, metadata: Metadata) -> None:
         self._metadata = metadata
+
+    def tag(self, key: str, value: str) -> None:
+        """Put ``key: value`` in the commit's ``commitInfo.tags`` (delta-spark's
+        ``delta.identity.schemaUpdate`` marks a high-water-mark-only metadata change)."""
+        self._tags[key] = value
 
     def update_protocol(self, protocol: Protocol) -> None:
         features.check_writable(protocol, self._metadata)
@@ -336,6 +350,7 @@ class Transaction:
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
             constraints.check_resolvable(self._metadata)
+            generated_columns.check_resolvable(self._metadata.schema_json)
         # The table as it is decides (delta-spark's assertRemovable on the read
         # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
         current = self.read_snapshot.metadata if self.read_snapshot is not None else md
@@ -376,8 +391,11 @@ class Transaction:
             info["operationMetrics"] = {k: str(v) for k, v in metrics.items()}
         if user_metadata is not None:
             info["userMetadata"] = user_metadata
+        tags = dict(self._tags)
         if token is not None:
-            info["tags"] = {TOKEN_TAG: token}
+            tags[TOKEN_TAG] = token
+        if tags:
+            info["tags"] = tags
         info["engineInfo"] = ENGINE_INFO
         info["txnId"] = self.txn_id
         return info

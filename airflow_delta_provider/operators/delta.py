@@ -324,6 +324,12 @@ class DeltaAppendOperator(DeltaSparkOperator):
     :param table_properties: Delta table properties to set in the same commit,
         e.g. ``{"delta.enableDeletionVectors": "true"}`` (which upgrades the
         table's protocol, as delta-spark does). (templated)
+    :param table_schema: The Delta schema (a dict or its JSON text) of a
+        table this creates, or replaces with ``overwrite_schema``, instead of
+        the source's. Its field metadata may declare generated columns
+        (``delta.generationExpression``) and identity columns
+        (``delta.identity.start``, ``delta.identity.step``,
+        ``delta.identity.allowExplicitInsert``); the source may leave those out.
     """
 
     operation = "append"
@@ -351,6 +357,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         txn_version: int | None = None,
         options: Mapping[str, str] | None = None,
         table_properties: Mapping[str, str] | None = None,
+        table_schema: Mapping[str, Any] | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -370,9 +377,15 @@ class DeltaAppendOperator(DeltaSparkOperator):
         self.txn_version = txn_version
         self.options = dict(options or {})
         self.table_properties = dict(table_properties or {})
+        self.table_schema = (
+            table_schema if table_schema is None or isinstance(table_schema, str) else dict(table_schema)
+        )
 
     def cli_arguments(self) -> list[str]:
         args = ["--source", self.source, "--format", self.source_format, "--mode", self.mode]
+        if self.table_schema is not None:
+            text = self.table_schema if isinstance(self.table_schema, str) else json.dumps(self.table_schema)
+            args += ["--table-schema", text]
         args += _flag("--merge-schema", self.merge_schema)
         args += _flag("--overwrite-schema", self.overwrite_schema)
         for column in self.partition_by:

@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     append.add_argument("--txn-version", type=int)
     append.add_argument("--option", action="append", type=_key_value, default=[], metavar="K=V")
     append.add_argument(
+        "--table-schema",
+        metavar="JSON",
+        help="Delta schema of a table this creates (or replaces with --overwrite-schema); its field metadata may "
+        "declare generated (delta.generationExpression) and identity (delta.identity.*) columns",
+    )
+    append.add_argument(
         "--property", action="append", type=_key_value, default=[], metavar="K=V", help="table property (delta.*)"
     )
 
@@ -199,6 +205,7 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
             io=args.io,
             table_properties=dict(args.property),
             storage_options=opts,
+            table_schema=args.table_schema,
         )
     if args.command == "merge":
         from airflow_delta_provider.spark.commands.merge import run_merge

@@ -17,6 +17,13 @@ counts as false, as in SQL ``WHERE``. :meth:`MergeRows.output_columns` are
 the row's values after the action, of the table's types (``*`` takes the
 source's columns by name, struct fields too, never by position).
 
+Generated and identity columns follow delta-spark: a generated column a
+clause does not give is computed from the row's new values, and one it gives
+is checked by the write job; an insert that gives no identity value gets a
+fresh one (a GENERATED ALWAYS column may not be given), and an update never
+changes an identity column (naming one is refused; ``update *`` keeps it).
+:meth:`MergeRows.derive` finishes the rows from hidden flag columns.
+
 Every expression is analysed by Spark against empty frames before anything
 runs (:meth:`MergeRows.validate`): an unknown or ambiguous column, a
 non-boolean condition, an insert that reads the target or a
@@ -35,6 +42,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.generated_columns import generation_expressions
+from airflow_delta_provider.delta.identity import Identity, check_explicit_insert, check_not_updated, identity_columns
 from airflow_delta_provider.delta.merge_clauses import (
     DELETE,
     INSERT,
@@ -44,6 +53,7 @@ from airflow_delta_provider.delta.merge_clauses import (
     MergeClause,
 )
 from airflow_delta_provider.spark.conditions import analyse
+from airflow_delta_provider.spark.generated import fill_generated, generated_over, with_identity_values
 from airflow_delta_provider.spark.scan import free_name, spark_schema
 from airflow_delta_provider.spark.write import conform_column
 
@@ -100,7 +110,19 @@ class MergeRows:
             "_merge_action", taken | {self.target_marker.lower(), self.source_marker.lower()}
         )
         self._source_fields = {f.name.lower(): f for f in source_struct.fields}
+        self.generated = generation_expressions(schema)
+        self.identities = identity_columns(schema)
+        self._identity_names = {i.column.lower() for i in self.identities}
+        #: Per clause, the generated and identity columns it does not give: derived after the clauses.
+        self._derived: list[set[str]] = [set() for _ in self.clauses]
         self._values = [self._clause_values(i, c) for i, c in enumerate(self.clauses)]
+        taken |= {self.target_marker.lower(), self.source_marker.lower(), self.action_column.lower()}
+        #: Per derived column, the hidden flag column saying the row's value is to be derived.
+        self.derive_flags: dict[str, str] = {}
+        for name in [*self.generated, *(i.column for i in self.identities)]:
+            if any(name in d for d in self._derived):
+                self.derive_flags[name] = free_name(f"_merge_derive_{len(self.derive_flags)}", taken)
+                taken.add(self.derive_flags[name].lower())
 
     # --- frames -------------------------------------------------------------
 
@@ -190,16 +212,69 @@ class MergeRows:
                 out += [self._tracked(row_id).alias(row_id), kept_version.alias(version)]
             else:
                 out += [F.lit(None).cast("long").alias(n) for n in self.tracking]
+        for name, flag in self.derive_flags.items():
+            acting = [i for i, d in enumerate(self._derived) if name in d and self.clauses[i].when in kinds]
+            out.append((action.isin(acting) if acting else F.lit(False)).alias(flag))
         return out
 
     def target_columns_out(self) -> list[Column]:
-        """The table's columns of a target row left as it is (and its
-        materialized row tracking columns)."""
-        kept = [self._tracked(n).alias(n) for n in self.tracking]
-        return [self.target_value(f.name).alias(f.name) for f in self.struct.fields] + kept
+        """The table's columns of a target row left as it is (then its
+        materialized row tracking columns, and the derive flags, false)."""
+        kept = [self.target_value(f.name).alias(f.name) for f in self.struct.fields]
+        tracked = [self._tracked(n).alias(n) for n in self.tracking]
+        return kept + tracked + [F.lit(False).alias(flag) for flag in self.derive_flags.values()]
 
     def _tracked(self, name: str) -> Column:
         return F.col(f"`{self.target_alias}`.{_quote(name)}")
+
+    def derive(self, frame: DataFrame) -> DataFrame:
+        """``frame`` (from :meth:`output_columns` or :meth:`target_columns_out`)
+        as the table's columns: identity values for the rows an insert gave
+        none (delta-spark's GenerateIdentityValues), then the generated
+        columns a clause did not give, computed from the row's new values."""
+        flags = self.derive_flags
+        if not flags:
+            return frame
+        fresh = [i for i in self.identities if i.column in flags]
+        frame = with_identity_values(frame, fresh, {i.column: F.col(flags[i.column]) for i in fresh})
+        generated = {name: F.col(flags[name]) for name in self.generated if name in flags}
+        return fill_generated(frame, self.schema, generated).drop(*flags.values())
+
+    def postimage_columns(self, action: Column, *, kinds: Sequence[str]) -> list[Column]:
+        """The table's columns after an update, computed over the joined row
+        without the flag step of :meth:`derive` (a change data postimage):
+        a generated column an update clause does not give is its expression
+        over the clause's new values."""
+        n = len(self.struct.fields)
+        columns = self.output_columns(action, kinds=kinds)[:n]
+        out = []
+        for f, col in zip(self.struct.fields, columns):
+            expr = None
+            if f.name in self.generated:
+                for i, clause in enumerate(self.clauses):
+                    if f.name in self._derived[i] and clause.when in kinds and clause.action != INSERT:
+                        value = generated_over(self.schema, f.name, self._clause_sql(i, clause))
+                        expr = F.when(action == i, value) if expr is None else expr.when(action == i, value)
+            out.append(col if expr is None else expr.otherwise(col).alias(f.name))
+        return out
+
+    def _clause_sql(self, index: int, clause: MergeClause) -> dict[str, str]:
+        """Per table column, the SQL of the value an update clause gives it over the joined row."""
+        assigned = self._assigned(index, clause)
+        out = {}
+        for f in self.struct.fields:
+            if f.name in assigned:
+                out[f.name] = assigned[f.name]
+            elif clause.assignments is None and f.name.lower() in self._source_fields:
+                out[f.name] = f"{_quote(self.source_alias)}.{_quote(self._source_fields[f.name.lower()].name)}"
+            else:
+                out[f.name] = f"{_quote(self.target_alias)}.{_quote(f.name)}"
+        return out
+
+    @property
+    def generates_identity_values(self) -> list[Identity]:
+        """The identity columns some insert clause generates values for."""
+        return [i for i in self.identities if i.column in self.derive_flags]
 
     # --- values -------------------------------------------------------------
 
@@ -222,9 +297,16 @@ class MergeRows:
         inserting = clause.action == INSERT
         values: dict[str, Column] = {}
         assigned = self._assigned(index, clause)
+        self._check_identity_assignments(index, clause, assigned)
         for f in self.struct.fields:
             sql = assigned.get(f.name)
-            if sql is not None:
+            identity = f.name.lower() in self._identity_names
+            gives = sql is not None or (clause.assignments is None and f.name.lower() in self._source_fields)
+            if (f.name in self.generated and not gives) or (identity and inserting and not gives):
+                self._derived[index].add(f.name)
+            if identity and not inserting:
+                values[f.name] = self.target_value(f.name)  # never updated (``update *`` keeps it)
+            elif sql is not None:
                 values[f.name] = F.expr(sql).cast(f.dataType)
             elif clause.assignments is None and f.name.lower() in self._source_fields:
                 src = self._source_fields[f.name.lower()]  # by name at every depth, not by position
@@ -234,6 +316,18 @@ class MergeRows:
             else:
                 values[f.name] = self.target_value(f.name)
         return values
+
+    def _check_identity_assignments(self, index: int, clause: MergeClause, assigned: dict[str, str]) -> None:
+        """An update may not set an identity column; an insert may not give a
+        GENERATED ALWAYS one (explicitly, or by ``*`` from a source that has it)."""
+        if clause.action != INSERT:
+            check_not_updated(self.schema, assigned, f"{clause.describe(index)}")
+            return
+        for ident in self.identities:
+            named = ident.column in assigned
+            starred = clause.assignments is None and ident.column.lower() in self._source_fields
+            if named or starred:
+                check_explicit_insert(ident, f"{clause.describe(index)}")
 
     def _assigned(self, index: int, clause: MergeClause) -> dict[str, str]:
         """The explicit assignments by the output column's name (a target-alias prefix allowed)."""

@@ -19,8 +19,8 @@ Nothing becomes part of the table until the caller commits the returned
 removes them when that commit does not happen.
 
 Before writing, the frame is conformed to the table schema (column order,
-names, types, missing columns as null), and NOT NULL columns and
-``delta.invariants`` are checked inside the same job: a violating row fails
+names, types, missing columns as null), and NOT NULL columns,
+``delta.invariants``, CHECK constraints and generated columns are checked inside the same job: a violating row fails
 the write with :class:`InvariantViolationError`.
 """
 
@@ -57,6 +57,7 @@ from airflow_delta_provider.delta.partitions import (
 from airflow_delta_provider.delta.schema import walk_fields
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.vacuum import STAGING_PREFIX
+from airflow_delta_provider.spark.generated import generated_checks
 from airflow_delta_provider.spark.io_mode import ARROW, resolve_io
 from airflow_delta_provider.spark.scan import column, spark_schema
 from airflow_delta_provider.spark.stats import file_stats, stats_from_footer, stats_json, stats_leaves
@@ -454,7 +455,8 @@ def enforce_constraints(
     A row breaking a NOT NULL column (top-level, or nested in a present
     struct), a ``delta.invariants`` expression or one of the table's CHECK
     ``constraints`` (``{name: SQL}``; false or NULL breaks it, as in
-    delta-spark) makes the job fail with a marked message, turned into
+    delta-spark), or a generated column that differs from its expression
+    (``column <=> expression`` false: :mod:`.generated`) makes the job fail with a marked message, turned into
     :class:`InvariantViolationError` by :func:`write_files`. A CHECK
     constraint's message names it, its expression and the row's values of
     the columns it reads. Checking inside the write costs no extra pass over
@@ -466,6 +468,8 @@ def enforce_constraints(
         _collect_checks(field, (field["name"],), None, found)
         if found:
             checks[field["name"]] = [(violated, F.lit(message)) for violated, message in found]
+    for name, check in generated_checks(df.sparkSession, schema).items():  # column <=> its generation expression
+        checks.setdefault(name, []).append(check)
     names = [f["name"] for f in schema.get("fields", ())]
     for name, sql in sorted((constraints or {}).items()):
         if names:  # a table-level check, guarding its first column

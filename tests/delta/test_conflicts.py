@@ -177,8 +177,8 @@ def test_concurrent_create_is_a_protocol_change():
 
 
 def test_protocol_upgrade_to_an_unsupported_writer_feature_aborts():
-    with pytest.raises(ProtocolChangedError, match="icebergCompatV1"):
-        check_conflicts(read_set(is_blind_append=True), winner(Protocol(1, 7, None, ("icebergCompatV1",))))
+    with pytest.raises(ProtocolChangedError, match="someFutureFeature"):  # every legacy feature is implemented now
+        check_conflicts(read_set(is_blind_append=True), winner(Protocol(1, 7, None, ("someFutureFeature",))))
 
 
 def test_both_changing_the_protocol_aborts():
@@ -202,3 +202,19 @@ def test_every_conflict_is_a_concurrent_modification():
     for cls in (ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError,
                 MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError):
         assert issubclass(cls, ConcurrentModificationError)
+
+
+def test_an_identity_high_water_mark_only_winner_is_tolerated_by_a_transaction_changing_no_metadata():
+    """delta-spark's checkNoMetadataUpdates: a winner tagged delta.identity.schemaUpdate
+    (its metadata only moved identity high-water marks) does not abort a
+    transaction that changes no metadata; one that changes metadata still conflicts."""
+    tagged = {"operation": "WRITE", "isBlindAppend": False, "tags": {"delta.identity.schemaUpdate": "true"}}
+    w = winner(Metadata("m", "{}"), padd("a", "x"), info=tagged)
+    assert w.identity_only_metadata_update
+    check_conflicts(read_set(read_predicates=[Predicate.parse("p = 'y'")], removed_paths={"/t/b"}), w)
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(changes_metadata=True, is_blind_append=True), w)
+    untagged = winner(Metadata("m", "{}"), info={"operation": "WRITE"})
+    assert not untagged.identity_only_metadata_update
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(), untagged)

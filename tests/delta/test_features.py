@@ -45,14 +45,19 @@ def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused()
         )
 
 
-@pytest.mark.parametrize(
-    ("writer", "feature"),
-    [(4, "generatedColumns"), (5, "generatedColumns"), (6, "identityColumns")],
-)
-def test_legacy_writer_versions_4_to_6_are_refused_naming_a_feature_when_the_metadata_is_unknown(writer, feature):
+@pytest.mark.parametrize("writer", [4, 5, 6])
+def test_legacy_writer_versions_4_to_6_are_writable_whatever_the_metadata(writer):
+    """Every feature they switch on is implemented (change data feed, generated
+    columns, column mapping, identity columns): nothing to refuse."""
     check_readable(Protocol(1, writer))
-    with pytest.raises(UnsupportedFeatureError, match=feature):
-        check_writable(Protocol(1, writer))
+    check_writable(Protocol(1, writer))
+
+
+def test_generated_and_identity_columns_are_supported_writer_features():
+    """Issue 11: every write job computes and checks generated columns, and
+    APPEND and MERGE generate identity values (tests/spark/commands/test_generated_columns.py
+    and test_identity_columns.py)."""
+    check_writable(Protocol(1, 7, None, ("appendOnly", "generatedColumns", "identityColumns", "invariants")))
 
 
 def test_legacy_writer_version_3_is_writable():

@@ -366,19 +366,6 @@ USES = {
 }
 
 
-@pytest.mark.parametrize(
-    ("writer", "feature"),
-    [(4, "generatedColumns"), (6, "identityColumns")],
-)
-def test_writer_gate_refuses_legacy_writer_versions_whose_features_the_table_uses(tmp_path, writer, feature):
-    configuration, field_metadata = USES[feature]
-    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer}, configuration, field_metadata)
-    snap = table.snapshot()  # readable
-    with pytest.raises(UnsupportedFeatureError, match=feature):
-        table.transaction("WRITE", {}, snap)
-    assert table.latest_version() == 0
-
-
 def test_a_writer_3_table_with_a_check_constraint_takes_commits(tmp_path):
     """checkConstraints is implemented: the engine's write jobs enforce it."""
     configuration, _ = USES["checkConstraints"]
@@ -393,8 +380,16 @@ def test_legacy_writer_versions_are_writable_while_their_features_are_unused(tmp
     assert append(table, fadd("a")).version == 1
 
 
-@pytest.mark.parametrize("feature", ["generatedColumns"])
-def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature):
+@pytest.mark.parametrize(("writer", "feature"), [(4, "generatedColumns"), (6, "identityColumns")])
+def test_tables_using_generated_or_identity_columns_take_commits(tmp_path, writer, feature):
+    """Issue 11: generatedColumns and identityColumns are implemented (the engine computes and checks them)."""
+    configuration, field_metadata = USES[feature]
+    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer}, configuration, field_metadata)
+    assert append(table, fadd("a")).version == 1
+
+
+@pytest.mark.parametrize("feature", ["generatedColumns", "identityColumns"])
+def test_writer_7_tables_using_generated_or_identity_columns_take_commits(tmp_path, feature):
     configuration, field_metadata = USES[feature]
     table = _table_with_protocol(
         tmp_path,
@@ -402,8 +397,7 @@ def test_writer_gate_refuses_writer_7_features_the_table_uses(tmp_path, feature)
         configuration,
         field_metadata,
     )
-    with pytest.raises(UnsupportedFeatureError, match=feature):
-        table.transaction("WRITE", {}, table.snapshot())
+    assert append(table, fadd("a")).version == 1
 
 
 @pytest.mark.parametrize("feature", ["someFutureFeature"])

@@ -619,3 +619,32 @@ def test_adding_a_constraint_needs_spark() -> None:
         DeltaAlterTableOperator(task_id="c", table_path="/t", change=add, engine="python")
     drop = DeltaAlterTableOperator(task_id="d", table_path="/t", change={"drop_constraint": {"name": "positive"}}, engine="python")
     assert drop.engine == "python"
+
+
+def test_append_operator_passes_a_declared_table_schema():
+    """``table_schema`` reaches the application as ``--table-schema`` JSON,
+    which its parser takes back (generated and identity columns on create)."""
+    from airflow_delta_provider.spark.cli import build_parser
+
+    declared = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "id",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.identity.start": 1, "delta.identity.step": 1},
+            },
+            {
+                "name": "d",
+                "type": "date",
+                "nullable": True,
+                "metadata": {"delta.generationExpression": "CAST(ts AS DATE)"},
+            },
+        ],
+    }
+    op = DeltaAppendOperator(task_id="a", table_path="/t", source="/s", table_schema=declared)
+    argv = op.cli_arguments()
+    assert json.loads(argv[argv.index("--table-schema") + 1]) == declared
+    assert json.loads(build_parser().parse_args(["append", "/t", *argv]).table_schema) == declared
+    assert "--table-schema" not in DeltaAppendOperator(task_id="b", table_path="/t", source="/s").cli_arguments()

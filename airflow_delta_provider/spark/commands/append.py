@@ -39,18 +39,26 @@ from pyspark.sql import DataFrame, SparkSession
 
 from airflow_delta_provider.delta import column_mapping, config, type_widening
 from airflow_delta_provider.delta.actions import Metadata
+from airflow_delta_provider.delta import identity as identity_module
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
+    IdentityHighWaterMarkConflictError,
+    MetadataChangedError,
     SchemaMismatchError,
+    UnsupportedFeatureError,
 )
+from airflow_delta_provider.delta.generated_columns import generation_expressions
+from airflow_delta_provider.delta.identity import identity_columns
 from airflow_delta_provider.delta.schema import (
     VARIANT,
     as_nullable,
     check_column_names,
+    check_unique_names,
     enforce_schema,
     merge_schemas,
     schema_string,
+    to_arrow_schema,
     type_name,
 )
 from airflow_delta_provider.delta.storage import parse_location
@@ -58,9 +66,13 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.scan import scan
-from airflow_delta_provider.spark.write import WrittenFiles, write_files
+from airflow_delta_provider.spark.generated import fill_generated, with_identity_values, written_extreme
+from airflow_delta_provider.spark.write import WrittenFiles, conform, write_files
 
 OPERATION = "WRITE"
+#: How many times an append that generated identity values runs when a
+#: concurrent commit moved the high-water mark under it.
+IDENTITY_ATTEMPTS = 3
 FORMATS = ("parquet", "csv", "json", "delta")
 MODES = ("append", "overwrite")
 
@@ -81,6 +93,7 @@ def run_append(
     io: str = "auto",
     table_properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
+    table_schema: Mapping[str, Any] | str | None = None,
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` to ``table``.
 
@@ -89,10 +102,53 @@ def run_append(
     commit; one that needs a table feature (``delta.enableDeletionVectors``)
     upgrades the protocol, as delta-spark does. ``storage_options`` reach
     the table (and a Delta source) from this process (default: the environment).
+
+    Generated columns the source lacks are computed, and those it gives are
+    checked. Identity columns the source lacks get values beyond the
+    high-water mark, and the commit records the new mark; should a
+    concurrent commit move the mark first (a metadata conflict, as in
+    delta-spark), the append runs again from the new snapshot, new values
+    and all, up to :data:`IDENTITY_ATTEMPTS` times.
+
+    ``table_schema`` (a Delta schema, as a dict or its JSON) is the schema of
+    a table this creates (or, with ``overwrite_schema``, replaces) instead of
+    the source's: its field metadata may declare generated columns
+    (``delta.generationExpression``) and identity columns
+    (``delta.identity.start``/``step``/``allowExplicitInsert``), which then
+    upgrade the protocol as delta-spark does. The source must fit it.
     """
-    partition_by = list(partition_by or [])
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
     check_io(io)
+    args = (spark, table, source, format, merge_schema, list(partition_by or []), mode, overwrite_schema)
+    declared = _parse_table_schema(table_schema)
+    more = (txn_app_id, txn_version, options, token, io, table_properties, storage_options, declared)
+    for attempt in range(1, IDENTITY_ATTEMPTS + 1):
+        try:
+            return _append_once(*args, *more)
+        except IdentityHighWaterMarkConflictError:
+            if attempt == IDENTITY_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _append_once(
+    spark: SparkSession,
+    table: str,
+    source: str,
+    format: str,
+    merge_schema: bool,
+    partition_by: list[str],
+    mode: str,
+    overwrite_schema: bool,
+    txn_app_id: str | None,
+    txn_version: int | None,
+    options: Mapping[str, str] | None,
+    token: str | None,
+    io: str,
+    table_properties: Mapping[str, str] | None,
+    storage_options: Mapping[str, str] | None,
+    table_schema: dict[str, Any] | None = None,
+) -> CommandResult:
     target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
     snapshot = target.snapshot() if target.exists() else None
@@ -108,19 +164,22 @@ def run_append(
     previous = snapshot.metadata if snapshot is not None else None
     widen = previous is not None and config.type_widening_enabled(config.with_properties(previous, table_properties))
     metadata, schema, partition_columns = _plan_metadata(
-        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen
+        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen, table_schema
     )
     metadata = column_mapping.apply(config.with_properties(metadata, table_properties), previous)
     if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
         check_column_names(data_schema)  # mapping lets names hold any character
+        if table_schema is not None:
+            check_column_names(table_schema)
     schema = metadata.schema_json
+    data, identities = _complete_rows(data, schema, data_schema)
 
     parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
-    adds = write_files(
-        data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io
-    )
+    adds = write_files(data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io)
     with WrittenFiles(target, adds) as written:
+        if identities:
+            metadata = _record_high_water_marks(txn, target, adds, metadata, snapshot, identities)
         now = int(time.time() * 1000)
         removes = []
         if snapshot is not None and mode == "overwrite":
@@ -140,8 +199,58 @@ def run_append(
             metrics["numRemovedFiles"] = len(removes)
             metrics["numRemovedBytes"] = sum(r.size or 0 for r in removes)
         written.committing()
-        result = txn.commit(metrics=metrics, token=token)
+        try:
+            result = txn.commit(metrics=metrics, token=token)
+        except MetadataChangedError as exc:
+            if not identities:
+                raise
+            raise IdentityHighWaterMarkConflictError(
+                f"{exc}; this APPEND generated identity values from the high-water mark it read",
+                exc.winning_version,
+            ) from exc
     return CommandResult(table, OPERATION, result.version, metrics)
+
+
+def _complete_rows(data: DataFrame, schema: dict[str, Any], data_schema: dict[str, Any]) -> tuple[DataFrame, list]:
+    """The source rows as the table's columns, with the generated columns it
+    lacks computed and values for the identity columns it lacks; and those
+    identity columns. A GENERATED ALWAYS identity column the source gives is
+    refused (delta-spark's ``blockExplicitIdentityColumnInsert``)."""
+    given = {f["name"].lower() for f in data_schema.get("fields", ())}
+    expressions = generation_expressions(schema)
+    identities = identity_columns(schema)
+    for ident in identities:
+        if ident.column.lower() in given:
+            identity_module.check_explicit_insert(ident, "the APPEND source")
+    missing = {name: None for name in expressions if name.lower() not in given}
+    fresh = [i for i in identities if i.column.lower() not in given]
+    if not missing and not fresh:
+        return data, []
+    rows = with_identity_values(conform(data, schema), fresh)  # generation may read identity values
+    return fill_generated(rows, schema, missing), fresh
+
+
+def _record_high_water_marks(
+    txn: Any, target: DeltaTable, adds: list, metadata: Metadata, snapshot: Any, identities: list
+) -> Metadata:
+    """``metadata`` with the identity columns' new high-water marks, from the
+    values written to ``adds``; staged in ``txn``, tagged as delta-spark tags a
+    metadata change that only moves the marks."""
+    mapping = column_mapping.ColumnMapping.of(metadata.schema_json, metadata.configuration)
+    partitions = {c.lower() for c in metadata.partition_columns}
+    marks = {}
+    for ident in identities:
+        key = mapping.physical_column(ident.column) if mapping.enabled else ident.column
+        extreme = written_extreme(target.storage, adds, key, ident.column.lower() in partitions, ident.step > 0)
+        mark = ident.new_high_water_mark([] if extreme is None else [extreme])
+        if mark is not None and mark != ident.high_water_mark:
+            marks[ident.column] = mark
+    if not marks:
+        return metadata
+    if metadata is (snapshot.metadata if snapshot is not None else None):
+        txn.tag(identity_module.COMMIT_TAG, "true")
+    schema = identity_module.with_high_water_marks(metadata.schema_json, marks)
+    return replace(metadata, schema_string=schema_string(schema))
 
 
 def read_source(
@@ -203,18 +312,31 @@ def _plan_metadata(
     merge_schema: bool,
     overwrite_schema: bool,
     widen: bool = False,
+    table_schema: dict[str, Any] | None = None,
 ) -> tuple[Metadata, dict[str, Any], list[str]]:
     """The metadata the commit leaves in force, its schema and partition columns.
     ``widen``: merging may widen column types (``delta.enableTypeWidening``).
+    ``table_schema``: the declared schema of a table created or replaced.
 
     Returns the snapshot's own Metadata object when nothing changes.
     """
     now = int(time.time() * 1000)
+    if table_schema is not None and snapshot is not None and not overwrite_schema:
+        raise InvalidInputError(
+            "a table schema is only for a table this APPEND creates, or replaces with overwrite_schema; "
+            f"table {snapshot.table_root} exists"
+        )
     if snapshot is None or overwrite_schema:
-        schema = as_nullable(data_schema)
+        if table_schema is not None:
+            enforce_schema(_derived_nullable(table_schema), data_schema)
+        schema = as_nullable(data_schema) if table_schema is None else table_schema
         partition_columns = _resolve_partition_columns(schema, partition_by)
         if snapshot is None:
-            return Metadata.new(schema_string(schema), partition_columns, {}, created_time=now), schema, partition_columns
+            return (
+                Metadata.new(schema_string(schema), partition_columns, {}, created_time=now),
+                schema,
+                partition_columns,
+            )
         if config.append_only(snapshot.metadata):
             raise _append_only(snapshot)
         md = replace(snapshot.metadata, schema_string=schema_string(schema), partition_columns=tuple(partition_columns))
@@ -236,8 +358,41 @@ def _plan_metadata(
         if merged != table_schema:
             return replace(md, schema_string=schema_string(merged)), merged, partition_columns
         return md, table_schema, partition_columns
-    enforce_schema(table_schema, data_schema)
+    enforce_schema(_derived_nullable(table_schema), data_schema)
     return md, table_schema, partition_columns
+
+
+def _derived_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its generated and identity columns nullable: a source
+    may leave them out whatever their nullability, as the write derives them."""
+    derived = {n.lower() for n in generation_expressions(schema)} | {i.column.lower() for i in identity_columns(schema)}
+    if not derived:
+        return schema
+    fields = [{**f, "nullable": True} if f["name"].lower() in derived else f for f in schema.get("fields", ())]
+    return {**schema, "fields": fields}
+
+
+def _parse_table_schema(table_schema: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
+    """A declared Delta schema: a struct of uniquely named fields of known
+    types, with readable identity metadata."""
+    if table_schema is None:
+        return None
+    try:
+        schema = json.loads(table_schema) if isinstance(table_schema, str) else json.loads(json.dumps(table_schema))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"the table schema is not JSON: {exc}") from None
+    if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
+        raise InvalidInputError('the table schema must be a Delta schema: {"type": "struct", "fields": [...]}')
+    try:
+        for f in schema["fields"]:
+            f.setdefault("nullable", True)
+            f.setdefault("metadata", {})
+        to_arrow_schema(schema)  # every type is one Delta knows
+    except (KeyError, TypeError, AttributeError, ValueError, InvalidInputError, UnsupportedFeatureError) as exc:
+        raise InvalidInputError(f"invalid table schema: {exc}") from None
+    check_unique_names(schema)
+    identity_columns(schema)  # readable identity definitions (long columns, a step other than 0)
+    return schema
 
 
 def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) -> list[str]:
@@ -247,7 +402,9 @@ def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) 
     for c in partition_by:
         field = by_name.get(c.lower())
         if field is None:
-            raise SchemaMismatchError(f"partition column {c!r} is not in the data: {sorted(f['name'] for f in by_name.values())}")
+            raise SchemaMismatchError(
+                f"partition column {c!r} is not in the data: {sorted(f['name'] for f in by_name.values())}"
+            )
         if not isinstance(field["type"], str):
             raise InvalidInputError(f"partition column {c!r} has a complex type {field['type']['type']}")
         if type_name(field["type"]) == VARIANT:

@@ -12,6 +12,10 @@ delta-spark's ``UpdateCommand`` (notes section 7) in three cases:
 
 SET expressions are cast to their column's type. Updating a partition column
 moves the row: the writer partitions the rewritten rows by their new values.
+A generated column not SET is recomputed where it reads a SET column, and
+every written row is checked against its expression (a SET of a generated
+column must agree with it); an identity column cannot be SET (delta-spark's
+rules).
 
 On a table with ``delta.enableChangeDataFeed``, each updated row's
 ``update_preimage`` and ``update_postimage`` go to change data files listed
@@ -28,11 +32,15 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from airflow_delta_provider.delta.generated_columns import depends_on, generation_expressions
+from airflow_delta_provider.delta.identity import check_not_updated
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
+from airflow_delta_provider.spark.generated import fill_generated, generated_over
+from airflow_delta_provider.spark.scan import free_name
 
 
 #: With deletion vectors, about how many updated rows go into one new file.
@@ -61,6 +69,16 @@ class UpdateCommand(DmlCommand):
 
     def validate(self, schema: dict[str, Any]) -> None:
         self.assignments = conditions.parse_assignments(self.spark, schema, self.set_exprs)
+        check_not_updated(schema, self.assignments)  # delta-spark refuses it too
+
+    def _recomputed(self) -> list[str]:
+        """The generated columns not SET whose expression reads a SET column:
+        recomputed from the row's new values, as delta-spark does."""
+        return [
+            name
+            for name, sql in generation_expressions(self.snapshot.schema).items()
+            if name not in self.assignments and depends_on(sql, self.assignments)
+        ]
 
     def rewrite(self) -> None:
         whole = self.whole_files()
@@ -110,9 +128,7 @@ class UpdateCommand(DmlCommand):
                 return
             updated = sum(len(rows) for rows in matches.values())
             files = max(1, -(-updated // ROWS_PER_UPDATED_FILE))  # few rows: few files, no shuffle
-            self.write(
-                frame.select(*self._updated_columns(only_matching=True), *self._tracking(F.lit(True))).coalesce(files)
-            )
+            self.write(self._updated(frame, only_matching=True).coalesce(files))
             if self.records_changes:
                 self._write_images(frame.coalesce(files))
         finally:
@@ -121,7 +137,7 @@ class UpdateCommand(DmlCommand):
         self.result.rows_changed = updated
 
     def _rewrite_files(self, touched: list, updated: int | None) -> list:
-        written = self.write(self.copy_rows(touched).select(*self._updated_columns(), *self._tracking(self.matched)))
+        written = self.write(self._updated(self.copy_rows(touched)))
         if self.records_changes:  # a second read of the touched files, keeping the matching rows only
             matching = self.scan(touched).filter(self.matched)
             if updated is not None and len(touched) > GATHER_CHANGES_ABOVE_FILES:
@@ -138,11 +154,45 @@ class UpdateCommand(DmlCommand):
 
         return copied(self.tracking, updated)
 
+    def _updated(self, frame: DataFrame, only_matching: bool = False) -> DataFrame:
+        """``frame`` with the SET columns updated, and the generated columns
+        that read them recomputed, where the row matches (with the row
+        tracking columns, when the table has them)."""
+        columns = [
+            *self._updated_columns(only_matching),
+            *self._tracking(F.lit(True) if only_matching else self.matched),
+        ]
+        recomputed = self._recomputed()
+        if not recomputed:
+            return frame.select(*columns)
+        if only_matching:
+            return fill_generated(frame.select(*columns), self.snapshot.schema, dict.fromkeys(recomputed))
+        flag = free_name("_update_matched", {c.lower() for c in frame.columns})
+        out = frame.select(*columns, self.matched.alias(flag))
+        return fill_generated(out, self.snapshot.schema, dict.fromkeys(recomputed, F.col(flag))).drop(flag)
+
     def _write_images(self, matching) -> None:
         """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
         from airflow_delta_provider.spark.change_data import update_images
 
-        self.write_changes(update_images(matching, self.snapshot.schema, self._updated_columns(only_matching=True)))
+        self.write_changes(update_images(matching, self.snapshot.schema, self._postimage_columns()))
+
+    def _postimage_columns(self) -> list[Column]:
+        """The new values of a matching row, over the old row: the SET
+        columns, and the generated columns that read them, computed from the
+        SET expressions (:func:`~airflow_delta_provider.spark.generated.generated_over`)."""
+        columns = self._updated_columns(only_matching=True)
+        recomputed = self._recomputed()
+        if not recomputed:
+            return columns
+        schema = self.snapshot.schema
+        names = [f["name"] for f in schema["fields"]]
+        # parse_assignments keeps the order of set_exprs: the n-th SQL sets the n-th column
+        set_sql = dict(zip(self.assignments, self.set_exprs.values()))
+        return [
+            generated_over(schema, name, set_sql).alias(name) if name in recomputed else col
+            for name, col in zip(names, columns)
+        ]
 
     def _updated_columns(self, only_matching: bool = False) -> list[Column]:
         """Every table column, SET where the row matches (``only_matching``:
