@@ -117,7 +117,6 @@ def test_metadata_new_gives_a_fresh_uuid_and_parquet_format():
 def test_unknown_actions_are_ignored():
     text = "\n".join(
         [
-            json.dumps({"cdc": {"path": "_change_data/x.parquet", "size": 1}}),
             json.dumps({"checkpointMetadata": {"version": 3}}),
             json.dumps({"someFutureAction": {"a": 1}}),
             json.dumps({"txn": {"appId": "x", "version": 3}}),
