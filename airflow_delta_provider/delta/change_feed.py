@@ -44,6 +44,8 @@ CHANGE_TYPE_COLUMN = "_change_type"
 COMMIT_VERSION_COLUMN = "_commit_version"
 COMMIT_TIMESTAMP_COLUMN = "_commit_timestamp"
 CHANGE_COLUMNS = (CHANGE_TYPE_COLUMN, COMMIT_VERSION_COLUMN, COMMIT_TIMESTAMP_COLUMN)
+#: Column names a table recording its changes cannot have (delta-spark's rule).
+RESERVED_COLUMNS = frozenset(c.lower() for c in CHANGE_COLUMNS)
 #: The values of ``_change_type``.
 INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE = "insert", "delete", "update_preimage", "update_postimage"
 CHANGE_TYPES = (INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE)
@@ -134,6 +136,14 @@ def _commit_changes(version: int, timestamp_ms: int, actions: list) -> list[Chan
     cdc = [a for a in actions if isinstance(a, AddCDCFile)]
     if cdc:
         return [ChangeFile(version, timestamp_ms, None, cdc_as_add(a)) for a in cdc]
+    added = {a.path for a in actions if isinstance(a, AddFile) and a.data_change}
+    readded = sorted(a.path for a in actions if isinstance(a, RemoveFile) and a.data_change and a.path in added)
+    if readded:  # delta-spark diffs the two deletion vectors; reading that is not implemented
+        raise ChangeDataUnavailableError(
+            f"version {version} removes and re-adds {readded[0]} under another deletion vector without change "
+            "data files (a RESTORE, or another writer's DELETE with deletion vectors): reading the rows that "
+            "changed between the two vectors is not supported"
+        )
     out = []
     for a in actions:
         if isinstance(a, AddFile) and a.data_change:
@@ -170,6 +180,19 @@ def _removed_as_add(version: int, remove: RemoveFile) -> AddFile:
         stats=remove.stats,
         deletion_vector=remove.deletion_vector,
     )
+
+
+def check_column_names(metadata: Metadata) -> None:
+    """Refuse the change data feed on a table with a column named like one of
+    the feed's own (``_change_type``, ``_commit_version``, ``_commit_timestamp``)."""
+    if not config.change_data_feed_enabled(metadata):
+        return
+    clashing = sorted(f["name"] for f in metadata.schema_json.get("fields", ()) if f["name"].lower() in RESERVED_COLUMNS)
+    if clashing:
+        raise InvalidInputError(
+            f"column {clashing[0]!r} is reserved on a table with {config.ENABLE_CHANGE_DATA_FEED}=true "
+            f"(the change data feed adds {', '.join(CHANGE_COLUMNS)}): rename it or leave the feed off"
+        )
 
 
 def read_summary(output: str, storage_options: Mapping[str, str] | None = None) -> dict[str, Any] | None:

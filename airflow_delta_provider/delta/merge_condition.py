@@ -156,9 +156,18 @@ NONDETERMINISTIC = frozenset(
 )  # fmt: skip
 
 
-def nondeterministic_calls(sql: str) -> list[str]:
+#: Functions Spark fixes once per query: two queries of one command may see
+#: two values (the change data feed writes data and change rows in two).
+PER_QUERY = frozenset(
+    {"current_timestamp", "now", "current_date", "curdate", "localtimestamp", "unix_timestamp", "current_timezone"}
+)
+
+
+def nondeterministic_calls(sql: str, *, per_query: bool = False) -> list[str]:
     """The functions in ``sql`` whose value may change between evaluations
-    (:data:`NONDETERMINISTIC`), sorted; empty when sqlglot cannot parse it."""
+    (:data:`NONDETERMINISTIC`, and :data:`PER_QUERY` with ``per_query``),
+    sorted; empty when sqlglot cannot parse it."""
+    wanted = NONDETERMINISTIC | PER_QUERY if per_query else NONDETERMINISTIC
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except SqlglotError:
@@ -166,7 +175,7 @@ def nondeterministic_calls(sql: str) -> list[str]:
     names = set()
     for node in tree.find_all(exp.Func):
         name = node.sql_name().lower() if not isinstance(node, exp.Anonymous) else str(node.this).lower()
-        if name in NONDETERMINISTIC:
+        if name in wanted:
             names.add(name)
     return sorted(names)
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
 from airflow_delta_provider.delta import (
+    change_feed,
     column_mapping,
     config,
     constraints,
@@ -349,6 +350,7 @@ class Transaction:
             previous = self.read_snapshot.metadata if self.read_snapshot is not None else None
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
+            change_feed.check_column_names(self._metadata)
             constraints.check_resolvable(self._metadata)
             generated_columns.check_resolvable(self._metadata.schema_json)
         # The table as it is decides (delta-spark's assertRemovable on the read

@@ -93,22 +93,15 @@ def operator_lineage(
 def sensor_lineage(table_path: str, version: int | None, storage_options: StorageOptions) -> Any:
     """An ``OperatorLineage`` with the watched table as the input, at ``version``
     once the sensor has seen it; None without OpenLineage."""
-    try:
-        from airflow.providers.openlineage.extractors import OperatorLineage
-
-        from airflow_delta_provider.lineage import facets
-    except ImportError:  # the [openlineage] extra is not installed
-        return None
-    options = cache(storage_options)
-    schema = None if version is None else _read_table(table_path, options, version)[0]
-    dataset = facets.input_dataset(_name(table_path, options), facets.table_facets(version, schema))
-    return OperatorLineage(inputs=[dataset])
+    return changes_lineage(table_path, None, version, storage_options)
 
 
-def changes_lineage(table_path: str, output: str, version: int | None, storage_options: StorageOptions) -> Any:
-    """An ``OperatorLineage`` for writing a table's changes to a folder: the
-    table (at the last version read, once known) in, the folder out; None
-    without OpenLineage."""
+def changes_lineage(
+    table_path: str, output: str | None, version: int | None, storage_options: StorageOptions
+) -> Any:
+    """An ``OperatorLineage`` that reads the table (at ``version``, once known)
+    and writes the folder ``output`` when given (a table's changes written
+    out); None without OpenLineage."""
     try:
         from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -118,7 +111,8 @@ def changes_lineage(table_path: str, output: str, version: int | None, storage_o
     options = cache(storage_options)
     schema = None if version is None else _read_table(table_path, options, version)[0]
     table = facets.input_dataset(_name(table_path, options), facets.table_facets(version, schema))
-    return OperatorLineage(inputs=[table], outputs=[facets.output_dataset(_name(output, options))])
+    outputs = [] if output is None else [facets.output_dataset(_name(output, options))]
+    return OperatorLineage(inputs=[table], outputs=outputs)
 
 
 def _name(path: str, options: StorageOptions) -> DatasetName:

@@ -143,13 +143,16 @@ def _read(spark: SparkSession, snapshot: Any, files: list[ChangeFile], file_colu
     removed again): such files are read in separate scans, so that joining
     on the path ties each row to one commit."""
     rounds: list[list[ChangeFile]] = []
+    paths: list[set[str]] = []
     for f in files:
-        for group in rounds:
-            if all(g.file.path != f.file.path for g in group):
+        for group, seen in zip(rounds, paths):
+            if f.file.path not in seen:
                 group.append(f)
+                seen.add(f.file.path)
                 break
         else:
             rounds.append([f])
+            paths.append({f.file.path})
     lookup_schema = StructType(
         [
             StructField(file_column, StringType(), False),

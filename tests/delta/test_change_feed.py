@@ -134,3 +134,26 @@ def test_protocol_of_a_legacy_writer_3_table_goes_to_4():
 
     md = Metadata.new(SCHEMA, (), {**CDF, "delta.constraints.c": "id > 0"}, created_time=0)
     assert protocol_for(Protocol(1, 3), md) == Protocol(1, 4)
+
+
+def test_a_file_re_added_under_another_vector_without_change_data_is_refused(tmp_path):
+    """delta-spark diffs the two vectors; until that is read, such a range is refused, not misread."""
+    from airflow_delta_provider.delta.actions import DeletionVector
+
+    t = DeltaTable(tmp_path)
+    commit(t, "CREATE TABLE", add("a"), metadata=Metadata.new(SCHEMA, (), CDF, created_time=0))
+    vector = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 1, max_row_index=0)
+    readded = replace(add("a"), deletion_vector=vector)
+    commit(t, "DELETE", add("a").remove(1), readded)
+    with pytest.raises(ChangeDataUnavailableError, match="re-adds a under another deletion vector"):
+        changes_between(t, 1)
+    assert [f.file.path for f in changes_between(t, 0, 0).files] == ["a"]
+
+
+def test_columns_named_like_the_feed_s_own_are_refused(tmp_path):
+    schema = json.dumps(
+        {"type": "struct", "fields": [{"name": "_Commit_Version", "type": "long", "nullable": True, "metadata": {}}]}
+    )
+    with pytest.raises(InvalidInputError, match="'_Commit_Version' is reserved"):
+        commit(DeltaTable(tmp_path), "CREATE TABLE", metadata=Metadata.new(schema, (), CDF, created_time=0))
+    assert not DeltaTable(tmp_path).exists()

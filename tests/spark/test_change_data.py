@@ -205,7 +205,7 @@ def test_changes_are_written_to_a_folder_with_the_rows_per_change_type(spark, tm
     run_update(spark, path, "id = 1", {"amount": "0"}, io=io)
     run_delete(spark, path, "id = 2", io=io)
     output = tmp_path / "out"
-    output.mkdir()
+    run_changes(spark, path, 1, 1, str(output), io=io)  # an earlier try
     (output / "stale.parquet").write_bytes(b"left by a failed try")
     result = run_changes(spark, path, 1, None, str(output), io=io)
     assert (result.operation, result.version) == ("CHANGES", 2)
@@ -227,12 +227,18 @@ def test_an_output_folder_inside_the_table_or_of_another_table_is_refused(spark,
 
     path = cdf_table(spark, tmp_path)
     before = sorted(p.relative_to(path) for p in Path(path).rglob("*"))
-    for output in (path, str(Path(path) / "changes")):
-        with pytest.raises(InvalidInputError, match="inside the table"):
+    for output in (path, str(Path(path) / "changes"), str(tmp_path)):  # the table, inside it, holding it
+        with pytest.raises(InvalidInputError, match="lies inside or holds the table"):
             run_changes(spark, path, 0, None, output)
+    foreign = tmp_path / "reports"
+    foreign.mkdir()
+    (foreign / "q3.csv").write_text("keep me")
+    with pytest.raises(InvalidInputError, match="files an earlier CHANGES run did not write"):
+        run_changes(spark, path, 0, None, str(foreign))
+    assert (foreign / "q3.csv").read_text() == "keep me"
     (tmp_path / "other").mkdir()
     other = cdf_table(spark, tmp_path / "other")
-    with pytest.raises(InvalidInputError, match="is a Delta table"):
+    with pytest.raises(InvalidInputError, match="holds a Delta table"):
         run_changes(spark, path, 0, None, other)
     assert sorted(p.relative_to(path) for p in Path(path).rglob("*")) == before
 
@@ -278,3 +284,27 @@ def test_a_range_of_no_data_change_is_empty_with_the_feed_columns(spark, tmp_pat
     assert frame.count() == 0
     assert frame.columns == ["id", "part", "amount", "_change_type", "_commit_version", "_commit_timestamp"]
     assert ours(spark, path, version) == theirs(path, version) == []
+
+
+@pytest.mark.parametrize("expression", ["rand()", "uuid()", "current_timestamp()"])
+def test_values_that_two_queries_could_see_differently_are_refused(spark, tmp_path, expression):
+    """The data and the change rows are written by two Spark queries: their new values must agree."""
+    path = cdf_table(spark, tmp_path)
+    before = DeltaTable(path).latest_version()
+    with pytest.raises(InvalidInputError, match=r"may differ between the data and the change rows"):
+        run_update(spark, path, "id = 1", {"part": f"cast({expression} as string)"})
+    src = source(tmp_path, "src", [(1, "a", 0)])
+    clauses = json.dumps([{"when": "matched", "update": {"part": f"cast({expression} as string)"}}])
+    with pytest.raises(InvalidInputError, match=r"may differ between the data and the change rows"):
+        run_merge(spark, path, src, on="t.id = s.id", clauses=clauses)
+    assert DeltaTable(path).latest_version() == before
+
+
+def test_the_feed_cannot_be_turned_on_over_a_column_of_its_own_name(spark, tmp_path):
+    path = str(tmp_path / "t")
+    folder = tmp_path / "src"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": [1], "_change_type": ["x"]}), folder / "a.parquet")
+    with pytest.raises(InvalidInputError, match="'_change_type' is reserved"):
+        run_append(spark, path, str(folder), format="parquet", table_properties=CDF)
+    assert not (tmp_path / "t" / "_delta_log").exists() or not list((tmp_path / "t" / "_delta_log").glob("*.json"))

@@ -92,12 +92,22 @@ def run_changes(
 
 
 def _check_output(output: Any, table: Any, storage_options: Mapping[str, str] | None) -> None:
-    """Refuse an output folder whose files must not be replaced: the table's, or another table."""
-    inside = output.uri.rstrip("/") == table.uri.rstrip("/") or table.relative(output.uri) is not None
-    if inside or open_storage(output, storage_options).list_tree("_delta_log"):
+    """Refuse an output folder whose files must not be replaced: the table's
+    folder, one inside it or holding it, and a folder with files this command
+    did not write (no :data:`SUMMARY_FILE`) or holding any Delta table."""
+    same = output.uri.rstrip("/") == table.uri.rstrip("/")
+    if same or table.relative(output.uri) is not None or output.relative(table.uri) is not None:
         raise InvalidInputError(
-            f"output {output.uri} is a Delta table or lies inside the table {table.uri}; "
+            f"output {output.uri} is, lies inside or holds the table {table.uri}; "
             "the output folder is replaced on each run: give a folder of its own"
+        )
+    files = [m.path for m in open_storage(output, storage_options).list_tree("") if not m.is_dir]
+    if any(p == "_delta_log" or p.startswith("_delta_log/") or "/_delta_log/" in p for p in files):
+        raise InvalidInputError(f"output {output.uri} holds a Delta table; give a folder of its own")
+    if files and SUMMARY_FILE not in files:
+        raise InvalidInputError(
+            f"output {output.uri} holds files an earlier CHANGES run did not write (no {SUMMARY_FILE}); "
+            "its content is replaced on each run: give an empty folder or one of its own"
         )
 
 

@@ -256,6 +256,23 @@ class DmlCommand:
         """Whether the commit must record its changed rows (``delta.enableChangeDataFeed``)."""
         return config.change_data_feed_enabled(self.snapshot.metadata)
 
+    def check_change_expressions(self, sqls: list[str]) -> None:
+        """On a table recording its changes, refuse new values that two
+        evaluations could give differently (``rand()``, ``uuid()``,
+        ``current_timestamp()``): the data and the change rows are written by
+        two Spark queries, and must agree."""
+        if not self.records_changes:
+            return
+        from airflow_delta_provider.delta.merge_condition import nondeterministic_calls
+
+        for sql in sqls:
+            calls = nondeterministic_calls(sql, per_query=True)
+            if calls:
+                raise InvalidInputError(
+                    f"{sql!r} calls {', '.join(calls)}, whose value may differ between the data and the change "
+                    f"rows of table {self.table_uri} (delta.enableChangeDataFeed=true); give a literal value instead"
+                )
+
     @staticmethod
     def change_file_count(rows: int) -> int:
         """How many change data files ``rows`` change rows go into: few, not one

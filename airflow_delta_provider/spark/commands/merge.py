@@ -185,6 +185,9 @@ class MergeCommand(DmlCommand):
                 f"MERGE with update or delete clauses is not allowed: table {self.table_uri} is append-only "
                 "(delta.appendOnly=true); only not_matched insert clauses are"
             )
+        self.check_change_expressions(
+            [sql for c in self.clauses if isinstance(c.assignments, Mapping) for sql in c.assignments.values()]
+        )
         for sql in [self.on, *(c.condition for c in self.clauses if c.condition is not None)]:
             calls = nondeterministic_calls(sql)
             if calls:

@@ -70,6 +70,7 @@ class UpdateCommand(DmlCommand):
     def validate(self, schema: dict[str, Any]) -> None:
         self.assignments = conditions.parse_assignments(self.spark, schema, self.set_exprs)
         check_not_updated(schema, self.assignments)  # delta-spark refuses it too
+        self.check_change_expressions(list(self.set_exprs.values()))
 
     def _recomputed(self) -> list[str]:
         """The generated columns not SET whose expression reads a SET column:
