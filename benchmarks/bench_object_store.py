@@ -41,7 +41,7 @@ import bench_snapshot_load as logs  # noqa: E402  (the log builder)
 
 from airflow_delta_provider.delta.storage import ObjectStorage, open_storage  # noqa: E402
 from airflow_delta_provider.delta.table import DeltaTable  # noqa: E402
-from airflow_delta_provider.delta.version_probe import VersionProbe  # noqa: E402
+from airflow_delta_provider.delta.log.version_probe import VersionProbe  # noqa: E402
 
 
 @contextmanager

@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from airflow_delta_provider.delta.checkpoint import CHECKPOINT_SCHEMA  # noqa: E402
+from airflow_delta_provider.delta.checkpoint.writer import CHECKPOINT_SCHEMA  # noqa: E402
 
 SCHEMA_STRING = json.dumps(
     {
@@ -229,7 +229,7 @@ def _checkpoint(log: Path, version: int, all_adds: pa.Array, n_live: int) -> Non
 
 def _core_checkpoint(path: Path, version: int) -> None:
     """The core's v2 checkpoint of ``version`` (sidecars of 50,000 adds at most)."""
-    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
     from airflow_delta_provider.delta.table import DeltaTable
 
     table = DeltaTable(str(path))

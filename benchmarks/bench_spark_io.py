@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> dict:
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.spark.commands.append import run_append
     from airflow_delta_provider.spark.commands.update import run_update
-    from airflow_delta_provider.spark.scan import scan
+    from airflow_delta_provider.spark.read.scan import scan
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     files = 10 if args.quick else 50

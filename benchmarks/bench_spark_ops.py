@@ -548,7 +548,7 @@ def versions() -> dict[str, str]:
 
 
 def start_spark(master: str, driver_memory: str, extra: list[str]) -> Any:
-    from airflow_delta_provider.spark.session import get_or_create_session
+    from airflow_delta_provider.spark.runtime.session import get_or_create_session
 
     conf = {"spark.driver.memory": driver_memory}
     for item in extra:

@@ -32,7 +32,7 @@ def golden_dir() -> Path:
 def spark():
     """The one local SparkSession of the test session."""
     pytest.importorskip("pyspark")
-    from airflow_delta_provider.spark.session import get_or_create_session
+    from airflow_delta_provider.spark.runtime.session import get_or_create_session
 
     session = get_or_create_session(
         master="local[2]",

@@ -16,7 +16,7 @@ import sys
 from typing import Any, Sequence
 from urllib.parse import unquote
 
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable

@@ -14,8 +14,9 @@ import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow_delta_provider.delta import config, features
-from airflow_delta_provider.delta.actions import (
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.table_features import gate as features
+from airflow_delta_provider.delta.actions.model import (
     AddFile,
     DomainMetadata,
     Metadata,
@@ -24,19 +25,19 @@ from airflow_delta_provider.delta.actions import (
     Txn,
     parse_commit,
 )
-from airflow_delta_provider.delta.checkpoint_reader import apply_checkpoint
-from airflow_delta_provider.delta.column_mapping import NONE as NO_MAPPING
-from airflow_delta_provider.delta.column_mapping import ColumnMapping
+from airflow_delta_provider.delta.log.checkpoint_reader import apply_checkpoint
+from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
+from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
 from airflow_delta_provider.delta.errors import CorruptLogError
-from airflow_delta_provider.delta.log_segment import LogSegment
-from airflow_delta_provider.delta.log_store import LogStore, commit_name
-from airflow_delta_provider.delta.replay import LogReplay
+from airflow_delta_provider.delta.log.segment import LogSegment
+from airflow_delta_provider.delta.log.store import LogStore, commit_name
+from airflow_delta_provider.delta.log.replay import LogReplay
 
 if TYPE_CHECKING:
     from pyroaring import BitMap64
 
-    from airflow_delta_provider.delta.deletion_vectors import DeletionVectorReader
-    from airflow_delta_provider.delta.skipping import Predicate
+    from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
+    from airflow_delta_provider.delta.scan.skipping import Predicate
 
 class Snapshot:
     """The state of a table at :attr:`version`."""
@@ -130,7 +131,7 @@ class Snapshot:
     @cached_property
     def tombstones(self) -> list[RemoveFile]:
         """Removes still within ``delta.deletedFileRetentionDuration``."""
-        cutoff = int(time.time() * 1000) - config.deleted_file_retention_ms(self.metadata)
+        cutoff = int(time.time() * 1000) - table_properties.deleted_file_retention_ms(self.metadata)
         return [r for r in self.all_tombstones if (r.deletion_timestamp or 0) > cutoff]
 
     @cached_property
@@ -154,7 +155,7 @@ class Snapshot:
         values and min/max/nullCount stats); every file when it is None."""
         if predicate is None:
             return self.files
-        from airflow_delta_provider.delta.skipping import Predicate, prune_files
+        from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 
         if isinstance(predicate, str):
             predicate = Predicate.parse(predicate)
@@ -176,7 +177,7 @@ class Snapshot:
     @cached_property
     def deletion_vector_reader(self) -> DeletionVectorReader:
         """Reads the deletion vectors of this table, each DV file once."""
-        from airflow_delta_provider.delta.deletion_vectors import DeletionVectorReader
+        from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
 
         return DeletionVectorReader(self._store.storage)
 

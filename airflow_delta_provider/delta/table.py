@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Iterator
 
-from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
+from airflow_delta_provider.delta.actions.model import CommitInfo, parse_commit
 from airflow_delta_provider.delta.errors import (
     CorruptCheckpointError,
     CorruptLogError,
@@ -21,8 +21,8 @@ from airflow_delta_provider.delta.errors import (
     TableNotFoundError,
     VersionNotFoundError,
 )
-from airflow_delta_provider.delta.log_segment import build_segment, list_for_version
-from airflow_delta_provider.delta.log_store import LogFile, LogStore
+from airflow_delta_provider.delta.log.segment import build_segment, list_for_version
+from airflow_delta_provider.delta.log.store import LogFile, LogStore
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 
@@ -124,7 +124,7 @@ class DeltaTable:
 
     def _in_commit_timestamps_since(self) -> int | None:
         """The first version dated by in-commit timestamps, per the latest protocol and metadata; None when off."""
-        from airflow_delta_provider.delta.features import in_commit_timestamps_since
+        from airflow_delta_provider.delta.table_features.gate import in_commit_timestamps_since
 
         try:
             snapshot = self.snapshot()
@@ -222,7 +222,7 @@ class DeltaTable:
         isolation_level: str = "Serializable",
     ):
         """Start a transaction reading ``snapshot`` (None creates the table)."""
-        from airflow_delta_provider.delta.transaction import Transaction
+        from airflow_delta_provider.delta.transaction.transaction import Transaction
 
         return Transaction(self, operation, parameters or {}, snapshot, isolation_level=isolation_level)
 

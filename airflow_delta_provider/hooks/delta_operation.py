@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_delta_provider.delta.actions import CommitInfo
+    from airflow_delta_provider.delta.actions.model import CommitInfo
 
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
 OPERATIONS = (
@@ -98,7 +98,7 @@ class DeltaOperationMixin:
     @cached_property
     def storage_options(self) -> dict[str, str]:
         """The store settings of ``storage_conn_id`` (empty without one)."""
-        from airflow_delta_provider.hooks.storage_connection import storage_settings
+        from airflow_delta_provider.utils.storage_connection import storage_settings
 
         return storage_settings(self.storage_conn_id)
 

@@ -37,7 +37,7 @@ from airflow_delta_provider.hooks.delta_operation import (
     is_permanent,
     operation_token,
 )
-from airflow_delta_provider.hooks.package_zip import build_package_zip, package_root
+from airflow_delta_provider.utils.package_zip import build_package_zip, package_root
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -89,7 +89,7 @@ class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
     :param conn_id: The Spark connection.
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection holding the table store's
-        credentials (see :mod:`~airflow_delta_provider.hooks.storage_connection`).
+        credentials (see :mod:`~airflow_delta_provider.utils.storage_connection`).
         They reach the Spark application through the spark-submit process's
         environment only, never its command line; the driver copies them to
         remote executors. None: each cloud's own chain, on both sides.

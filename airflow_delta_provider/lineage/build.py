@@ -127,7 +127,7 @@ def _read_table(
     UPDATE, DELETE and REORG keep the schema, so the version read has the
     committed version's schema.
     """
-    from airflow_delta_provider.delta.actions import CommitInfo, parse_commit
+    from airflow_delta_provider.delta.actions.model import CommitInfo, parse_commit
     from airflow_delta_provider.delta.errors import DeltaError
     from airflow_delta_provider.delta.table import DeltaTable
 
@@ -162,7 +162,7 @@ def _append_lineage(
     """APPEND copies each source column into its namesake. Without the
     source's schema, only an overwrite that replaced the schema says which
     columns those are."""
-    from airflow_delta_provider.delta.schema import column_names
+    from airflow_delta_provider.delta.schema.types import column_names
 
     columns = column_names(schema)
     if source_has_table_columns:

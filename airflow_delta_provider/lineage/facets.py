@@ -24,7 +24,7 @@ from openlineage.client.facet_v2 import (
     storage_dataset,
 )
 
-from airflow_delta_provider.delta.schema import type_name
+from airflow_delta_provider.delta.schema.types import type_name
 from airflow_delta_provider.lineage.columns import ColumnLineage, Edge
 from airflow_delta_provider.lineage.naming import DatasetName
 

@@ -470,7 +470,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
             raise ValueError("source_version needs source_format='delta'")
         if not isinstance(clauses, str) or "{{" not in clauses:  # a template is checked once rendered
             from airflow_delta_provider.delta.errors import InvalidInputError
-            from airflow_delta_provider.delta.merge_clauses import parse_clauses
+            from airflow_delta_provider.delta.operations.merge_clauses import parse_clauses
 
             try:
                 parse_clauses(clauses)
@@ -641,7 +641,7 @@ class DeltaChangesOperator(DeltaSparkOperator):
     def execute(self, context: Context) -> DeltaOperationResult:
         result = super().execute(context)
         if not result["metrics"]:  # the driver's stdout did not come back (cluster deploy mode)
-            from airflow_delta_provider.delta.change_feed import read_summary
+            from airflow_delta_provider.delta.table_changes import read_summary
 
             summary = read_summary(self.output_path, self.hook.storage_options or None) or {}
             result["version"] = summary.get("version")

@@ -2,7 +2,7 @@
 
 It reads ``_delta_log`` directly through the core (no Spark, no JVM), and a
 poke costs a fixed number of log-store calls however long the log is: see
-:class:`~airflow_delta_provider.delta.version_probe.VersionProbe`.
+:class:`~airflow_delta_provider.delta.log.version_probe.VersionProbe`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from airflow_delta_provider.triggers.delta_table import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_delta_provider.delta.version_probe import VersionProbe
+    from airflow_delta_provider.delta.log.version_probe import VersionProbe
 
 #: Where a reschedule-mode sensor keeps the baseline it captured, across pokes.
 BASELINE_STATE_KEY = "delta_baseline_version"
@@ -91,7 +91,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
     # --- poke ----------------------------------------------------------------
 
     def poke(self, context: Context) -> PokeReturnValue:
-        from airflow_delta_provider.hooks.storage_connection import storage_settings
+        from airflow_delta_provider.utils.storage_connection import storage_settings
 
         probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
         if self._baseline is None:
@@ -202,7 +202,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         return self._openlineage(self._seen_version)
 
     def _openlineage(self, version: int | None) -> Any:
-        from airflow_delta_provider.hooks.storage_connection import storage_settings
+        from airflow_delta_provider.utils.storage_connection import storage_settings
         from airflow_delta_provider.lineage.build import sensor_lineage  # imports no OpenLineage itself
 
         return sensor_lineage(self.table_path, version, lambda: storage_settings(self.storage_conn_id))

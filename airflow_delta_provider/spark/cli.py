@@ -3,7 +3,7 @@
 ``python -m airflow_delta_provider.spark <update|delete|append|merge|checkpoint|vacuum|reorg|optimize|alter|restore|changes> TABLE [options]``
 
 ``--io auto|hadoop|arrow`` picks how data files are read and written
-(:mod:`airflow_delta_provider.spark.io_mode`); commands that touch no data
+(:mod:`airflow_delta_provider.spark.runtime.io_mode`); commands that touch no data
 file accept it and ignore it.
 
 The last stdout line is the result as one JSON object
@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Sequence
 
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
-from airflow_delta_provider.spark.io_mode import IO_MODES
+from airflow_delta_provider.spark.runtime.io_mode import IO_MODES
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -208,7 +208,7 @@ def _dispatch(args: argparse.Namespace, spark: Any, storage_options: Mapping[str
             table_schema=args.table_schema,
         )
     if args.command == "merge":
-        from airflow_delta_provider.spark.commands.merge import run_merge
+        from airflow_delta_provider.spark.commands.merge.command import run_merge
 
         return run_merge(
             spark,
@@ -427,7 +427,7 @@ def _spark_error(exc: BaseException) -> tuple[str, str | None, str] | None:
 
 
 def _default_session(conf: dict[str, str]) -> Any:
-    from airflow_delta_provider.spark.session import get_or_create_session
+    from airflow_delta_provider.spark.runtime.session import get_or_create_session
 
     return get_or_create_session(conf=conf)
 

@@ -85,13 +85,13 @@ class InProcessCommand:
         """Run the command; the result the CLI would print, as a dict."""
         if self.remote is None:
             return execute(self.args, None, self.storage_options).to_dict()
-        from airflow_delta_provider.spark.remote_session import connect_mode
+        from airflow_delta_provider.spark.runtime.remote_session import connect_mode
 
         with connect_mode():
             return self._run_remote()
 
     def _run_remote(self) -> dict[str, Any]:
-        from airflow_delta_provider.spark.remote_session import close, connect_session, unreachable_reason
+        from airflow_delta_provider.spark.runtime.remote_session import close, connect_session, unreachable_reason
 
         session = connect_session(self.remote, self.conf, self.py_files)  # type: ignore[arg-type]
         with self._lock:
@@ -121,7 +121,7 @@ class InProcessCommand:
         """Stop the command: its running Spark operations are interrupted and
         its session is released, so no later Spark operation starts either.
         Safe from another thread and from a signal handler."""
-        from airflow_delta_provider.spark.remote_session import close
+        from airflow_delta_provider.spark.runtime.remote_session import close
 
         with self._lock:
             self._interrupted = True

@@ -9,7 +9,7 @@ Two triggers, one probe:
   new table version, in order, and keeps its watermark in the asset state store.
 
 Both read ``_delta_log`` through the core's
-:class:`~airflow_delta_provider.delta.version_probe.VersionProbe`, with its
+:class:`~airflow_delta_provider.delta.log.version_probe.VersionProbe`, with its
 async methods (obstore's async API), so the triggerer's event loop never
 waits on storage; a steady poll costs one existence check. A
 ``storage_conn_id`` is resolved in the triggerer when the trigger runs: the
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 if TYPE_CHECKING:
-    from airflow_delta_provider.delta.version_probe import VersionInfo, VersionProbe
+    from airflow_delta_provider.delta.log.version_probe import VersionInfo, VersionProbe
 
 #: Key of the watermark that :class:`DeltaTableEventTrigger` keeps per asset.
 WATERMARK_KEY = "last_seen_version"
@@ -36,14 +36,14 @@ WATERMARK_KEY = "last_seen_version"
 
 def open_probe(table_path: str, storage_options: dict[str, str] | None = None) -> VersionProbe:
     """A :class:`VersionProbe` on ``table_path``; imports the core only now."""
-    from airflow_delta_provider.delta.version_probe import VersionProbe
+    from airflow_delta_provider.delta.log.version_probe import VersionProbe
 
     return VersionProbe(table_path, storage_options or None)
 
 
 async def open_probe_async(table_path: str, storage_conn_id: str | None) -> VersionProbe:
     """:func:`open_probe` for a trigger: the connection is read without blocking."""
-    from airflow_delta_provider.hooks.storage_connection import storage_settings_async
+    from airflow_delta_provider.utils.storage_connection import storage_settings_async
 
     settings = await storage_settings_async(storage_conn_id)
     return await asyncio.to_thread(open_probe, table_path, settings)  # first import of the core

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions.model import AddFile
 
 # --- Canonical rows ------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def _drop_deleted_rows(snapshot: Any, add: AddFile, data: pa.Table) -> pa.Table:
     deleted = snapshot.deleted_rows(add)
     if deleted is None:
         return data
-    from airflow_delta_provider.delta.deletion_vectors import row_indexes
+    from airflow_delta_provider.delta.actions.deletion_vectors import row_indexes
 
     assert not deleted or deleted.max() < data.num_rows, f"{add.path}: DV row index past the file's end"
     positions = pa.array(range(data.num_rows), pa.uint64())
@@ -157,7 +157,7 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     :func:`schema.to_arrow_schema` maps them.
     """
     from airflow_delta_provider.delta.partitions import parse_partition_values
-    from airflow_delta_provider.delta.schema import to_arrow_schema
+    from airflow_delta_provider.delta.schema.types import to_arrow_schema
 
     schema = snapshot.schema
     mapping = snapshot.column_mapping
@@ -296,8 +296,8 @@ def create_table(
     adds: Iterable[AddFile] = (),
 ) -> Any:
     """Create a table at version 0 through the core; return the commit result."""
-    from airflow_delta_provider.delta.actions import Metadata
-    from airflow_delta_provider.delta.schema import from_arrow_schema, schema_string
+    from airflow_delta_provider.delta.actions.model import Metadata
+    from airflow_delta_provider.delta.schema.types import from_arrow_schema, schema_string
     from airflow_delta_provider.delta.table import DeltaTable
 
     table = DeltaTable(str(uri))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.cli import main
 from airflow_delta_provider.delta.table import DeltaTable
 

@@ -546,7 +546,7 @@ def test_type_widening_table_matches_oracles_at_every_version(
     latest one, the file written before the change comes back widened
     (``1`` as ``decimal(11,1)``, a date as midnight), not as it is stored.
     delta-rs agrees on version 0, the only one before the feature."""
-    from airflow_delta_provider.delta import type_widening
+    from airflow_delta_provider.delta.table_features import type_widening
 
     path = golden_dir / name
     table = _core_table(path)

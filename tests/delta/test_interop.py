@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from airflow_delta_provider.delta.actions import TOKEN_TAG
+from airflow_delta_provider.delta.actions.model import TOKEN_TAG
 from airflow_delta_provider.delta.table import DeltaTable
 
 deltalake = pytest.importorskip("deltalake")

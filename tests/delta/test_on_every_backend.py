@@ -14,16 +14,16 @@ import time
 import pyarrow as pa
 import pytest
 
-from airflow_delta_provider.delta.checkpoint import write_checkpoint
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import (
     ConcurrentDeleteDeleteError,
     TableNotFoundError,
     VersionNotFoundError,
 )
-from airflow_delta_provider.delta.log_cleanup import cleanup_expired_logs
+from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.vacuum import list_table, plan_vacuum
-from airflow_delta_provider.delta.version_probe import VersionProbe
+from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
+from airflow_delta_provider.delta.log.version_probe import VersionProbe
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 DAY_MS = 86_400_000
@@ -112,7 +112,7 @@ def test_v2_checkpoint_sidecars_are_written_read_and_cleaned_up(backend, new_tab
     from deltalake import DeltaTable as RsTable
     from deltalake import QueryBuilder
 
-    from airflow_delta_provider.delta.checkpoint_reader import sidecar_references
+    from airflow_delta_provider.delta.log.checkpoint_reader import sidecar_references
 
     uri = backend.uri("t")
     configuration = {"delta.checkpointPolicy": "v2", "delta.enableExpiredLogCleanup": "false"}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_delta_provider.delta.actions import AddFile, Metadata, parse_commit
+from airflow_delta_provider.delta.actions.model import AddFile, Metadata, parse_commit
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,

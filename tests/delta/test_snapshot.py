@@ -326,7 +326,7 @@ def test_torn_checkpoint_with_stale_hint_falls_back_to_commits(golden_dir, tmp_p
 
 
 def test_timestamp_of_a_checkpointed_version_is_its_commit_time(tmp_path):
-    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 
     write(tmp_path, 0, protocol(), metadata(), add("a"))
     commit_time = 1_700_000_000

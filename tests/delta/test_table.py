@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_delta_provider.delta.actions import TOKEN_TAG
+from airflow_delta_provider.delta.actions.model import TOKEN_TAG
 from airflow_delta_provider.delta.errors import InvalidInputError, TableNotFoundError, VersionNotFoundError
 from airflow_delta_provider.delta.table import DeltaTable
 

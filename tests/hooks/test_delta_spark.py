@@ -11,7 +11,7 @@ import pytest
 from tests.airflow_env import SPARK_TEST_CONF
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_delta_provider.delta.actions import TOKEN_TAG
+from airflow_delta_provider.delta.actions.model import TOKEN_TAG
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook, application_path, operation_token
 
 POPEN = "airflow.providers.apache.spark.hooks.spark_submit.subprocess.Popen"

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
-from airflow_delta_provider.delta.actions import TOKEN_TAG
+from airflow_delta_provider.delta.actions.model import TOKEN_TAG
 from airflow_delta_provider.hooks.delta_spark import application_path
 from airflow_delta_provider.operators.delta import (
     DeltaAlterTableOperator,

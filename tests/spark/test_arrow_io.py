@@ -20,14 +20,14 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.errors import InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.arrow_scan import arrow_read, plan_splits
+from airflow_delta_provider.spark.read.arrow_source import arrow_read, plan_splits
 from airflow_delta_provider.spark.cli import build_parser, main
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.merge import run_merge
+from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
-from airflow_delta_provider.spark.scan import FILE_COLUMN, count_matches, read_files, scan, table_location
-from airflow_delta_provider.spark.worker_env import forward_store_env
+from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, read_files, scan, table_location
+from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from .commands.dml_support import (
@@ -91,7 +91,7 @@ def test_update_is_the_same_in_both_modes(tmp_path, spark, partition_by, conditi
 
 def test_update_through_the_file_join_plan_is_the_same(tmp_path, spark, monkeypatch):
     """Many partitions: hadoop joins rows to their files; arrow reads them with their values."""
-    from airflow_delta_provider.spark import scan as scan_module
+    from airflow_delta_provider.spark.read import scan as scan_module
 
     monkeypatch.setattr(scan_module, "MAX_LITERAL_PARTITIONS", 1)
     src = deltalake_table(tmp_path / "src", partition_by=["part"])
@@ -228,8 +228,8 @@ def test_not_null_violation_writes_nothing(tmp_path, spark):
 def test_files_of_finished_tasks_go_when_the_job_fails(tmp_path, spark, monkeypatch):
     """Task 0 writes its file and ends; task 1 then meets a null (late: a
     UDF holds it back). The file of task 0 is found by its marker and deleted."""
-    from airflow_delta_provider.spark import arrow_write
-    from airflow_delta_provider.spark.write import write_files
+    from airflow_delta_provider.spark.write import arrow_writer as arrow_write
+    from airflow_delta_provider.spark.write.files import write_files
 
     marked = []
     real_discard = arrow_write._discard
@@ -331,8 +331,8 @@ def test_input_partitions_follow_sparks_rule(tmp_path, spark):
 
 def _folder_as_table(tmp_path, paths):
     """A committed table whose files are ``paths`` (added by absolute path, in order)."""
-    from airflow_delta_provider.delta.actions import AddFile, Metadata
-    from airflow_delta_provider.delta.schema import from_arrow_schema, schema_string
+    from airflow_delta_provider.delta.actions.model import AddFile, Metadata
+    from airflow_delta_provider.delta.schema.types import from_arrow_schema, schema_string
 
     table = DeltaTable(str(tmp_path / "table"))
     schema = from_arrow_schema(pq.read_schema(paths[0]), metadata=False)

@@ -9,7 +9,7 @@ the two commits must be the same change.
 
 The shared SparkSession started before any bucket existed: the credentials
 reach the workers only because the engine forwards the driver's store
-variables to them (:mod:`airflow_delta_provider.spark.worker_env`).
+variables to them (:mod:`airflow_delta_provider.spark.runtime.worker_env`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
-from airflow_delta_provider.spark.io_mode import hadoop_filesystem_available
-from airflow_delta_provider.spark.stats import stats_leaves
-from airflow_delta_provider.spark.write import _publish
+from airflow_delta_provider.spark.runtime.io_mode import hadoop_filesystem_available
+from airflow_delta_provider.spark.write.stats import stats_leaves
+from airflow_delta_provider.spark.write.files import _publish
 
 from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from tests.storage_servers import upload_tree
@@ -263,7 +263,7 @@ def test_change_data_feed_in_the_bucket(spark, bucket, tmp_path):
     bucket as parquet: the same rows as on a local copy in ``hadoop`` mode."""
     from deltalake import write_deltalake
 
-    from airflow_delta_provider.spark.change_data import read_changes
+    from airflow_delta_provider.spark.write.change_data import read_changes
     from airflow_delta_provider.spark.commands.changes import run_changes
 
     local = str(tmp_path / "local")

@@ -13,13 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
-from airflow_delta_provider.delta.features import listed_features
+from airflow_delta_provider.delta.table_features.gate import listed_features
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.change_data import read_changes
+from airflow_delta_provider.spark.write.change_data import read_changes
 from airflow_delta_provider.spark.commands.alter import run_alter
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.merge import run_merge
+from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 
 from .arrow_support import arrow_workers  # noqa: F401 - the fixture
@@ -198,7 +198,7 @@ def theirs_any(path: str, version: int) -> list[tuple]:
 def test_changes_are_written_to_a_folder_with_the_rows_per_change_type(spark, tmp_path, io, request):
     if io == "arrow":
         request.getfixturevalue("arrow_workers")
-    from airflow_delta_provider.delta.change_feed import read_summary
+    from airflow_delta_provider.delta.table_changes import read_summary
     from airflow_delta_provider.spark.commands.changes import run_changes
 
     path = cdf_table(spark, tmp_path, {"delta.enableDeletionVectors": "true"} if io == "arrow" else {})

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta import column_mapping as cm
-from airflow_delta_provider.delta.actions import Protocol
+from airflow_delta_provider.delta.table_features import column_mapping as cm
+from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
-from airflow_delta_provider.delta.schema_changes import (
+from airflow_delta_provider.delta.operations.alter import (
     AddColumns,
     DropColumns,
     NewColumn,
@@ -29,7 +29,7 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
-from airflow_delta_provider.spark.scan import scan
+from airflow_delta_provider.spark.read.scan import scan
 
 from .arrow_support import arrow_workers  # noqa: F401 - the fixture
 from .commands.dml_support import _sorted, rows_duckdb, state
@@ -221,7 +221,7 @@ def test_every_change_on_a_copy_of_a_mapped_table_delta_spark_wrote(spark, golde
     schema and the rows we expect."""
     from pyspark.sql import functions as F
 
-    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 
     path = golden_copy(name)
     table = DeltaTable(path)

@@ -27,7 +27,7 @@ from tests.storage_servers import free_port
 from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError, OperationInterruptedError
 from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, SPARK_ERROR_LOGGERS, build_parser, execute
 from airflow_delta_provider.spark.in_process import InProcessCommand
-from airflow_delta_provider.spark.remote_session import CONNECT_MODE_VARIABLE, redact_url
+from airflow_delta_provider.spark.runtime.remote_session import CONNECT_MODE_VARIABLE, redact_url
 
 from .commands.dml_support import rows_rs, state
 

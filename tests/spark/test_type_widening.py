@@ -18,15 +18,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta import column_mapping as cm
-from airflow_delta_provider.delta.actions import Protocol
+from airflow_delta_provider.delta.table_features import column_mapping as cm
+from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import SchemaMismatchError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.type_widening import TYPE_CHANGES_KEY
+from airflow_delta_provider.delta.table_features.type_widening import TYPE_CHANGES_KEY
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
-from airflow_delta_provider.spark.scan import scan
+from airflow_delta_provider.spark.read.scan import scan
 
 from .arrow_support import arrow_workers  # noqa: F401 - the fixture
 from .commands.dml_support import _sorted, commit_actions, rows_duckdb, state

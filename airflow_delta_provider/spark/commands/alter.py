@@ -1,7 +1,7 @@
 """ALTER TABLE: one schema or property change as a metadata-only commit.
 
 The core plans and commits the new ``metaData``
-(:mod:`airflow_delta_provider.delta.schema_changes`). The change comes as
+(:mod:`airflow_delta_provider.delta.operations.alter`). The change comes as
 JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``. Only adding a
 CHECK constraint needs Spark: the expression is analysed against the table's
 schema, and one job looks for a row that breaks it; the constraint is
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.schema_changes import AddConstraint, alter_table, change_from_json
+from airflow_delta_provider.delta.operations.alter import AddConstraint, alter_table, change_from_json
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 
@@ -66,10 +66,10 @@ def _check_rows(spark: Any, snapshot: Any, change: AddConstraint) -> None:
     and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
     from pyspark.sql import functions as F
 
-    from airflow_delta_provider.delta.constraints import referenced_columns
-    from airflow_delta_provider.delta.merge_condition import nondeterministic_calls
+    from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns
+    from airflow_delta_provider.delta.scan.merge_condition import nondeterministic_calls
     from airflow_delta_provider.spark.conditions import parse_condition
-    from airflow_delta_provider.spark.scan import scan
+    from airflow_delta_provider.spark.read.scan import scan
 
     calls = nondeterministic_calls(change.expression)
     if calls:

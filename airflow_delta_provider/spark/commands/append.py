@@ -18,11 +18,11 @@ One Spark job writes the files, one core transaction commits them
 All checks on schemas and options happen before any data is written; data
 checks (NOT NULL, ``delta.invariants``) run inside the write job. A failure
 after files were written deletes them when the commit surely did not land
-(see :class:`~airflow_delta_provider.spark.write.WrittenFiles`), so the table
+(see :class:`~airflow_delta_provider.spark.write.files.WrittenFiles`), so the table
 is left as it was; files a landed commit references are never deleted.
 
 Data files are written in the I/O mode ``io`` asks for
-(:mod:`~airflow_delta_provider.spark.io_mode`). A source on an object store
+(:mod:`~airflow_delta_provider.spark.runtime.io_mode`). A source on an object store
 is read by Spark in ``hadoop`` mode; in ``arrow`` mode a parquet folder or
 file, or a Delta table, is read with pyarrow (other formats need ``hadoop``).
 """
@@ -37,9 +37,11 @@ from typing import Any, Mapping, Sequence
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from airflow_delta_provider.delta import column_mapping, config, type_widening
-from airflow_delta_provider.delta.actions import Metadata
-from airflow_delta_provider.delta import identity as identity_module
+from airflow_delta_provider.delta.table_features import column_mapping
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.table_features import type_widening
+from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
@@ -48,9 +50,9 @@ from airflow_delta_provider.delta.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from airflow_delta_provider.delta.generated_columns import generation_expressions
-from airflow_delta_provider.delta.identity import identity_columns
-from airflow_delta_provider.delta.schema import (
+from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
+from airflow_delta_provider.delta.table_features.identity_columns import identity_columns
+from airflow_delta_provider.delta.schema.types import (
     VARIANT,
     as_nullable,
     check_column_names,
@@ -63,11 +65,11 @@ from airflow_delta_provider.delta.schema import (
 )
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.io_mode import ARROW, check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
-from airflow_delta_provider.spark.scan import scan
-from airflow_delta_provider.spark.generated import fill_generated, with_identity_values, written_extreme
-from airflow_delta_provider.spark.write import WrittenFiles, conform, write_files
+from airflow_delta_provider.spark.read.scan import scan
+from airflow_delta_provider.spark.write.generated_columns import fill_generated, with_identity_values, written_extreme
+from airflow_delta_provider.spark.write.files import WrittenFiles, conform, write_files
 
 OPERATION = "WRITE"
 #: How many times an append that generated identity values runs when a
@@ -97,7 +99,7 @@ def run_append(
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` to ``table``.
 
-    ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
     ``table_properties`` (``delta.*``) are set on the table in the same
     commit; one that needs a table feature (``delta.enableDeletionVectors``)
     upgrades the protocol, as delta-spark does. ``storage_options`` reach
@@ -162,11 +164,11 @@ def _append_once(
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
     data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
     previous = snapshot.metadata if snapshot is not None else None
-    widen = previous is not None and config.type_widening_enabled(config.with_properties(previous, table_properties))
+    widen = previous is not None and table_properties.type_widening_enabled(table_properties.with_properties(previous, table_properties))
     metadata, schema, partition_columns = _plan_metadata(
         snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen, table_schema
     )
-    metadata = column_mapping.apply(config.with_properties(metadata, table_properties), previous)
+    metadata = column_mapping.apply(table_properties.with_properties(metadata, table_properties), previous)
     if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
         check_column_names(data_schema)  # mapping lets names hold any character
         if table_schema is not None:
@@ -280,7 +282,7 @@ def read_source(
                 f"cannot read the {format} source {source} with io=arrow: arrow I/O reads parquet and "
                 "delta sources on object stores; use io=hadoop with the store's connector on the cluster"
             )
-        from airflow_delta_provider.spark.arrow_scan import arrow_read_parquet
+        from airflow_delta_provider.spark.read.arrow_source import arrow_read_parquet
 
         return arrow_read_parquet(spark, location, storage_options)
     try:
@@ -337,7 +339,7 @@ def _plan_metadata(
                 schema,
                 partition_columns,
             )
-        if config.append_only(snapshot.metadata):
+        if table_properties.append_only(snapshot.metadata):
             raise _append_only(snapshot)
         md = replace(snapshot.metadata, schema_string=schema_string(schema), partition_columns=tuple(partition_columns))
         return md, schema, partition_columns
@@ -345,7 +347,7 @@ def _plan_metadata(
     md = snapshot.metadata
     table_schema = snapshot.schema
     partition_columns = list(snapshot.partition_columns)
-    if mode == "overwrite" and config.append_only(md):
+    if mode == "overwrite" and table_properties.append_only(md):
         raise _append_only(snapshot)
     if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in partition_columns]:
         raise InvalidInputError(

@@ -2,7 +2,7 @@
 
 ``python -m airflow_delta_provider.spark changes TABLE --start N [--end M]
 --output URI --output-format parquet`` reads the changed rows of versions
-``N`` to ``M`` (:func:`~airflow_delta_provider.spark.change_data.read_changes`)
+``N`` to ``M`` (:func:`~airflow_delta_provider.spark.write.change_data.read_changes`)
 and writes them to ``URI``, replacing what a failed earlier try left there,
 so a retried task writes the same output. Each row has the table's columns,
 ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
@@ -27,11 +27,11 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from airflow_delta_provider.delta.change_feed import CHANGE_TYPE_COLUMN, CHANGE_TYPES, SUMMARY_FILE
+from airflow_delta_provider.delta.table_changes import CHANGE_TYPE_COLUMN, CHANGE_TYPES, SUMMARY_FILE
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import open_storage, parse_location
-from airflow_delta_provider.spark.change_data import read_changes
-from airflow_delta_provider.spark.io_mode import ARROW, check_io, resolve_io
+from airflow_delta_provider.spark.write.change_data import read_changes
+from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
 
 OPERATION = "CHANGES"
@@ -119,7 +119,7 @@ def _clear(storage: Any) -> None:
 
 
 def _write_arrow(frame: Any, storage: Any) -> None:
-    from airflow_delta_provider.spark.arrow_write import write_arrow
+    from airflow_delta_provider.spark.write.arrow_writer import write_arrow
 
     write_arrow(frame, storage, frame.columns, [], {}, [])
 

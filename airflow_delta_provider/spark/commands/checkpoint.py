@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_delta_provider.delta.checkpoint import write_checkpoint
-from airflow_delta_provider.delta.features import check_writable
-from airflow_delta_provider.delta.log_cleanup import cleanup_expired_logs
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+from airflow_delta_provider.delta.table_features.gate import check_writable
+from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 

@@ -65,8 +65,8 @@ class DeleteCommand(DmlCommand):
 
     def _write_deleted(self, files: list, deleted: int) -> None:
         """Record the rows of ``files`` that match (``deleted`` of them) as ``delete`` changes."""
-        from airflow_delta_provider.delta.change_feed import DELETE
-        from airflow_delta_provider.spark.change_data import with_change_type
+        from airflow_delta_provider.delta.table_changes import DELETE
+        from airflow_delta_provider.spark.write.change_data import with_change_type
 
         rows = self.scan(files).filter(self.matched)
         if len(files) > GATHER_CHANGES_ABOVE_FILES:  # few files of changes, not one per file read
@@ -88,7 +88,7 @@ def run_delete(
     """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult.
 
     ``version`` is None when no row matched (nothing is committed). ``io``:
-    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
     ``storage_options`` reach the table from this process (default: the environment).
     """
     return DeleteCommand(spark, table, condition, token, io, storage_options).run()

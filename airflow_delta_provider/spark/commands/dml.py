@@ -16,11 +16,11 @@ a concurrent writer slipped in between them in tests):
 later step fails, so a failed command leaves no data file behind.
 
 Data files are read and written in the I/O mode ``io`` asks for
-(:mod:`~airflow_delta_provider.spark.io_mode`), resolved once per command.
+(:mod:`~airflow_delta_provider.spark.runtime.io_mode`), resolved once per command.
 
 On a table with row tracking enabled, copied rows keep their stable row ids
 and commit versions, written into the materialized columns of the new files
-(:mod:`~airflow_delta_provider.spark.row_tracking`): :meth:`DmlCommand.copy_rows`
+(:mod:`~airflow_delta_provider.spark.read.row_tracking`): :meth:`DmlCommand.copy_rows`
 reads them, and :meth:`DmlCommand.write` writes them.
 """
 
@@ -36,15 +36,15 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from airflow_delta_provider.delta import config
-from airflow_delta_provider.delta.actions import AddCDCFile, AddFile
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
-from airflow_delta_provider.spark.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
 log = logging.getLogger(__name__)
 
@@ -122,13 +122,13 @@ class DmlCommand:
         self.io = resolve_io(self.spark, self.table.storage.location, self.io)
         self.snapshot = self.table.snapshot()
         self.txn = self.table.transaction(self.operation, parameters=self.parameters, snapshot=self.snapshot)
-        from airflow_delta_provider.spark.row_tracking import materialized
+        from airflow_delta_provider.spark.read.row_tracking import materialized
 
         self.tracking = materialized(self.snapshot)
         schema = self.snapshot.schema
         self.condition = conditions.parse_condition(self.spark, schema, self.condition_sql)
         self.validate(schema)
-        if config.append_only(self.snapshot.metadata):
+        if table_properties.append_only(self.snapshot.metadata):
             raise AppendOnlyViolationError(
                 f"{self.operation} is not allowed: table {self.table_uri} is append-only (delta.appendOnly=true)"
             )
@@ -149,7 +149,7 @@ class DmlCommand:
     def _skipping_predicate(self) -> Any:
         if self.condition_sql is None:
             return None
-        from airflow_delta_provider.delta.skipping import Predicate
+        from airflow_delta_provider.delta.scan.skipping import Predicate
 
         try:
             return Predicate.parse(self.condition_sql)
@@ -160,7 +160,7 @@ class DmlCommand:
             return None
 
     def _prune(self) -> list[AddFile]:
-        from airflow_delta_provider.delta.skipping import prune_files
+        from airflow_delta_provider.delta.scan.skipping import prune_files
 
         snap = self.snapshot
         if self.predicate is None:
@@ -172,7 +172,7 @@ class DmlCommand:
     def whole_files(self) -> list[AddFile] | None:
         """Candidates every row of which matches, decided by partition values
         alone; None when the condition needs the rows (a data predicate)."""
-        from airflow_delta_provider.delta.skipping import partition_filter
+        from airflow_delta_provider.delta.scan.skipping import partition_filter
 
         snap = self.snapshot
         if self.condition_sql is None:
@@ -193,7 +193,7 @@ class DmlCommand:
         return F.coalesce(self.condition, F.lit(False))
 
     def scan(self, files: list[AddFile], *, with_file_path: bool = False) -> DataFrame:
-        from airflow_delta_provider.spark.scan import scan
+        from airflow_delta_provider.spark.read.scan import scan
 
         return scan(self.spark, self.snapshot, files, with_file_path=with_file_path, io=self.io)
 
@@ -205,7 +205,7 @@ class DmlCommand:
         if self.tracking is None:
             frame = self.scan(files)
             return frame if condition is None else frame.filter(F.coalesce(condition, F.lit(False)))
-        from airflow_delta_provider.spark.row_tracking import tracked_rows
+        from airflow_delta_provider.spark.read.row_tracking import tracked_rows
 
         return tracked_rows(self.spark, self.snapshot, files, self.io, condition)[0]
 
@@ -213,7 +213,7 @@ class DmlCommand:
         """The candidates holding at least one matching row, and how many
         rows match in each (one Spark job reading only the condition's
         columns: filter, then count per file)."""
-        from airflow_delta_provider.spark.scan import count_matches
+        from airflow_delta_provider.spark.read.scan import count_matches
 
         start = time.monotonic()
         if not self.candidates:
@@ -237,7 +237,7 @@ class DmlCommand:
         invariant fails the write (``write_files`` guards every column).
         With row tracking enabled the frame carries the materialized columns
         (:meth:`copy_rows`), and the files hold them."""
-        from airflow_delta_provider.spark.write import write_files
+        from airflow_delta_provider.spark.write.files import write_files
 
         snap = self.snapshot
         start = time.monotonic()
@@ -254,7 +254,7 @@ class DmlCommand:
     @property
     def records_changes(self) -> bool:
         """Whether the commit must record its changed rows (``delta.enableChangeDataFeed``)."""
-        return config.change_data_feed_enabled(self.snapshot.metadata)
+        return table_properties.change_data_feed_enabled(self.snapshot.metadata)
 
     def check_change_expressions(self, sqls: list[str]) -> None:
         """On a table recording its changes, refuse new values that two
@@ -263,7 +263,7 @@ class DmlCommand:
         two Spark queries, and must agree."""
         if not self.records_changes:
             return
-        from airflow_delta_provider.delta.merge_condition import nondeterministic_calls
+        from airflow_delta_provider.delta.scan.merge_condition import nondeterministic_calls
 
         for sql in sqls:
             calls = nondeterministic_calls(sql, per_query=True)
@@ -283,7 +283,7 @@ class DmlCommand:
         """Write ``frame`` (the table's columns and ``_change_type``) as change
         data files, to be committed as ``cdc`` actions. ``schema`` and
         ``metadata``: those the commit leaves (default: the snapshot's)."""
-        from airflow_delta_provider.spark.change_data import write_change_files
+        from airflow_delta_provider.spark.write.change_data import write_change_files
 
         snap = self.snapshot
         start = time.monotonic()
@@ -310,13 +310,13 @@ class DmlCommand:
         rewriting files: the table enables them (``delta.enableDeletionVectors``)
         and its protocol has the feature."""
         snap = self.snapshot
-        return config.deletion_vectors_enabled(snap.metadata) and "deletionVectors" in (
+        return table_properties.deletion_vectors_enabled(snap.metadata) and "deletionVectors" in (
             snap.protocol.writer_features or ()
         )
 
     def matching_rows(self) -> dict[str, Any]:
         """Per candidate file (``add.path``), the row indexes of its live rows that match."""
-        from airflow_delta_provider.spark.deletion_vectors import matching_row_indexes
+        from airflow_delta_provider.spark.read.deletion_vectors import matching_row_indexes
 
         start = time.monotonic()
         try:
@@ -330,7 +330,7 @@ class DmlCommand:
         written now; a file none of whose rows stays is removed whole."""
         from pyroaring import BitMap64
 
-        from airflow_delta_provider.delta.deletion_vectors import DeletionVectorFile
+        from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorFile
 
         start = time.monotonic()
         by_path = {f.path: f for f in self.candidates}
@@ -408,7 +408,7 @@ class DmlCommand:
     def abort(self) -> None:
         """Delete the files this command wrote (they were never committed)."""
         if self.result.added:
-            from airflow_delta_provider.spark.write import delete_written_files
+            from airflow_delta_provider.spark.write.files import delete_written_files
 
             delete_written_files(self.table.storage, self.result.added)
             self.result.added = []
@@ -420,7 +420,7 @@ class DmlCommand:
     def run(self):
         """prepare, rewrite, commit; on failure delete what was written, but
         only when the commit surely did not land (see :class:`WrittenFiles`)."""
-        from airflow_delta_provider.spark.write import WrittenFiles
+        from airflow_delta_provider.spark.write.files import WrittenFiles
 
         self.prepare()
         with WrittenFiles(self.table.storage, self.result.added, self.result.other_files) as written:

@@ -1,6 +1,6 @@
 """OPTIMIZE: compact small files, or Z-order, as delta-spark's ``OptimizeTableCommand``.
 
-The core plans the bins (:mod:`airflow_delta_provider.delta.optimize`); each
+The core plans the bins (:mod:`airflow_delta_provider.delta.operations.optimize`); each
 bin is read (deletion vectors applied) and written back:
 
 - compaction: one file per bin (``coalesce(1)``, no shuffle);
@@ -31,16 +31,16 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.optimize import Bin, plan_bins, target_file_size
-from airflow_delta_provider.delta.skipping import Predicate, partition_filter
+from airflow_delta_provider.delta.operations.optimize import Bin, plan_bins, target_file_size
+from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filter
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.reorg import check_rows_kept
-from airflow_delta_provider.spark.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
-from airflow_delta_provider.spark.worker_env import forward_store_env
+from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 OPERATION = "OPTIMIZE"
 #: Bins rewritten at once at most (each is one Spark job).
@@ -58,8 +58,8 @@ def run_optimize(
     storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """OPTIMIZE ``table`` [WHERE ``where``] [ZORDER BY ``zorder_by``]; ``version`` None when nothing was to do."""
-    from airflow_delta_provider.spark.scan import scan
-    from airflow_delta_provider.spark.write import WrittenFiles, write_files
+    from airflow_delta_provider.spark.read.scan import scan
+    from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
 
     check_io(io)
     started = time.monotonic()
@@ -78,7 +78,7 @@ def run_optimize(
     mode = resolve_io(spark, target.storage.location, io)
 
     planning = threading.Lock()  # scan() sets a session setting for its own read: one thread at a time
-    from airflow_delta_provider.spark.row_tracking import materialized, tracked_rows
+    from airflow_delta_provider.spark.read.row_tracking import materialized, tracked_rows
 
     tracking = materialized(snapshot)  # rows keep their stable ids and versions in the new files
     hidden = tracking.names if tracking is not None else ()
@@ -90,7 +90,7 @@ def run_optimize(
             else:
                 frame = tracked_rows(spark, snapshot, one.files, mode)[0]
         if zorder_by:
-            from airflow_delta_provider.spark.zorder import zorder_key
+            from airflow_delta_provider.spark.write.zorder import zorder_key
 
             key, noise = "__delta_zorder_key", "__delta_zorder_noise"
             count = max(1, math.ceil(one.size / size))
@@ -130,9 +130,9 @@ def run_optimize(
 def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
     """The Z-order columns as the schema spells them; refused: unknown ones,
     partition columns and columns without statistics (nothing to skip by)."""
-    from airflow_delta_provider.spark.scan import spark_schema
-    from airflow_delta_provider.spark.stats import stats_leaves
-    from airflow_delta_provider.spark.zorder import zorder_types_supported
+    from airflow_delta_provider.spark.read.scan import spark_schema
+    from airflow_delta_provider.spark.write.stats import stats_leaves
+    from airflow_delta_provider.spark.write.zorder import zorder_types_supported
 
     if not columns:
         return []

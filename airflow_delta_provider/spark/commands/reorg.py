@@ -11,7 +11,7 @@ removed with ``dataChange=false``, as delta-spark's OPTIMIZE-style commits
 are, so streaming readers and the sensors see no new data. Files a
 concurrent command removes or re-marks make this commit fail with a conflict.
 With row tracking enabled the kept rows keep their stable ids and commit
-versions (:mod:`~airflow_delta_provider.spark.row_tracking`).
+versions (:mod:`~airflow_delta_provider.spark.read.row_tracking`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from airflow_delta_provider.delta.actions import AddFile
+from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
 
 OPERATION = "REORG"
@@ -43,8 +43,8 @@ def run_reorg_purge(
 ) -> CommandResult:
     """Rewrite the files of ``table`` whose vectors hide more than
     ``min_deleted_ratio`` of their rows; ``version`` is None when none does."""
-    from airflow_delta_provider.spark.scan import scan
-    from airflow_delta_provider.spark.write import WrittenFiles, write_files
+    from airflow_delta_provider.spark.read.scan import scan
+    from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
 
     if not 0.0 <= float(min_deleted_ratio) < 1.0:
         raise InvalidInputError(f"min_deleted_ratio must be at least 0 and below 1, got {min_deleted_ratio}")
@@ -59,7 +59,7 @@ def run_reorg_purge(
         return CommandResult(table, OPERATION, None, _metrics([], [], started))
     mode = resolve_io(spark, target.storage.location, io)
     txn.read_files(purged)
-    from airflow_delta_provider.spark.row_tracking import materialized, tracked_rows
+    from airflow_delta_provider.spark.read.row_tracking import materialized, tracked_rows
 
     tracking = materialized(snapshot)  # the kept rows keep their stable ids and versions
     if tracking is None:

@@ -1,7 +1,7 @@
 """RESTORE: the table as it was at an earlier version or timestamp, as a new commit.
 
 This needs no Spark: the core plans and commits it
-(:mod:`airflow_delta_provider.delta.restore`); no data file is read or written.
+(:mod:`airflow_delta_provider.delta.operations.restore`); no data file is read or written.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_delta_provider.delta.restore import OPERATION, restore_table
+from airflow_delta_provider.delta.operations.restore import OPERATION, restore_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 

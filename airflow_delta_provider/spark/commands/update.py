@@ -35,12 +35,12 @@ from typing import Any, Mapping
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from airflow_delta_provider.delta.generated_columns import depends_on, generation_expressions
-from airflow_delta_provider.delta.identity import check_not_updated
+from airflow_delta_provider.delta.table_features.generated_columns import depends_on, generation_expressions
+from airflow_delta_provider.delta.table_features.identity_columns import check_not_updated
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
-from airflow_delta_provider.spark.generated import fill_generated, generated_over
-from airflow_delta_provider.spark.scan import free_name
+from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over
+from airflow_delta_provider.spark.read.scan import free_name
 
 
 #: With deletion vectors, about how many updated rows go into one new file.
@@ -109,8 +109,8 @@ class UpdateCommand(DmlCommand):
         vectors and the write of their updated versions."""
         from pyspark import StorageLevel
 
-        from airflow_delta_provider.spark.deletion_vectors import row_indexes_by_file
-        from airflow_delta_provider.spark.scan import match_frame
+        from airflow_delta_provider.spark.read.deletion_vectors import row_indexes_by_file
+        from airflow_delta_provider.spark.read.scan import match_frame
 
         start = time.monotonic()
         hidden = self.tracking.names if self.tracking is not None else ()
@@ -118,7 +118,7 @@ class UpdateCommand(DmlCommand):
             self.spark, self.snapshot, self.candidates, self.condition, self.io, with_data=True, extra_columns=hidden
         )
         if self.tracking is not None:  # the updated rows keep their stable ids
-            from airflow_delta_provider.spark.row_tracking import with_stable_ids
+            from airflow_delta_provider.spark.read.row_tracking import with_stable_ids
 
             frame = with_stable_ids(self.spark, frame, key, row, by_key, self.candidates, self.tracking)
         frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
@@ -151,7 +151,7 @@ class UpdateCommand(DmlCommand):
         without row tracking): ids kept, and versions kept unless ``updated``."""
         if self.tracking is None:
             return []
-        from airflow_delta_provider.spark.row_tracking import copied
+        from airflow_delta_provider.spark.read.row_tracking import copied
 
         return copied(self.tracking, updated)
 
@@ -174,14 +174,14 @@ class UpdateCommand(DmlCommand):
 
     def _write_images(self, matching) -> None:
         """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
-        from airflow_delta_provider.spark.change_data import update_images
+        from airflow_delta_provider.spark.write.change_data import update_images
 
         self.write_changes(update_images(matching, self.snapshot.schema, self._postimage_columns()))
 
     def _postimage_columns(self) -> list[Column]:
         """The new values of a matching row, over the old row: the SET
         columns, and the generated columns that read them, computed from the
-        SET expressions (:func:`~airflow_delta_provider.spark.generated.generated_over`)."""
+        SET expressions (:func:`~airflow_delta_provider.spark.write.generated_columns.generated_over`)."""
         columns = self._updated_columns(only_matching=True)
         recomputed = self._recomputed()
         if not recomputed:
@@ -227,7 +227,7 @@ def run_update(
     """UPDATE ``table`` SET ``set_exprs`` [WHERE ``condition``]; a CommandResult.
 
     ``version`` is None when no row matched (nothing is committed). ``io``:
-    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.io_mode`).
+    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
     ``storage_options`` reach the table from this process (default: the environment).
     """
     return UpdateCommand(spark, table, condition, set_exprs, token, io, storage_options).run()

@@ -1,6 +1,6 @@
 """VACUUM: delete files no version within the retention needs.
 
-The plan is made by :mod:`airflow_delta_provider.delta.vacuum` from a listing
+The plan is made by :mod:`airflow_delta_provider.delta.operations.vacuum` from a listing
 of the table folder and the snapshot; this module lists, deletes and logs,
 all through the core's storage seam. As delta-spark's ``VacuumCommand`` does,
 a real run is bracketed by two empty commits, ``VACUUM START`` (what will be
@@ -17,10 +17,10 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from airflow_delta_provider.delta import config
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.storage import TableStorage
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.vacuum import (
+from airflow_delta_provider.delta.operations.vacuum import (
     VacuumPlan,
     absolute_path,
     check_retention,
@@ -54,7 +54,7 @@ def run_vacuum(
 
     dt = DeltaTable(table, storage_options)
     snap = dt.snapshot()
-    configured_ms = config.deleted_file_retention_ms(snap.metadata)
+    configured_ms = table_properties.deleted_file_retention_ms(snap.metadata)
     retention_ms = check_retention(retention_hours, configured_ms, enforce_retention)
     parameters = {
         "retentionCheckEnabled": enforce_retention,
@@ -127,7 +127,7 @@ def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: Vacuu
 
 
 def _is_connect(spark: SparkSession) -> bool:
-    from airflow_delta_provider.spark.session import is_connect
+    from airflow_delta_provider.spark.runtime.session import is_connect
 
     return is_connect(spark)
 

@@ -105,7 +105,7 @@ shadowing_cases = pytest.mark.parametrize(
 def shadowing_table_in_layout(path: Path, monkeypatch: Any, layout: str, kind: str) -> str:
     """:func:`shadowing_table` in ``layout``; the "many-partitions" layout
     lowers scan's literal-plan limit for the test."""
-    from airflow_delta_provider.spark import scan as scan_module
+    from airflow_delta_provider.spark.read import scan as scan_module
 
     partition_by, partitions, limit = SHADOWING_LAYOUTS[layout]
     if limit is not None:

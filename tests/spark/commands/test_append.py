@@ -113,7 +113,7 @@ def test_txn_already_recorded_is_a_no_op(spark, tmp_path):
 
 
 def _invariant_table(make_table):
-    from airflow_delta_provider.delta.schema import schema_string
+    from airflow_delta_provider.delta.schema.types import schema_string
 
     path = make_table(pa.table({"id": pa.array([1], pa.int64()), "n": pa.array([1], pa.int64())}))
     table = DeltaTable(path)
@@ -213,7 +213,7 @@ def test_failure_after_the_commit_landed_keeps_its_files(spark, tmp_path, make_t
     """An error once N.json exists (here from the post-commit step) must not
     delete the files that version references."""
     from airflow_delta_provider.delta.partitions import to_absolute
-    from airflow_delta_provider.delta.transaction import Transaction
+    from airflow_delta_provider.delta.transaction.transaction import Transaction
 
     path = make_table(pa.table({"id": [0]}))
 
@@ -233,7 +233,7 @@ def test_failure_after_the_commit_landed_keeps_its_files(spark, tmp_path, make_t
 def test_conflict_at_commit_deletes_the_written_files(spark, tmp_path, make_table, monkeypatch):
     """A commit refused (CommitFailedError) leaves no data file behind."""
     from airflow_delta_provider.delta.errors import CommitFailedError
-    from airflow_delta_provider.delta.transaction import Transaction
+    from airflow_delta_provider.delta.transaction.transaction import Transaction
 
     path = make_table(pa.table({"id": [0]}))
     before = disk_files(path)

@@ -176,7 +176,7 @@ def test_concurrent_vectors_on_one_file_conflict(spark, tables):
     slow.rewrite()  # its vector file is written
     assert run_delete(spark, dv, "id = 5").version == 1  # ids 4 and 5 share a file
     before = state(dv)
-    from airflow_delta_provider.spark.write import WrittenFiles
+    from airflow_delta_provider.spark.write.files import WrittenFiles
 
     # The re-added file is data added where this DELETE read: ConcurrentAppend,
     # which delta-spark's checker also finds first.

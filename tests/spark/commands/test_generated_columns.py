@@ -15,7 +15,7 @@ from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViol
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.merge import run_merge
+from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 
 from ..arrow_support import arrow_workers  # noqa: F401 - the fixture
@@ -179,7 +179,7 @@ def test_merge_recomputes_on_update_and_computes_on_insert(spark, table, tmp_pat
 
 
 def test_a_timestamp_condition_prunes_by_the_generated_partition(spark, table):
-    from airflow_delta_provider.delta.skipping import Predicate, prune_files
+    from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 
     snap = DeltaTable(table).snapshot()
     kept = prune_files(snap.files, Predicate.parse("ts >= '2024-01-02 10:00:00'"), snap.schema, snap.partition_columns)

@@ -13,18 +13,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta import identity
-from airflow_delta_provider.delta.actions import Metadata, Protocol
+from airflow_delta_provider.delta.table_features import identity_columns as identity
+from airflow_delta_provider.delta.actions.model import Metadata, Protocol
 from airflow_delta_provider.delta.errors import (
     IdentityHighWaterMarkConflictError,
     InvalidInputError,
     MetadataChangedError,
 )
-from airflow_delta_provider.delta.schema import schema_string
+from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands import append as append_module
 from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.merge import run_merge
+from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 
 from ..arrow_support import arrow_workers  # noqa: F401 - the fixture
@@ -337,7 +337,7 @@ def test_merge_inserting_identity_values_into_a_change_feed_table_is_refused(spa
 
 
 def test_restore_keeps_the_high_water_mark(spark, tmp_path):
-    from airflow_delta_provider.delta.restore import restore_table
+    from airflow_delta_provider.delta.operations.restore import restore_table
 
     path = create(str(tmp_path / "t"))
     run_append(spark, path, source(tmp_path, "a", ["a", "b"]))

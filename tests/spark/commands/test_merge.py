@@ -20,9 +20,9 @@ from airflow_delta_provider.delta.errors import (
     MultipleSourceMatchesError,
     SchemaMismatchError,
 )
-from airflow_delta_provider.delta.merge_clauses import parse_clauses
+from airflow_delta_provider.delta.operations.merge_clauses import parse_clauses
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.merge import MergeCommand, run_merge
+from airflow_delta_provider.spark.commands.merge.command import MergeCommand, run_merge
 
 from .dml_support import (
     deltalake_table,

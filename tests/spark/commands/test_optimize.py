@@ -200,7 +200,7 @@ def test_zorder_splits_a_key_shared_by_many_rows_over_several_files(spark, tmp_p
 
 
 def test_the_target_size_comes_from_the_caller_then_the_table_then_128_mib() -> None:
-    from airflow_delta_provider.delta.optimize import target_file_size
+    from airflow_delta_provider.delta.operations.optimize import target_file_size
 
     assert target_file_size({}) == 128 << 20
     assert target_file_size({"delta.targetFileSize": "32mb"}) == 32 << 20

@@ -13,7 +13,7 @@ import pytest
 
 from airflow_delta_provider.delta.errors import RetentionTooShortError, UnsupportedFeatureError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.vacuum import STAGING_PREFIX
+from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.commands import vacuum as vacuum_cmd
 from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 
@@ -342,7 +342,7 @@ def test_vacuum_leaves_v2_checkpoint_sidecars_alone(tmp_path):
     Needs no Spark: the few deletes run on the driver."""
     from dataclasses import replace
 
-    from airflow_delta_provider.delta.checkpoint import write_checkpoint
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 
     path, orphans = table_with_garbage(tmp_path)
     table = DeltaTable(path)

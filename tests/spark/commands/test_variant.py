@@ -19,14 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from airflow_delta_provider.delta.actions import Protocol
+from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError
 from airflow_delta_provider.delta.partitions import decode_path
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
-from airflow_delta_provider.spark.scan import scan
+from airflow_delta_provider.spark.read.scan import scan
 
 from ..arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from .dml_support import commit_actions, state

@@ -1,0 +1,1 @@
+"""Typed Delta log actions, their JSON form, and deletion vector descriptors."""

@@ -1,0 +1,99 @@
+"""Expired-log cleanup (PROTOCOL.md "Metadata Cleanup").
+
+Commits and checkpoints older than ``delta.logRetentionDuration`` may go, but
+only below a checkpoint: the newest complete checkpoint at or below the last
+expired commit is kept, with everything after it, so every version from that
+checkpoint on can still be reconstructed (delta-rs
+``cleanup_expired_logs_for``, delta-spark ``MetadataCleanup``).
+
+On a table with ``checkpointProtection`` (delta-spark adds it when a feature
+is dropped), a cleanup that would stop short of
+``delta.requireCheckpointProtectionBeforeVersion`` deletes nothing, so the
+protected checkpoints that hide the dropped feature's records stay until the
+cleanup reaches past them. (Cleanup never writes a checkpoint, and never
+deletes one above where it stops: the protocol's exception for such writers.)
+
+On a table with V2 checkpoints, once a checkpoint went, the sidecars in
+``_delta_log/_sidecars`` that no remaining checkpoint refers to go too, when
+they are older than the retention: a younger one may belong to a checkpoint
+being written (delta-spark's ``identifyAndDeleteUnreferencedSidecarFiles``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.checkpoint.writer import uses_v2_checkpoints
+from airflow_delta_provider.delta.log.checkpoint_reader import sidecar_references
+from airflow_delta_provider.delta.errors import CorruptCheckpointError
+from airflow_delta_provider.delta.table_features.gate import protects_checkpoints
+from airflow_delta_provider.delta.log.segment import complete_checkpoints
+from airflow_delta_provider.delta.log.store import SIDECAR_DIR, LogFile, LogStore
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.table import DeltaTable
+
+log = logging.getLogger(__name__)
+
+_EXPIRING_KINDS = ("commit", "checkpoint", "v2checkpoint", "crc", "compaction")
+
+
+def cleanup_expired_logs(table: DeltaTable, snapshot: Snapshot, now_ms: int | None = None) -> int:
+    """Delete expired log files below the newest safe checkpoint, then
+    unreferenced expired sidecars; the count deleted."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now_ms - table_properties.log_retention_ms(snapshot.metadata)
+    store = table.log_store
+    listing = store.list_from(0)
+    files = [f for f in listing if f.version <= snapshot.version]
+    expired_commits = [f.version for f in files if f.kind == "commit" and f.mtime_ms <= cutoff]
+    if not expired_commits:
+        return 0
+    last_expired = max(expired_commits)
+    safe = [v for v in complete_checkpoints(files) if v <= last_expired]
+    if not safe:
+        return 0
+    keep_from = max(safe)
+    protected = table_properties.checkpoint_protection_version(snapshot.metadata)
+    if protects_checkpoints(snapshot.protocol) and keep_from < protected:
+        log.info(
+            "log cleanup of %s skipped: it would stop at version %d, short of the protected history before %d",
+            table.uri,
+            keep_from,
+            protected,
+        )
+        return 0
+    expired = {f.name for f in files if f.version < keep_from and f.mtime_ms <= cutoff and f.kind in _EXPIRING_KINDS}
+    # Oldest first in batches: an interrupted cleanup leaves a prefix deleted, as the protocol requires.
+    deleted = store.delete_many(sorted(expired))
+    checkpoint_went = any(f.is_checkpoint and f.name in expired for f in files)
+    if checkpoint_went and uses_v2_checkpoints(snapshot.protocol):
+        remaining = [f for f in listing if f.is_checkpoint and f.name not in expired]
+        deleted += _cleanup_sidecars(store, remaining, cutoff)
+    return deleted
+
+
+def _cleanup_sidecars(store: LogStore, checkpoints: list[LogFile], cutoff: int) -> int:
+    """Delete the sidecars older than ``cutoff`` that none of ``checkpoints`` refers to."""
+    old = [m.name for m in store.list_sidecars() if m.mtime_ms <= cutoff and _is_sidecar_name(m.name)]
+    if not old:
+        return 0
+    referenced: set[str] = set()
+    for f in checkpoints:
+        if f.num_parts is not None:
+            continue  # multi-part checkpoints are V1 spec: no sidecars
+        try:
+            referenced.update(s.name for s in sidecar_references(store, f))
+        except CorruptCheckpointError as exc:
+            log.warning("keeping every sidecar: %s", exc)
+            return 0
+    return store.delete_many([f"{SIDECAR_DIR}/{name}" for name in old if name not in referenced])
+
+
+def _is_sidecar_name(name: str) -> bool:
+    """A sidecar, not a writer's hidden temporary or checksum file."""
+    return name.endswith(".parquet") and not name.startswith(".")

@@ -1,0 +1,123 @@
+"""V2 checkpoint sidecars: the ``sidecar`` action and where its file lives.
+
+A V2 checkpoint (PROTOCOL.md "V2 Spec") may keep its ``add`` and ``remove``
+rows in parquet *sidecar* files under ``_delta_log/_sidecars`` and list them
+with ``sidecar`` actions. The action's ``path`` is URI-encoded and, when
+relative, relative to that folder (writers store the bare name); an absolute
+one must still lie in it, since every access goes through the table's
+storage. A sidecar that is missing, unreadable or elsewhere is a
+:class:`~airflow_delta_provider.delta.errors.CorruptSidecarError` naming it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+from urllib.parse import quote, unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_delta_provider.delta.errors import CorruptSidecarError
+from airflow_delta_provider.delta.log.store import LOG_DIR, SIDECAR_DIR, LogStore
+
+#: Storage folder (relative to the table root) that holds sidecars.
+SIDECAR_FOLDER = f"{LOG_DIR}/{SIDECAR_DIR}"
+
+#: The file action columns a sidecar holds.
+SIDECAR_COLUMNS = ("add", "remove")
+
+
+@dataclass(frozen=True)
+class SidecarFile:
+    """One ``sidecar`` action (PROTOCOL.md "Sidecar File Information")."""
+
+    KEY: ClassVar[str] = "sidecar"
+
+    path: str
+    size_in_bytes: int
+    modification_time: int
+    tags: dict[str, str] | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SidecarFile:
+        tags = d.get("tags")
+        if isinstance(tags, list):  # a parquet map comes back as (key, value) pairs
+            tags = dict(tags)
+        return cls(
+            path=d["path"],
+            size_in_bytes=int(d.get("sizeInBytes") or 0),
+            modification_time=int(d.get("modificationTime") or 0),
+            tags=tags or None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "sizeInBytes": self.size_in_bytes,
+            "modificationTime": self.modification_time,
+        }
+        if self.tags is not None:
+            out["tags"] = dict(self.tags)
+        return out
+
+    @property
+    def name(self) -> str:
+        """The decoded file name, as listed in ``_delta_log/_sidecars``."""
+        return posixpath.basename(unquote(self.path))
+
+
+def sidecar_name(version: int, part: int, parts: int, unique: str) -> str:
+    """delta-spark's sidecar name: ``<version>.checkpoint.<part>.<parts>.<uuid>.parquet``."""
+    return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.{unique}.parquet"
+
+
+def sidecar_action_path(name: str) -> str:
+    """The ``sidecar.path`` to write for a file named ``name``: the bare name, URI-encoded."""
+    return quote(name)
+
+
+def sidecar_storage_path(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> str:
+    """The storage path (relative to the table root) of ``sidecar``.
+
+    Raises :class:`CorruptSidecarError` for a path outside ``_delta_log/_sidecars``.
+    """
+    path = sidecar.path
+    if path.startswith("/") or "://" in path[:16] or path.startswith("file:"):
+        rel = store.storage.location.relative(path)
+    else:
+        rel = posixpath.normpath(f"{SIDECAR_FOLDER}/{unquote(path)}")
+    if rel is None or not rel.startswith(SIDECAR_FOLDER + "/"):
+        raise CorruptSidecarError(
+            f"checkpoint {checkpoint} refers to sidecar {path!r}, which is not in {SIDECAR_FOLDER} of "
+            f"{store.table_root}"
+        )
+    return rel
+
+
+def read_sidecar(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> pa.Table:
+    """The ``add`` and ``remove`` columns of one sidecar of ``checkpoint``."""
+    rel = sidecar_storage_path(store, sidecar, checkpoint)
+    try:
+        with store.storage.open_input_file(rel) as f:
+            schema = pq.read_schema(f)
+            columns = [c for c in SIDECAR_COLUMNS if c in schema.names]
+            return pq.read_table(f, columns=columns)
+    except FileNotFoundError:
+        raise CorruptSidecarError(
+            f"sidecar {rel} of checkpoint {checkpoint} is missing from {store.table_root}"
+        ) from None
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise CorruptSidecarError(f"cannot read sidecar {rel} of checkpoint {checkpoint}: {exc}") from exc
+
+
+__all__ = [
+    "SIDECAR_COLUMNS",
+    "SIDECAR_FOLDER",
+    "SidecarFile",
+    "read_sidecar",
+    "sidecar_action_path",
+    "sidecar_name",
+    "sidecar_storage_path",
+]

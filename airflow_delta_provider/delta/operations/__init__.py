@@ -1,0 +1,1 @@
+"""Table operations planned in the core: VACUUM, OPTIMIZE, RESTORE, ALTER and MERGE's clauses."""

@@ -1,0 +1,165 @@
+"""RESTORE: make an earlier version the table's state again, as one new commit.
+
+Follows delta-spark's ``RestoreTableCommand``:
+
+1. the latest snapshot and the snapshot to restore (by version, or the newest
+   commit at or before a timestamp);
+2. files live in the old version but not now are re-added (``dataChange``
+   true), files live now but not then are removed; a file is the pair (path,
+   deletion vector), so a file whose vector changed is swapped for its old one;
+3. every file to re-add, and its deletion vector file, must still exist: if
+   VACUUM (or anyone) deleted one, the error names them and nothing is
+   committed;
+4. one commit: the adds and removes, the old version's metadata (schema,
+   properties), and the union of both versions' protocols (never a
+   downgrade: time travel to versions in between must keep working), with
+   delta-spark's metrics. Whether files may be removed is judged by the table
+   as it is now (``delta.appendOnly``), as delta-spark does.
+
+No data file is read or written, so RESTORE needs no Spark. Like every
+command that reads the whole table, it conflicts with any concurrent commit
+that changes files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from airflow_delta_provider.delta.actions.model import AddFile, RemoveFile
+from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
+from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.table_features.gate import merge_protocols
+from airflow_delta_provider.delta.partitions import relative_to_root
+from airflow_delta_provider.delta.log.replay import PathCanonicalizer
+from airflow_delta_provider.delta.snapshot import Snapshot
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.transaction.transaction import CommitResult
+
+OPERATION = "RESTORE"
+#: Missing files a RESTORE error names at most (delta-spark stops at 100 too).
+MAX_MISSING_NAMED = 100
+_CHECK_THREADS = 16
+
+
+@dataclasses.dataclass
+class RestorePlan:
+    """What a RESTORE commits: files to re-add and to remove."""
+
+    target: Snapshot
+    latest: Snapshot
+    restored: list[AddFile]
+    removed: list[AddFile]
+
+    def metrics(self) -> dict[str, int]:
+        """delta-spark's RESTORE ``operationMetrics``."""
+        return {
+            "numRestoredFiles": len(self.restored),
+            "restoredFilesSize": sum(f.size for f in self.restored),
+            "numRemovedFiles": len(self.removed),
+            "removedFilesSize": sum(f.size for f in self.removed),
+            "numOfFilesAfterRestore": self.target.num_files,
+            "tableSizeAfterRestore": self.target.size_in_bytes,
+        }
+
+
+def plan_restore(table: DeltaTable, version: int | None = None, timestamp: Any = None) -> RestorePlan:
+    """The files RESTORE would re-add and remove; reads the log only."""
+    if (version is None) == (timestamp is None):
+        raise InvalidInputError("RESTORE needs a version or a timestamp, not both and not neither")
+    if version is not None and int(version) < 0:
+        raise InvalidInputError(f"cannot restore to version {version}: versions start at 0")
+    latest = table.snapshot()
+    target = table.snapshot(version=None if version is None else int(version), timestamp=timestamp)
+    if target.version >= latest.version:
+        raise InvalidInputError(
+            f"the version to restore ({target.version}) must be older than the latest version ({latest.version})"
+        )
+    canonical = PathCanonicalizer(table.root)
+    then = {(canonical(f.path), f.dv_id): f for f in target.files}
+    now = {(canonical(f.path), f.dv_id): f for f in latest.files}
+    # Re-added as data; stats a checkpoint held only as a struct become JSON, as a commit needs.
+    restored = [
+        dataclasses.replace(f, data_change=True, stats=f.stats_json(), stats_parsed=None)
+        for key, f in then.items()
+        if key not in now
+    ]
+    removed = [f for key, f in now.items() if key not in then]
+    return RestorePlan(target, latest, restored, removed)
+
+
+def missing_files(table: DeltaTable, files: Iterable[AddFile]) -> list[str]:
+    """The data and deletion vector files of ``files`` that the store no
+    longer holds, as table-relative paths. A file outside the table's root (a
+    shallow clone's) is refused: this store cannot vouch for it."""
+    needed: list[str] = []  # table-relative, decoded
+    for f in files:
+        needed.append(_relative(table, f.path))
+        dv = f.deletion_vector
+        if dv is not None and dv.storage_type == "u":
+            needed.append(relative_dv_path(dv))
+        elif dv is not None and dv.storage_type == "p":
+            needed.append(_relative(table, dv.path_or_inline_dv))
+    paths = list(dict.fromkeys(needed))
+    with ThreadPoolExecutor(_CHECK_THREADS) as pool:
+        present = list(pool.map(table.storage.exists, paths))
+    return sorted(p for p, there in zip(paths, present) if not there)
+
+
+def _relative(table: DeltaTable, path: str) -> str:
+    rel = relative_to_root(table.root, path)
+    if rel is None:  # a shallow clone's file elsewhere: this store cannot vouch for it
+        raise UnsupportedFeatureError(
+            f"cannot restore {table.uri}: the version refers to {path}, outside the table's root, which RESTORE "
+            "cannot check"
+        )
+    return rel
+
+
+def restore_table(
+    table: DeltaTable, version: int | None = None, timestamp: Any = None, token: str | None = None
+) -> tuple[CommitResult, RestorePlan]:
+    """RESTORE ``table`` to ``version`` or ``timestamp``; the commit and its plan.
+
+    Raises :class:`~airflow_delta_provider.delta.errors.DataFilesMissingError`
+    (nothing committed) when a file to re-add is gone, and InvalidInputError
+    for a version that is not older than the latest.
+    """
+    plan = plan_restore(table, version, timestamp)
+    missing = missing_files(table, plan.restored)
+    if missing:
+        named = ", ".join(missing[:MAX_MISSING_NAMED]) + (" ..." if len(missing) > MAX_MISSING_NAMED else "")
+        raise DataFilesMissingError(
+            f"cannot restore {table.uri} to version {plan.target.version}: {len(missing)} of its files no longer "
+            f"exist (deleted by VACUUM or by hand): {named}"
+        )
+    parameters = {"version": plan.target.version} if version is not None else {"timestamp": str(timestamp)}
+    txn = table.transaction(OPERATION, parameters=parameters, snapshot=plan.latest)
+    txn.read_whole_table()
+    restored_metadata = _with_current_high_water_marks(plan.target.metadata, plan.latest.metadata)
+    if restored_metadata != plan.latest.metadata:
+        txn.update_metadata(restored_metadata)
+    protocol = merge_protocols(plan.latest.protocol, plan.target.protocol)  # never downgraded
+    if protocol != plan.latest.protocol:
+        txn.update_protocol(protocol)
+    now = int(time.time() * 1000)
+    actions: list[AddFile | RemoveFile] = [*plan.restored, *(f.remove(now) for f in plan.removed)]
+    txn.add_all(actions)
+    return txn.commit(metrics=plan.metrics(), token=token), plan
+
+
+def _with_current_high_water_marks(restored: Any, latest: Any) -> Any:
+    """The restored metadata, its identity high-water marks never behind the latest ones."""
+    from airflow_delta_provider.delta.table_features import identity_columns as identity
+    from airflow_delta_provider.delta.schema.types import schema_string
+
+    schema = identity.keep_high_water_marks(restored.schema_json, latest.schema_json)
+    if schema == restored.schema_json:
+        return restored
+    return dataclasses.replace(restored, schema_string=schema_string(schema))
+
+
+__all__ = ["MAX_MISSING_NAMED", "OPERATION", "RestorePlan", "missing_files", "plan_restore", "restore_table"]

@@ -1,0 +1,1 @@
+"""Delta schema JSON: types, conversion to and from arrow, enforcement and evolution."""

@@ -1,0 +1,225 @@
+"""The change data feed of a version range, as the files that hold it.
+
+PROTOCOL.md "Change Data Files" and delta-spark's ``CDCReader``: the changes
+of one commit are
+
+- the rows of its ``cdc`` files, whose ``_change_type`` column says what each
+  row is (``update_preimage``, ``update_postimage``, ``delete``, ``insert``),
+  when the commit has any;
+- otherwise, the rows of the files it adds with ``dataChange`` (inserts) and
+  of those it removes with ``dataChange`` (deletes), as their deletion
+  vectors left them. A whole-file DELETE and an APPEND record their changes
+  this way, writing no ``cdc`` file.
+
+Commits that change no data (OPTIMIZE, a checkpoint, a property change) add
+nothing. Every changed row also carries its commit's version and timestamp
+(the in-commit timestamp where those are on).
+
+Changes can only be read while the log holds every commit of the range, and
+only for versions committed while ``delta.enableChangeDataFeed`` was on:
+anything else is a :class:`ChangeDataUnavailableError` that says which
+version is missing and why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile, Metadata, RemoveFile, parse_commit
+from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.table import DeltaTable
+
+#: The folder of change data files, under the table root.
+CHANGE_DATA_DIR = "_change_data"
+#: The columns a change row carries besides the table's.
+CHANGE_TYPE_COLUMN = "_change_type"
+COMMIT_VERSION_COLUMN = "_commit_version"
+COMMIT_TIMESTAMP_COLUMN = "_commit_timestamp"
+CHANGE_COLUMNS = (CHANGE_TYPE_COLUMN, COMMIT_VERSION_COLUMN, COMMIT_TIMESTAMP_COLUMN)
+#: Column names a table recording its changes cannot have (delta-spark's rule).
+RESERVED_COLUMNS = frozenset(c.lower() for c in CHANGE_COLUMNS)
+#: The values of ``_change_type``.
+INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE = "insert", "delete", "update_preimage", "update_postimage"
+CHANGE_TYPES = (INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE)
+#: The file a run writing changes to a folder leaves there with its result
+#: (a name readers of the folder skip).
+SUMMARY_FILE = "_delta_changes.json"
+
+
+@dataclass(frozen=True)
+class ChangeFile:
+    """One file holding changed rows of one commit.
+
+    ``file`` is given as an ``add`` so that a scan can read it: a ``cdc``
+    file, or an added or removed data file with the deletion vector it had.
+    ``change_type`` is None for a ``cdc`` file (its rows carry their own)."""
+
+    version: int
+    timestamp_ms: int
+    change_type: str | None
+    file: AddFile
+
+    @property
+    def is_change_data(self) -> bool:
+        return self.change_type is None
+
+
+@dataclass(frozen=True)
+class ChangeRange:
+    """The changes of versions ``start`` to ``end``, read against ``snapshot``
+    (the table at ``end``, whose schema the rows take)."""
+
+    start: int
+    end: int
+    files: list[ChangeFile]
+    snapshot: Snapshot
+
+    def file_counts(self) -> dict[str, int]:
+        """How many files of each kind (``cdc``, ``insert``, ``delete``) hold the changes."""
+        return dict(Counter("cdc" if f.is_change_data else f.change_type for f in self.files))
+
+
+def changes_between(table: DeltaTable, start: int, end: int | None = None) -> ChangeRange:
+    """The files holding the changes of versions ``start`` to ``end``
+    (inclusive; default: the latest version)."""
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise InvalidInputError(f"the start version must be a non-negative integer, not {start!r}")
+    latest = table.latest_version()
+    if start > latest:
+        raise ChangeDataUnavailableError(f"start version {start} is after the latest version {latest} of {table.uri}")
+    if end is None:
+        end = latest
+    if isinstance(end, bool) or not isinstance(end, int):
+        raise InvalidInputError(f"the end version must be an integer, not {end!r}")
+    if end < start:
+        raise InvalidInputError(f"the end version {end} is before the start version {start}")
+    if end > latest:
+        raise ChangeDataUnavailableError(f"end version {end} is after the latest version {latest} of {table.uri}")
+    commits = {f.version: f for f in table.log_store.list_from(start) if f.kind == "commit" and f.version <= end}
+    missing = [v for v in range(start, end + 1) if v not in commits]
+    if missing:
+        kept = min(commits) if commits else None
+        since = f"the earliest commit kept is {kept}" if kept is not None else "no commit of the range is kept"
+        raise ChangeDataUnavailableError(
+            f"version {missing[0]} of {table.uri} is no longer in the log ({since}; log cleanup removed "
+            f"older ones): changes from version {start} cannot be read"
+        )
+    timestamps = dict(table.commit_timestamps())
+    metadata = table.snapshot(version=start).metadata
+    snapshot = table.snapshot(version=end)
+    files: list[ChangeFile] = []
+    for version in range(start, end + 1):
+        actions = list(parse_commit(table.log_store.read(commits[version].name)))
+        metadata = next((a for a in actions if isinstance(a, Metadata)), metadata)
+        _check_recorded(table, version, metadata)
+        files.extend(_commit_changes(version, timestamps[version], actions))
+    return ChangeRange(start, end, files, snapshot)
+
+
+def _check_recorded(table: DeltaTable, version: int, metadata: Metadata) -> None:
+    if not table_properties.change_data_feed_enabled(metadata):
+        raise ChangeDataUnavailableError(
+            f"change data was not recorded for version {version} of {table.uri}: "
+            f"{table_properties.ENABLE_CHANGE_DATA_FEED} was not true then; read changes from a later version"
+        )
+
+
+def _commit_changes(version: int, timestamp_ms: int, actions: list) -> list[ChangeFile]:
+    cdc = [a for a in actions if isinstance(a, AddCDCFile)]
+    if cdc:
+        return [ChangeFile(version, timestamp_ms, None, cdc_as_add(a)) for a in cdc]
+    added = {a.path for a in actions if isinstance(a, AddFile) and a.data_change}
+    readded = sorted(a.path for a in actions if isinstance(a, RemoveFile) and a.data_change and a.path in added)
+    if readded:  # delta-spark diffs the two deletion vectors; reading that is not implemented
+        raise ChangeDataUnavailableError(
+            f"version {version} removes and re-adds {readded[0]} under another deletion vector without change "
+            "data files (a RESTORE, or another writer's DELETE with deletion vectors): reading the rows that "
+            "changed between the two vectors is not supported"
+        )
+    out = []
+    for a in actions:
+        if isinstance(a, AddFile) and a.data_change:
+            out.append(ChangeFile(version, timestamp_ms, INSERT, a))
+        elif isinstance(a, RemoveFile) and a.data_change:
+            out.append(ChangeFile(version, timestamp_ms, DELETE, _removed_as_add(version, a)))
+    return out
+
+
+def cdc_as_add(cdc: AddCDCFile) -> AddFile:
+    """A ``cdc`` file as an ``add`` a scan can read."""
+    return AddFile(
+        path=cdc.path,
+        partition_values=dict(cdc.partition_values),
+        size=cdc.size,
+        modification_time=0,
+        data_change=False,
+    )
+
+
+def _removed_as_add(version: int, remove: RemoveFile) -> AddFile:
+    """A removed file as the ``add`` it was (its partition values and deletion vector)."""
+    if remove.partition_values is None:
+        raise ChangeDataUnavailableError(
+            f"version {version} removes {remove.path} without its partition values (an old writer's "
+            "tombstone): its deleted rows cannot be read"
+        )
+    return AddFile(
+        path=remove.path,
+        partition_values=dict(remove.partition_values),
+        size=remove.size or 0,
+        modification_time=0,
+        data_change=True,
+        stats=remove.stats,
+        deletion_vector=remove.deletion_vector,
+    )
+
+
+def check_column_names(metadata: Metadata) -> None:
+    """Refuse the change data feed on a table with a column named like one of
+    the feed's own (``_change_type``, ``_commit_version``, ``_commit_timestamp``)."""
+    if not table_properties.change_data_feed_enabled(metadata):
+        return
+    clashing = sorted(f["name"] for f in metadata.schema_json.get("fields", ()) if f["name"].lower() in RESERVED_COLUMNS)
+    if clashing:
+        raise InvalidInputError(
+            f"column {clashing[0]!r} is reserved on a table with {table_properties.ENABLE_CHANGE_DATA_FEED}=true "
+            f"(the change data feed adds {', '.join(CHANGE_COLUMNS)}): rename it or leave the feed off"
+        )
+
+
+def read_summary(output: str, storage_options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The result a run left in the folder ``output`` (:data:`SUMMARY_FILE`); None when there is none."""
+    from airflow_delta_provider.delta.storage import open_storage
+
+    try:
+        return json.loads(open_storage(output, storage_options).get(SUMMARY_FILE))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+__all__ = [
+    "SUMMARY_FILE",
+    "CHANGE_COLUMNS",
+    "CHANGE_DATA_DIR",
+    "CHANGE_TYPES",
+    "CHANGE_TYPE_COLUMN",
+    "COMMIT_TIMESTAMP_COLUMN",
+    "COMMIT_VERSION_COLUMN",
+    "DELETE",
+    "INSERT",
+    "UPDATE_POSTIMAGE",
+    "UPDATE_PREIMAGE",
+    "ChangeFile",
+    "ChangeRange",
+    "cdc_as_add",
+    "changes_between",
+    "read_summary",
+]

@@ -1,0 +1,261 @@
+"""Table properties (``metaData.configuration``) that the core acts on.
+
+Defaults and interval syntax follow delta-spark's ``DeltaConfig.scala``:
+durations are ``interval <n> <unit>`` strings (``interval 7 days``), and a
+malformed value is an error rather than a silent default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+
+from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
+
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
+LOG_RETENTION = "delta.logRetentionDuration"
+ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+APPEND_ONLY = "delta.appendOnly"
+ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
+ENABLE_TYPE_WIDENING = "delta.enableTypeWidening"
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+CHECKPOINT_POLICY = "delta.checkpointPolicy"
+ENABLE_IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
+ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+ENABLE_ROW_TRACKING = "delta.enableRowTracking"
+ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
+MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+CHECKPOINT_POLICY_CLASSIC = "classic"
+CHECKPOINT_POLICY_V2 = "v2"
+#: Table properties whose values are one of a few words.
+CHOICE_PROPERTIES = {
+    CHECKPOINT_POLICY: (CHECKPOINT_POLICY_CLASSIC, CHECKPOINT_POLICY_V2),
+    COLUMN_MAPPING_MODE: ("none", "name", "id"),
+}
+#: Table properties whose values are booleans.
+BOOLEAN_PROPERTIES = frozenset(
+    {
+        APPEND_ONLY,
+        ENABLE_DELETION_VECTORS,
+        ENABLE_EXPIRED_LOG_CLEANUP,
+        ENABLE_TYPE_WIDENING,
+        ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_ROW_TRACKING,
+        ENABLE_CHANGE_DATA_FEED,
+    }
+)
+NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
+CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+
+_MS = {
+    "nanosecond": 1e-6,
+    "microsecond": 1e-3,
+    "millisecond": 1,
+    "second": 1_000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 7 * 86_400_000,
+}
+_INTERVAL_RE = re.compile(r"^\s*(?:interval\s+)?(-?\d+)\s+([a-z]+?)s?\s*$", re.IGNORECASE)
+
+
+def parse_interval(text: str) -> int:
+    """Milliseconds of a Delta interval such as ``interval 7 days``."""
+    m = _INTERVAL_RE.match(text or "")
+    unit = m[2].lower() if m else ""
+    if not m or unit not in _MS:
+        raise InvalidInputError(f"cannot parse interval {text!r}: expected e.g. 'interval 7 days'")
+    return int(int(m[1]) * _MS[unit])
+
+
+_BYTE_SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgtp]?)i?b?\s*", re.IGNORECASE)
+
+
+def parse_byte_size(text: str | None) -> int | None:
+    """Bytes of a Spark or Delta size such as ``134217728``, ``128mb`` or
+    ``4MiB`` (binary units); None when unset or not a size."""
+    m = _BYTE_SIZE_RE.fullmatch(text or "")
+    if not m:
+        return None
+    return int(m[1]) * 1024 ** " kmgtp".index((m[2] or " ").lower())
+
+
+def _get(md: Metadata, key: str) -> str | None:
+    return md.configuration.get(key)
+
+
+def _bool(md: Metadata, key: str, default: bool) -> bool:
+    value = _get(md, key)
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidInputError(f"table property {key}={value!r} is not a boolean")
+    return value.strip().lower() == "true"
+
+
+def _int(md: Metadata, key: str, default: int) -> int:
+    value = _get(md, key)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInputError(f"table property {key}={value!r} is not an integer") from None
+
+
+def checkpoint_interval(md: Metadata) -> int:
+    n = _int(md, CHECKPOINT_INTERVAL, 10)
+    if n <= 0:
+        raise InvalidInputError(f"table property {CHECKPOINT_INTERVAL} must be positive, got {n}")
+    return n
+
+
+def deleted_file_retention_ms(md: Metadata) -> int:
+    value = _get(md, DELETED_FILE_RETENTION)
+    return parse_interval(value) if value else 7 * _MS["day"]
+
+
+def log_retention_ms(md: Metadata) -> int:
+    value = _get(md, LOG_RETENTION)
+    return parse_interval(value) if value else 30 * _MS["day"]
+
+
+def expired_log_cleanup_enabled(md: Metadata) -> bool:
+    return _bool(md, ENABLE_EXPIRED_LOG_CLEANUP, True)
+
+
+#: ``checkpointProtection``: history before this version goes all at once, or not at all.
+CHECKPOINT_PROTECTION_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
+
+
+def checkpoint_protection_version(md: Metadata) -> int:
+    """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset)."""
+    return max(_int(md, CHECKPOINT_PROTECTION_VERSION, 0), 0)
+
+
+def append_only(md: Metadata) -> bool:
+    return _bool(md, APPEND_ONLY, False)
+
+
+#: ``delta.*`` properties a writer may set: those this implementation honours.
+#: Others (constraints, change data feed, feature flags) need table features
+#: that are not implemented, and setting one is refused.
+#: ``delta.columnMapping.maxColumnId`` is the writer's own to keep.
+SETTABLE_PROPERTIES = frozenset(
+    {
+        APPEND_ONLY,
+        ENABLE_DELETION_VECTORS,
+        ENABLE_TYPE_WIDENING,
+        ENABLE_IN_COMMIT_TIMESTAMPS,
+        ENABLE_ROW_TRACKING,
+        ENABLE_CHANGE_DATA_FEED,
+        COLUMN_MAPPING_MODE,
+        CHECKPOINT_INTERVAL,
+        CHECKPOINT_POLICY,
+        DELETED_FILE_RETENTION,
+        LOG_RETENTION,
+        ENABLE_EXPIRED_LOG_CLEANUP,
+        NUM_INDEXED_COLS,
+        STATS_COLUMNS,
+        CHECKPOINT_WRITE_STATS_AS_JSON,
+        CHECKPOINT_WRITE_STATS_AS_STRUCT,
+    }
+)
+
+
+def checkpoint_policy(md: Metadata) -> str:
+    """``delta.checkpointPolicy``: ``classic`` (the default) or ``v2``, which
+    needs the ``v2Checkpoint`` table feature (delta-spark's ``CheckpointPolicy``)."""
+    value = (_get(md, CHECKPOINT_POLICY) or CHECKPOINT_POLICY_CLASSIC).strip().lower()
+    if value not in CHOICE_PROPERTIES[CHECKPOINT_POLICY]:
+        raise InvalidInputError(f"table property {CHECKPOINT_POLICY}={value!r} must be classic or v2")
+    return value
+
+
+def deletion_vectors_enabled(md: Metadata) -> bool:
+    """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
+    return _bool(md, ENABLE_DELETION_VECTORS, False)
+
+
+def change_data_feed_enabled(md: Metadata) -> bool:
+    """Whether data changes record their changed rows (``delta.enableChangeDataFeed``)."""
+    return _bool(md, ENABLE_CHANGE_DATA_FEED, False)
+
+
+def in_commit_timestamps_enabled(md: Metadata) -> bool:
+    """Whether commits carry ``inCommitTimestamp`` (the ``inCommitTimestamp`` feature)."""
+    return _bool(md, ENABLE_IN_COMMIT_TIMESTAMPS, False)
+
+
+def in_commit_timestamps_since(md: Metadata) -> int | None:
+    """The first version whose commit carries an in-commit timestamp: the
+    enablement version, or 0 for a table created with them; None when off."""
+    if not in_commit_timestamps_enabled(md):
+        return None
+    return max(_int(md, ICT_ENABLEMENT_VERSION, 0), 0)
+
+
+def row_tracking_enabled(md: Metadata) -> bool:
+    """Whether rows keep stable ids and commit versions (``delta.enableRowTracking``)."""
+    return _bool(md, ENABLE_ROW_TRACKING, False)
+
+
+def row_tracking_suspended(md: Metadata) -> bool:
+    """Whether writers stop assigning row ids (``delta.rowTrackingSuspended``)."""
+    return _bool(md, ROW_TRACKING_SUSPENDED, False)
+
+
+def type_widening_enabled(md: Metadata) -> bool:
+    """Whether schema evolution may widen column types (``typeWidening``)."""
+    return _bool(md, ENABLE_TYPE_WIDENING, False)
+
+
+def num_indexed_cols(md: Metadata) -> int:
+    return _int(md, NUM_INDEXED_COLS, 32)
+
+
+def checkpoint_stats_as_json(md: Metadata) -> bool:
+    return _bool(md, CHECKPOINT_WRITE_STATS_AS_JSON, True)
+
+
+def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) -> Metadata:
+    """``metadata`` with ``properties`` set (the same object when nothing changes).
+
+    A ``delta.*`` key must be one this implementation honours
+    (:data:`SETTABLE_PROPERTIES`;
+    others need table features it does not implement: UnsupportedFeatureError),
+    boolean ones must be ``true`` or ``false`` and ``delta.checkpointPolicy``
+    ``classic`` or ``v2`` (InvalidInputError). Other
+    keys are the user's own, as in delta-spark.
+    """
+    if not properties:
+        return metadata
+    for key, value in properties.items():
+        if not key:
+            raise InvalidInputError("a table property needs a name")
+        if key.startswith("delta.constraints."):
+            raise InvalidInputError(f"table property {key} is a CHECK constraint: add it with add_constraint")
+        if key.startswith("delta.") and key not in SETTABLE_PROPERTIES:
+            raise UnsupportedFeatureError(
+                f"table property {key} is not supported: it needs a table feature airflow-delta-provider does "
+                f"not implement; settable: {', '.join(sorted(SETTABLE_PROPERTIES))}"
+            )
+        if key in BOOLEAN_PROPERTIES and str(value).lower() not in ("true", "false"):
+            raise InvalidInputError(f"table property {key} must be true or false, got {value!r}")
+        choices = CHOICE_PROPERTIES.get(key)
+        if choices and str(value).lower() not in choices:
+            raise InvalidInputError(f"table property {key} must be one of {', '.join(choices)}, got {value!r}")
+    lowered = BOOLEAN_PROPERTIES | set(CHOICE_PROPERTIES)
+    wanted = {k: str(v).lower() if k in lowered else str(v) for k, v in properties.items()}
+    if all(metadata.configuration.get(k) == v for k, v in wanted.items()):
+        return metadata
+    return replace(metadata, configuration={**metadata.configuration, **wanted})

@@ -1,0 +1,1 @@
+"""Optimistic transactions: staging and committing actions, conflict checks, and post-commit work."""

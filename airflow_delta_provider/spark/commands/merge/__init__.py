@@ -1,0 +1,1 @@
+"""MERGE: the command, and the rows each clause makes."""

@@ -1,0 +1,118 @@
+"""Deletion vectors in the Spark engine: leaving deleted rows out of a read,
+and finding the row indexes a DELETE or UPDATE marks.
+
+A row of a data file is identified by the file and its *row index*, its
+position in the parquet file, which Spark 4 reads as
+``_metadata.row_index`` (``hadoop`` I/O) and the ``arrow`` source computes
+from the row groups it reads (:mod:`.arrow_scan`).
+
+- :func:`drop_deleted_rows` removes the rows a file's vector deletes from a
+  ``hadoop`` read: the deleted ``(file key, row index)`` pairs, decoded in the
+  driver from the vectors (:mod:`airflow_delta_provider.delta.actions.deletion_vectors`),
+  are a small frame that the read is anti-joined with, broadcast. No Python
+  runs per row; the file key is a long (``xxhash64`` of Spark's file path),
+  as in the touched-file count.
+- :func:`matching_row_indexes` returns, per file, the row indexes of the live
+  rows that match a condition: one Spark job reading the condition's columns,
+  the file key and the row index; only the matching pairs reach the driver
+  (:func:`row_indexes_by_file`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.errors import DeltaError
+
+#: Above this many deleted rows in one read, the deleted-rows frame is no longer
+#: forced into a broadcast (Spark's planner decides).
+BROADCAST_MAX_ROWS = 5_000_000
+
+
+def drop_deleted_rows(
+    read: DataFrame,
+    uri_column: str,
+    row_index_column: str,
+    files: Sequence[AddFile],
+    uris: dict[str, str],
+    snapshot: Any,
+) -> DataFrame:
+    """``read`` (carrying each row's Spark file URI and row index in the two
+    named columns) without the rows the files' deletion vectors delete.
+    ``uris`` maps each file's Spark URI to its ``add.path``."""
+    marked = [f for f in files if f.deletion_vector is not None]
+    if not marked:
+        return read
+    import pyarrow as pa
+
+    from airflow_delta_provider.spark.read.scan import file_keys, key_column
+
+    by_path = {path: uri for uri, path in uris.items()}
+    keys, hashed = file_keys(uris)
+    key_of = {path: key for key, path in keys.items()}
+    key_arrays, row_arrays = [], []
+    for f in marked:
+        rows = snapshot.deleted_rows(f)
+        indexes = np.asarray(rows.to_array(), dtype=np.int64) if rows is not None else np.empty(0, np.int64)
+        key = key_of[f.path] if hashed else by_path[f.path]
+        key_arrays.append(pa.repeat(pa.scalar(key, pa.int64() if hashed else pa.string()), len(indexes)))
+        row_arrays.append(pa.array(indexes, pa.int64()))
+    deleted_rows = sum(len(a) for a in row_arrays)
+    key_name, row_name = f"{uri_column}_key", f"{row_index_column}_deleted"
+    table = pa.table({key_name: pa.concat_arrays(key_arrays), row_name: pa.concat_arrays(row_arrays)})
+    deleted = read.sparkSession.createDataFrame(table)
+    if deleted_rows <= BROADCAST_MAX_ROWS:
+        deleted = F.broadcast(deleted)
+    keyed = read.withColumn(key_name, key_column(uri_column, hashed))
+    condition = (keyed[key_name] == deleted[key_name]) & (keyed[row_index_column] == deleted[row_name])
+    return keyed.join(deleted, condition, "left_anti").drop(key_name)
+
+
+def matching_row_indexes(
+    spark: SparkSession,
+    snapshot: Any,
+    files: Sequence[AddFile],
+    condition: Column | None,
+    io: str,
+) -> dict[str, np.ndarray]:
+    """Per file (``add.path``), the sorted row indexes of its live rows that
+    match ``condition`` (None: every live row); files without a match are
+    left out."""
+    from airflow_delta_provider.spark.read.scan import match_frame
+
+    files = list(files)
+    if not files:
+        return {}
+    return row_indexes_by_file(*match_frame(spark, snapshot, files, condition, io))
+
+
+def row_indexes_by_file(frame: DataFrame, key_name: str, row_name: str, by_key: dict[Any, str]) -> dict[str, np.ndarray]:
+    """Per file (``add.path``), the sorted row indexes in ``frame``
+    (:func:`~airflow_delta_provider.spark.read.scan.match_frame`'s); only the
+    two columns reach the driver."""
+    table = frame.select(f"`{key_name}`", f"`{row_name}`").toArrow()
+    keys = table.column(key_name).to_numpy(zero_copy_only=False)
+    rows = table.column(row_name).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    if len(keys) == 0:
+        return {}
+    order = np.lexsort((rows, keys))
+    keys, rows = keys[order], rows[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    out: dict[str, np.ndarray] = {}
+    for start, end in zip(starts, ends):
+        key = keys[start].item() if hasattr(keys[start], "item") else keys[start]
+        path = by_key.get(key)
+        if path is None:
+            raise DeltaError(f"internal error: Spark read a file that was not asked for (key {key!r})")
+        out[path] = rows[start:end]
+    return out
+
+
+__all__ = ["BROADCAST_MAX_ROWS", "drop_deleted_rows", "matching_row_indexes", "row_indexes_by_file"]

@@ -1,0 +1,95 @@
+"""Unit tests for ``delta/table_properties.py``: table properties and their defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.errors import InvalidInputError
+
+SCHEMA = '{"type":"struct","fields":[]}'
+DAY = 86_400_000
+
+
+def md(**conf: str) -> Metadata:
+    return Metadata.new(SCHEMA, (), conf, created_time=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("interval 7 days", 7 * DAY),
+        ("interval 1 day", DAY),
+        ("INTERVAL 2 HOURS", 7_200_000),
+        ("interval 30 minutes", 1_800_000),
+        ("interval 1 week", 7 * DAY),
+        ("interval 15 seconds", 15_000),
+        ("interval 250 milliseconds", 250),
+        ("3 days", 3 * DAY),
+        ("  interval   0 seconds ", 0),
+    ],
+)
+def test_parse_interval(text, ms):
+    assert table_properties.parse_interval(text) == ms
+
+
+@pytest.mark.parametrize("text", ["", "7 days ago", "interval days", "interval 1 fortnight", "interval x days"])
+def test_parse_interval_rejects_malformed_text(text):
+    with pytest.raises(InvalidInputError, match="interval"):
+        table_properties.parse_interval(text)
+
+
+def test_defaults_follow_delta_spark():
+    m = md()
+    assert table_properties.checkpoint_interval(m) == 10
+    assert table_properties.deleted_file_retention_ms(m) == 7 * DAY
+    assert table_properties.log_retention_ms(m) == 30 * DAY
+    assert table_properties.expired_log_cleanup_enabled(m) is True
+    assert table_properties.append_only(m) is False
+    assert table_properties.num_indexed_cols(m) == 32
+    assert table_properties.checkpoint_stats_as_json(m) is True
+
+
+def test_table_properties_override_the_defaults():
+    m = md(
+        **{
+            "delta.checkpointInterval": "3",
+            "delta.deletedFileRetentionDuration": "interval 2 days",
+            "delta.logRetentionDuration": "interval 1 hour",
+            "delta.enableExpiredLogCleanup": "false",
+            "delta.appendOnly": "TRUE",
+            "delta.dataSkippingNumIndexedCols": "5",
+        }
+    )
+    assert table_properties.checkpoint_interval(m) == 3
+    assert table_properties.deleted_file_retention_ms(m) == 2 * DAY
+    assert table_properties.log_retention_ms(m) == 3_600_000
+    assert table_properties.expired_log_cleanup_enabled(m) is False
+    assert table_properties.append_only(m) is True
+    assert table_properties.num_indexed_cols(m) == 5
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "getter"),
+    [
+        ("delta.checkpointInterval", "ten", table_properties.checkpoint_interval),
+        ("delta.checkpointInterval", "0", table_properties.checkpoint_interval),
+        ("delta.checkpointInterval", "-5", table_properties.checkpoint_interval),
+        ("delta.appendOnly", "yes", table_properties.append_only),
+        ("delta.deletedFileRetentionDuration", "a week", table_properties.deleted_file_retention_ms),
+    ],
+)
+def test_malformed_properties_are_errors_naming_the_property(key, value, getter):
+    with pytest.raises(InvalidInputError) as err:
+        getter(md(**{key: value}))
+    assert key in str(err.value) or "interval" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("134217728", 134217728), ("128mb", 128 << 20), ("4MiB", 4 << 20), (" 1g ", 1 << 30), ("512b", 512),
+     ("", None), (None, None), ("lots", None), ("-1", None)],
+)  # fmt: skip
+def test_byte_sizes_as_spark_and_delta_write_them(text, expected):
+    assert table_properties.parse_byte_size(text) == expected
