@@ -26,7 +26,7 @@ from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_
 from airflow_delta_provider.delta.log.store import checkpoint_name, commit_name
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
-from tests.delta.test_checkpoint import make_history
+from tests.delta.checkpoint.test_writer import make_history
 
 DAY = 86_400_000
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.string())])

@@ -212,7 +212,7 @@ def test_the_target_size_comes_from_the_caller_then_the_table_then_128_mib() -> 
 def test_a_clustered_table_is_compacted_but_not_z_ordered(spark, tmp_path):
     """Liquid clustering (a delta.clustering domain): Z-order is refused, as in delta-spark."""
     from airflow_delta_provider.spark.commands.optimize import run_optimize
-    from tests.delta.test_domain_metadata import clustered_table
+    from tests.delta.table_features.test_domain_metadata import clustered_table
 
     table = clustered_table(tmp_path / "t")
     with pytest.raises(InvalidInputError, match="liquid-clustered"):

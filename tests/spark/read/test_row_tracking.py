@@ -23,7 +23,7 @@ from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.read.scan import scan
 
-from .arrow_support import arrow_workers  # noqa: F401 - the fixture
+from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")
 ON = {"delta.enableRowTracking": "true"}

@@ -18,13 +18,13 @@ from airflow_delta_provider.spark.read.scan import (
     xxhash64,
 )
 
-from .commands.dml_support import (
+from tests.spark.commands.dml_support import (
     SHADOWING_KINDS,
     SHADOWING_LAYOUTS,
     shadowing_condition,
     shadowing_table_in_layout,
 )
-from .conftest import spark_rows, table_rows
+from tests.spark.conftest import spark_rows, table_rows
 
 GOLDEN = [
     "data-reader-partition-values",
