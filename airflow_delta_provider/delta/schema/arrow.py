@@ -59,8 +59,7 @@ _KNOWN_UNSUPPORTED = {
     "void": "void (NullType) columns are never written to data files",
 }
 
-# delta-spark lets these widen into each other on merge, because Parquet
-# stores all three as INT32.
+# --- Delta -> Arrow ------------------------------------------------------------
 
 
 def to_arrow_type(delta_type: DeltaType) -> pa.DataType:

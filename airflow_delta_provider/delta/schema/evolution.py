@@ -41,6 +41,9 @@ from airflow_delta_provider.delta.schema.types import (
 _INTEGRAL_RANK = {"byte": 0, "short": 1, "integer": 2}
 
 
+# --- Enforcement (append without mergeSchema) ------------------------------------
+
+
 def enforce_schema(table: Mapping[str, Any], data: Mapping[str, Any]) -> None:
     """Check that data with schema ``data`` may be appended as is.
 
