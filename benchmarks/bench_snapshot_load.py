@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from airflow_delta_provider.delta.checkpoint.writer import CHECKPOINT_SCHEMA  # noqa: E402
+from airflow_delta_provider.delta.checkpoint.rows import CHECKPOINT_SCHEMA  # noqa: E402
 
 SCHEMA_STRING = json.dumps(
     {

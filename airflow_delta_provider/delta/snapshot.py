@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.table_features import gate as features
+from airflow_delta_provider.delta.table_features.features import listed_features
 from airflow_delta_provider.delta.actions.model import (
     AddFile,
     DomainMetadata,
@@ -169,7 +170,7 @@ class Snapshot:
 
         The mode is honoured only when the protocol supports column mapping
         (reader 2, or the reader feature), as PROTOCOL.md asks."""
-        readers, _writers = features.listed_features(self.protocol)
+        readers, _writers = listed_features(self.protocol)
         if "columnMapping" not in readers:
             return ColumnMapping(NO_MAPPING, self.schema)
         return ColumnMapping.of(self.schema, self.configuration)

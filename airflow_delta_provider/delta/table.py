@@ -3,6 +3,9 @@
 Like delta-rs's ``DeltaTable`` and Delta Kernel's ``Table``, it is a thin
 façade: it opens snapshots (latest, by version, by timestamp), reads history,
 finds a caller's commit by its operation token, and starts transactions.
+A transaction it starts runs the post-commit work (checkpoint, log cleanup)
+after its commit, as ``post_commit_hooks`` allow
+(:mod:`airflow_delta_provider.delta.transaction.post_commit`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from airflow_delta_provider.delta.log.segment import build_segment, list_for_ver
 from airflow_delta_provider.delta.log.store import LogFile, LogStore
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
+from airflow_delta_provider.delta.table_features import in_commit_timestamps
+from airflow_delta_provider.delta.transaction.post_commit import PostCommitHookProperties, TableTransaction
 
 log = logging.getLogger(__name__)
 
@@ -124,25 +129,17 @@ class DeltaTable:
 
     def _in_commit_timestamps_since(self) -> int | None:
         """The first version dated by in-commit timestamps, per the latest protocol and metadata; None when off."""
-        from airflow_delta_provider.delta.table_features.gate import in_commit_timestamps_since
-
         try:
             snapshot = self.snapshot()
         except (VersionNotFoundError, CorruptLogError):
             return None
-        return in_commit_timestamps_since(snapshot.protocol, snapshot.metadata)
+        return in_commit_timestamps.enabled_since(snapshot.protocol, snapshot.metadata)
 
     def in_commit_timestamp(self, commit: LogFile) -> int | None:
         """The ``inCommitTimestamp`` of ``commit``, or None when it has none.
         Only its first line is parsed: a commit that has one puts
         ``commitInfo`` first (PROTOCOL.md)."""
-        try:
-            first = self.log_store.read(commit.name).split(b"\n", 1)[0]
-        except FileNotFoundError:
-            return None
-        info = next((a for a in parse_commit(first) if isinstance(a, CommitInfo)), None)
-        value = info.raw.get("inCommitTimestamp") if info is not None else None
-        return value if isinstance(value, int) else None
+        return in_commit_timestamps.read(self.log_store, commit)
 
     def version_at(self, timestamp: dt.datetime | str | int) -> tuple[int, int]:
         """(version, its commit timestamp) of the newest commit at or before ``timestamp``."""
@@ -220,11 +217,22 @@ class DeltaTable:
         snapshot: Snapshot | None = None,
         *,
         isolation_level: str = "Serializable",
-    ):
-        """Start a transaction reading ``snapshot`` (None creates the table)."""
-        from airflow_delta_provider.delta.transaction.transaction import Transaction
+        post_commit_hooks: PostCommitHookProperties | None = None,
+    ) -> TableTransaction:
+        """Start a transaction reading ``snapshot`` (None creates the table).
 
-        return Transaction(self, operation, parameters or {}, snapshot, isolation_level=isolation_level)
+        Its commit is followed by the work due after it: a checkpoint every
+        ``delta.checkpointInterval`` versions, then a log cleanup when the
+        table enables it. ``post_commit_hooks`` switches either off (or the
+        cleanup on); a failure there never undoes the commit."""
+        return TableTransaction(
+            self,
+            operation,
+            parameters or {},
+            snapshot,
+            isolation_level=isolation_level,
+            post_commit_hooks=post_commit_hooks,
+        )
 
 
 def _to_millis(value: dt.datetime | str | int) -> int:

@@ -32,23 +32,12 @@ from typing import TYPE_CHECKING, Any
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile, Metadata, RemoveFile, parse_commit
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
+from airflow_delta_provider.delta.table_features.change_data_feed import DELETE, INSERT
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
     from airflow_delta_provider.delta.table import DeltaTable
 
-#: The folder of change data files, under the table root.
-CHANGE_DATA_DIR = "_change_data"
-#: The columns a change row carries besides the table's.
-CHANGE_TYPE_COLUMN = "_change_type"
-COMMIT_VERSION_COLUMN = "_commit_version"
-COMMIT_TIMESTAMP_COLUMN = "_commit_timestamp"
-CHANGE_COLUMNS = (CHANGE_TYPE_COLUMN, COMMIT_VERSION_COLUMN, COMMIT_TIMESTAMP_COLUMN)
-#: Column names a table recording its changes cannot have (delta-spark's rule).
-RESERVED_COLUMNS = frozenset(c.lower() for c in CHANGE_COLUMNS)
-#: The values of ``_change_type``.
-INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE = "insert", "delete", "update_preimage", "update_postimage"
-CHANGE_TYPES = (INSERT, DELETE, UPDATE_PREIMAGE, UPDATE_POSTIMAGE)
 #: The file a run writing changes to a folder leaves there with its result
 #: (a name readers of the folder skip).
 SUMMARY_FILE = "_delta_changes.json"
@@ -182,19 +171,6 @@ def _removed_as_add(version: int, remove: RemoveFile) -> AddFile:
     )
 
 
-def check_column_names(metadata: Metadata) -> None:
-    """Refuse the change data feed on a table with a column named like one of
-    the feed's own (``_change_type``, ``_commit_version``, ``_commit_timestamp``)."""
-    if not table_properties.change_data_feed_enabled(metadata):
-        return
-    clashing = sorted(f["name"] for f in metadata.schema_json.get("fields", ()) if f["name"].lower() in RESERVED_COLUMNS)
-    if clashing:
-        raise InvalidInputError(
-            f"column {clashing[0]!r} is reserved on a table with {table_properties.ENABLE_CHANGE_DATA_FEED}=true "
-            f"(the change data feed adds {', '.join(CHANGE_COLUMNS)}): rename it or leave the feed off"
-        )
-
-
 def read_summary(output: str, storage_options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The result a run left in the folder ``output`` (:data:`SUMMARY_FILE`); None when there is none."""
     from airflow_delta_provider.delta.storage import open_storage
@@ -207,16 +183,6 @@ def read_summary(output: str, storage_options: Mapping[str, str] | None = None) 
 
 __all__ = [
     "SUMMARY_FILE",
-    "CHANGE_COLUMNS",
-    "CHANGE_DATA_DIR",
-    "CHANGE_TYPES",
-    "CHANGE_TYPE_COLUMN",
-    "COMMIT_TIMESTAMP_COLUMN",
-    "COMMIT_VERSION_COLUMN",
-    "DELETE",
-    "INSERT",
-    "UPDATE_POSTIMAGE",
-    "UPDATE_PREIMAGE",
     "ChangeFile",
     "ChangeRange",
     "cdc_as_add",

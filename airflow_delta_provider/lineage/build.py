@@ -162,7 +162,7 @@ def _append_lineage(
     """APPEND copies each source column into its namesake. Without the
     source's schema, only an overwrite that replaced the schema says which
     columns those are."""
-    from airflow_delta_provider.delta.schema.types import column_names
+    from airflow_delta_provider.delta.schema.fields import column_names
 
     columns = column_names(schema)
     if source_has_table_columns:

@@ -68,7 +68,7 @@ def identity_lineage(columns: Iterable[str]) -> ColumnLineage:
 
 def rewrite_lineage(schema: Mapping[str, Any], rewrite: Rewrite) -> ColumnLineage:
     """The column lineage of ``rewrite`` on a table of ``schema`` (Delta schema JSON)."""
-    from airflow_delta_provider.delta.schema.types import column_names
+    from airflow_delta_provider.delta.schema.fields import column_names
 
     columns = column_names(schema)
     condition = [] if rewrite.condition is None else referenced_columns(rewrite.condition, columns)

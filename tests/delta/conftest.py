@@ -157,7 +157,7 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     :func:`schema.to_arrow_schema` maps them.
     """
     from airflow_delta_provider.delta.partitions import parse_partition_values
-    from airflow_delta_provider.delta.schema.types import to_arrow_schema
+    from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 
     schema = snapshot.schema
     mapping = snapshot.column_mapping
@@ -297,7 +297,8 @@ def create_table(
 ) -> Any:
     """Create a table at version 0 through the core; return the commit result."""
     from airflow_delta_provider.delta.actions.model import Metadata
-    from airflow_delta_provider.delta.schema.types import from_arrow_schema, schema_string
+    from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
+    from airflow_delta_provider.delta.schema.types import schema_string
     from airflow_delta_provider.delta.table import DeltaTable
 
     table = DeltaTable(str(uri))

@@ -546,7 +546,7 @@ def test_type_widening_table_matches_oracles_at_every_version(
     latest one, the file written before the change comes back widened
     (``1`` as ``decimal(11,1)``, a date as midnight), not as it is stored.
     delta-rs agrees on version 0, the only one before the feature."""
-    from airflow_delta_provider.delta.table_features import type_widening
+    from airflow_delta_provider.delta.schema.widening import all_changes
 
     path = golden_dir / name
     table = _core_table(path)
@@ -566,7 +566,7 @@ def test_type_widening_table_matches_oracles_at_every_version(
                 assert _arrow_shape(field.type) == _arrow_shape(expected.schema.field(field.name).type), field.name
     latest = table.snapshot()
     assert "typeWidening-preview" in latest.protocol.reader_features
-    assert len(type_widening.all_changes(latest.schema)) == TYPE_WIDENING_TABLES[name]
+    assert len(all_changes(latest.schema)) == TYPE_WIDENING_TABLES[name]
 
 
 def _arrow_shape(t: Any) -> Any:

@@ -332,7 +332,8 @@ def test_input_partitions_follow_sparks_rule(tmp_path, spark):
 def _folder_as_table(tmp_path, paths):
     """A committed table whose files are ``paths`` (added by absolute path, in order)."""
     from airflow_delta_provider.delta.actions.model import AddFile, Metadata
-    from airflow_delta_provider.delta.schema.types import from_arrow_schema, schema_string
+    from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
+    from airflow_delta_provider.delta.schema.types import schema_string
 
     table = DeltaTable(str(tmp_path / "table"))
     schema = from_arrow_schema(pq.read_schema(paths[0]), metadata=False)

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
-from airflow_delta_provider.delta.table_features.gate import listed_features
+from airflow_delta_provider.delta.table_features.features import listed_features
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.write.change_data import read_changes
 from airflow_delta_provider.spark.commands.alter import run_alter

@@ -22,7 +22,7 @@ from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import SchemaMismatchError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.table_features.type_widening import TYPE_CHANGES_KEY
+from airflow_delta_provider.delta.schema.widening import TYPE_CHANGES_KEY
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update

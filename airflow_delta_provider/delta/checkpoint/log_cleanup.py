@@ -26,23 +26,22 @@ import time
 from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.checkpoint.writer import uses_v2_checkpoints
-from airflow_delta_provider.delta.log.checkpoint_reader import sidecar_references
 from airflow_delta_provider.delta.errors import CorruptCheckpointError
-from airflow_delta_provider.delta.table_features.gate import protects_checkpoints
+from airflow_delta_provider.delta.log.checkpoint_reader import sidecar_references
 from airflow_delta_provider.delta.log.segment import complete_checkpoints
-from airflow_delta_provider.delta.log.store import SIDECAR_DIR, LogFile, LogStore
+from airflow_delta_provider.delta.log.store import SIDECAR_DIR, LogFile, LogStore, TableLog
+from airflow_delta_provider.delta.table_features.checkpoint_protection import protected_before
+from airflow_delta_provider.delta.table_features.v2_checkpoint import uses_v2_checkpoints
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
-    from airflow_delta_provider.delta.table import DeltaTable
 
 log = logging.getLogger(__name__)
 
 _EXPIRING_KINDS = ("commit", "checkpoint", "v2checkpoint", "crc", "compaction")
 
 
-def cleanup_expired_logs(table: DeltaTable, snapshot: Snapshot, now_ms: int | None = None) -> int:
+def cleanup_expired_logs(table: TableLog, snapshot: Snapshot, now_ms: int | None = None) -> int:
     """Delete expired log files below the newest safe checkpoint, then
     unreferenced expired sidecars; the count deleted."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -58,8 +57,8 @@ def cleanup_expired_logs(table: DeltaTable, snapshot: Snapshot, now_ms: int | No
     if not safe:
         return 0
     keep_from = max(safe)
-    protected = table_properties.checkpoint_protection_version(snapshot.metadata)
-    if protects_checkpoints(snapshot.protocol) and keep_from < protected:
+    protected = protected_before(snapshot.protocol, snapshot.metadata)
+    if keep_from < protected:
         log.info(
             "log cleanup of %s skipped: it would stop at version %d, short of the protected history before %d",
             table.uri,

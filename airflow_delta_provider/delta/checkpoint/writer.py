@@ -1,9 +1,9 @@
 """Writing a table's checkpoint, and pointing ``_last_checkpoint`` at it.
 
 A table that lists the ``v2Checkpoint`` writer feature gets V2 checkpoints
-(:mod:`.checkpoint_v2`: a UUID-named file and its sidecars); every other
-table gets the classic single-file parquet checkpoint (V1 spec), with the
-rows of :mod:`.checkpoint_rows`. Only after the checkpoint's files are in
+(:mod:`.v2`: a UUID-named file and its sidecars); every other table gets
+the classic single-file parquet checkpoint (V1 spec), with the rows of
+:mod:`.rows`. Only after the checkpoint's files are in
 place is ``_last_checkpoint`` replaced, so a torn write is never advertised,
 and it never moves back to an older version.
 """
@@ -12,29 +12,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.actions.model import Protocol
-from airflow_delta_provider.delta.checkpoint.rows import (  # CHECKPOINT_SCHEMA: re-exported for callers
-    CHECKPOINT_SCHEMA,
-    checkpoint_table,
-    parquet_bytes,
-)
+from airflow_delta_provider.delta.checkpoint.rows import checkpoint_table, parquet_bytes
 from airflow_delta_provider.delta.checkpoint.v2 import write_v2_checkpoint
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.table_features.gate import protects_checkpoints
-from airflow_delta_provider.delta.log.store import LogStore, checkpoint_name, commit_name
+from airflow_delta_provider.delta.log.store import LogStore, TableLog, checkpoint_name, commit_name
+from airflow_delta_provider.delta.table_features.checkpoint_protection import protected_before
+from airflow_delta_provider.delta.table_features.v2_checkpoint import uses_v2_checkpoints
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
-    from airflow_delta_provider.delta.table import DeltaTable
 
 
-def uses_v2_checkpoints(protocol: Protocol) -> bool:
-    """Whether checkpoints of a table with ``protocol`` follow the V2 spec."""
-    return "v2Checkpoint" in (protocol.writer_features or ())
-
-
-def write_checkpoint(table: DeltaTable, snapshot: Snapshot) -> dict[str, Any]:
+def write_checkpoint(table: TableLog, snapshot: Snapshot) -> dict[str, Any]:
     """Write the checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it.
 
     Returns the ``_last_checkpoint`` content written (or that would have
@@ -43,8 +32,8 @@ def write_checkpoint(table: DeltaTable, snapshot: Snapshot) -> dict[str, Any]:
     store = table.log_store
     if not store.exists(commit_name(snapshot.version)):
         raise InvalidInputError(f"cannot checkpoint version {snapshot.version}: its commit is missing")
-    protected = table_properties.checkpoint_protection_version(snapshot.metadata)
-    if protects_checkpoints(snapshot.protocol) and snapshot.version < protected:
+    protected = protected_before(snapshot.protocol, snapshot.metadata)
+    if snapshot.version < protected:
         raise InvalidInputError(
             f"cannot checkpoint version {snapshot.version}: the table protects its history before version "
             f"{protected} (checkpointProtection), and no checkpoint may be written there"
@@ -72,4 +61,4 @@ def _write_classic(store: LogStore, snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
-__all__ = ["CHECKPOINT_SCHEMA", "uses_v2_checkpoints", "write_checkpoint"]
+__all__ = ["write_checkpoint"]

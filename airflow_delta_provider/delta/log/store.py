@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from airflow_delta_provider.delta.storage import ObjectMeta, TableStorage, open_storage
 
@@ -196,3 +196,20 @@ def parse_checkpoint_hint(raw: bytes) -> dict[str, Any] | None:
     if not isinstance(data, dict) or not isinstance(data.get("version"), int):
         return None
     return data
+
+
+class TableLog(Protocol):
+    """What the core's writers need of a table: where it is, and its log.
+
+    :class:`~airflow_delta_provider.delta.table.DeltaTable` is one. Naming
+    this instead of the table lets transactions and checkpoints, which the
+    table's façade sits above, take a table without importing it."""
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def root(self) -> str: ...
+
+    @property
+    def log_store(self) -> LogStore: ...

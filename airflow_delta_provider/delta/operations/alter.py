@@ -32,19 +32,19 @@ from typing import Any
 from airflow_delta_provider.delta.table_features import column_mapping
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.table_features import check_constraints as constraints
+from airflow_delta_provider.delta.table_features.clustering import clustering_columns
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
+from airflow_delta_provider.delta.schema.arrow import to_arrow_type
+from airflow_delta_provider.delta.schema.fields import walk_fields
+from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
 from airflow_delta_provider.delta.schema.types import (
     FieldPath,
-    check_column_names,
-    check_unique_names,
     format_path,
     normalize_type,
     schema_string,
     struct_field,
     struct_type,
-    to_arrow_type,
-    walk_fields,
 )
 
 _PATH_PART = re.compile(r"`((?:[^`]|``)*)`|([^.`]+)")
@@ -416,22 +416,6 @@ def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> No
     users = constraints.constraints_reading(metadata, path[0])  # a nested field: its top-level column
     if users:
         raise InvalidInputError(f"cannot {verb} {format_path(path)}: CHECK constraint(s) {', '.join(users)} read it")
-
-
-def clustering_columns(snapshot: Any) -> list[FieldPath]:
-    """The logical paths of a liquid-clustered table's clustering columns (its
-    ``delta.clustering`` domain names physical ones); empty when not clustered."""
-    domain = snapshot.domain_metadata.get("delta.clustering")
-    if domain is None or domain.removed:
-        return []
-    try:
-        physical = [tuple(c) for c in json.loads(domain.configuration or "{}").get("clusteringColumns", [])]
-    except (ValueError, TypeError):
-        return []
-    by_physical = {}
-    for path, _f in walk_fields(snapshot.schema):
-        by_physical[tuple(snapshot.column_mapping.physical_path(path))] = path
-    return [by_physical.get(p, p) for p in physical]
 
 
 def _refuse_clustering_columns(snapshot: Any, change: DropColumns) -> None:

@@ -1,1 +1,6 @@
-"""Delta schema JSON: types, conversion to and from arrow, enforcement and evolution."""
+"""Delta schema JSON, one job a module: the type model and its names
+(:mod:`.types`), walking and finding fields (:mod:`.fields`), column-name
+rules (:mod:`.names`), Spark's tree display (:mod:`.display`), conversion to
+and from pyarrow (:mod:`.arrow`), which type changes widen and their record
+(:mod:`.widening`), and the write-time rules: enforcement and
+``mergeSchema`` (:mod:`.evolution`)."""

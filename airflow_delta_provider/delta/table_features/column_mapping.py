@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.table_properties import COLUMN_MAPPING_MODE
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
-from airflow_delta_provider.delta.schema.types import schema_string, walk_fields
+from airflow_delta_provider.delta.schema.fields import transform_fields, walk_fields
+from airflow_delta_provider.delta.schema.types import schema_string
 
 MODE_KEY = COLUMN_MAPPING_MODE
 MAX_ID_KEY = "delta.columnMapping.maxColumnId"
@@ -148,30 +149,6 @@ class ColumnMapping:
 def _find(fields: Iterable[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
     exact = next((f for f in fields if f["name"] == name), None)
     return exact or next((f for f in fields if f["name"].lower() == name.lower()), None)
-
-
-def transform_fields(struct: Mapping[str, Any], fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    """``struct`` with ``fn`` applied to every field, parents before the
-    fields nested in them (through structs, arrays and maps)."""
-    return {**struct, "fields": [_transform_field(dict(f), fn) for f in struct.get("fields", ())]}
-
-
-def _transform_field(field: dict[str, Any], fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    field = fn(field)
-    return {**field, "type": _transform_type(field["type"], fn)}
-
-
-def _transform_type(t: Any, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
-    if not isinstance(t, dict):
-        return t
-    kind = t.get("type")
-    if kind == "struct":
-        return transform_fields(t, fn)
-    if kind == "array":
-        return {**t, "elementType": _transform_type(t["elementType"], fn)}
-    if kind == "map":
-        return {**t, "keyType": _transform_type(t["keyType"], fn), "valueType": _transform_type(t["valueType"], fn)}
-    return t
 
 
 def _map_struct(struct: Mapping[str, Any], mode: str, *, with_ids: bool) -> dict[str, Any]:
@@ -332,5 +309,4 @@ __all__ = [
     "mode_of",
     "physical_name_of",
     "strip",
-    "transform_fields",
 ]

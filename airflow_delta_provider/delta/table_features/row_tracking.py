@@ -36,8 +36,9 @@ from typing import Iterable, Mapping, TypeVar
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import CorruptLogError, InvalidInputError
+from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
+from airflow_delta_provider.delta.table_features.features import ROW_TRACKING
 
-FEATURE = "rowTracking"
 DOMAIN = "delta.rowTracking"
 #: The high-water mark of a table that never assigned a row id.
 MISSING_HIGH_WATER_MARK = -1
@@ -51,7 +52,13 @@ A = TypeVar("A")  # a file action: add, remove or cdc
 
 def is_supported(protocol: Protocol) -> bool:
     """Whether ``protocol`` lists the ``rowTracking`` writer feature."""
-    return FEATURE in (protocol.writer_features or ())
+    return ROW_TRACKING in (protocol.writer_features or ())
+
+
+def is_required(metadata: Metadata) -> bool:
+    """Whether ``delta.enableRowTracking`` asks for the feature (and for
+    ``domainMetadata``: the high-water mark is a domain)."""
+    return table_properties.row_tracking_enabled(metadata)
 
 
 def assigns_row_ids(protocol: Protocol, metadata: Metadata | None) -> bool:
@@ -143,8 +150,6 @@ def with_materialized_names(metadata: Metadata, previous: Metadata | None) -> Me
 
 
 def _check_distinct(metadata: Metadata, names: tuple[str, str]) -> None:
-    from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
-
     fields = metadata.schema_json.get("fields", ())
     taken = {f["name"].lower() for f in fields}
     mapping = ColumnMapping.of(metadata.schema_json, metadata.configuration)
@@ -170,7 +175,6 @@ def backfill(files: Iterable[AddFile]) -> list[AddFile]:
 
 __all__ = [
     "DOMAIN",
-    "FEATURE",
     "MATERIALIZED_KEYS",
     "MISSING_HIGH_WATER_MARK",
     "PRESERVED_TAG",
@@ -180,6 +184,7 @@ __all__ = [
     "domain_action",
     "enabled",
     "high_water_mark",
+    "is_required",
     "is_supported",
     "materialized_columns",
     "with_materialized_names",

@@ -4,8 +4,11 @@ A :class:`Transaction` remembers what it read (predicates, files, ``txn``
 application ids) and what it writes. ``commit()`` claims ``readVersion + 1``
 with an atomic put-if-absent; when another writer got there first it checks
 every winning commit in order (:mod:`.conflicts`) and, if none conflicts,
-tries again at the next free version. After a successful commit it writes a
-checkpoint every ``delta.checkpointInterval`` versions.
+tries again at the next free version. It never checkpoints: its
+:class:`CommitResult` says what is due after the commit (a checkpoint every
+``delta.checkpointInterval`` versions, then a log cleanup), and
+:mod:`.post_commit` does that work once the commit stands, as delta-kernel-rs
+returns post-commit stats for its caller to act on.
 
 With ``delta.enableInCommitTimestamps`` (the ``inCommitTimestamp`` feature),
 ``commitInfo`` is the commit's first action and carries ``inCommitTimestamp``:
@@ -26,21 +29,13 @@ does, and names the materialized columns.
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import table_changes as change_feed
-from airflow_delta_provider.delta.table_features import column_mapping
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.table_features import check_constraints as constraints
-from airflow_delta_provider.delta.table_features import gate as features
-from airflow_delta_provider.delta.table_features import generated_columns
-from airflow_delta_provider.delta.table_features import row_tracking
-from airflow_delta_provider.delta.table_features import type_widening
 from airflow_delta_provider.delta.actions.model import (
     TOKEN_TAG,
     Action,
@@ -55,7 +50,6 @@ from airflow_delta_provider.delta.actions.model import (
     parse_commit,
     serialize_commit,
 )
-from airflow_delta_provider.delta.transaction.conflicts import ReadSet, WinningCommit, check_conflicts
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     CommitFailedError,
@@ -63,13 +57,23 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
 )
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
+from airflow_delta_provider.delta.log.store import TableLog
+from airflow_delta_provider.delta.table_features import (
+    change_data_feed,
+    column_mapping,
+    generated_columns,
+    in_commit_timestamps,
+    row_tracking,
+    type_widening,
+)
+from airflow_delta_provider.delta.table_features import check_constraints as constraints
+from airflow_delta_provider.delta.table_features import gate as features
+from airflow_delta_provider.delta.transaction.conflicts import ReadSet, WinningCommit, check_conflicts
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.scan.skipping import Predicate
     from airflow_delta_provider.delta.snapshot import Snapshot
-    from airflow_delta_provider.delta.table import DeltaTable
 
-log = logging.getLogger(__name__)
 
 ENGINE_INFO = f"airflow-delta-provider/{__version__}"
 DEFAULT_PROTOCOL = Protocol(min_reader_version=1, min_writer_version=2)
@@ -77,12 +81,27 @@ MAX_COMMIT_ATTEMPTS = 1000
 
 
 @dataclass(frozen=True)
+class PostCommitDue:
+    """What is due once a commit stands; the transaction does none of it
+    (:mod:`.post_commit` does, for a table's transactions).
+
+    ``checkpoint``: the version is a multiple of ``delta.checkpointInterval``.
+    ``log_cleanup``: the table cleans up expired log files after that
+    checkpoint (``delta.enableExpiredLogCleanup``)."""
+
+    checkpoint: bool = False
+    log_cleanup: bool = False
+
+
+@dataclass(frozen=True)
 class CommitResult:
-    """The version a transaction committed, and the commitInfo it wrote."""
+    """The version a transaction committed, the commitInfo it wrote, and
+    what is due after it."""
 
     version: int
     commit_info: dict[str, Any]
     attempts: int = 1
+    post_commit: PostCommitDue = PostCommitDue()
 
 
 class Transaction:
@@ -90,7 +109,7 @@ class Transaction:
 
     def __init__(
         self,
-        table: DeltaTable,
+        table: TableLog,
         operation: str,
         parameters: dict[str, Any],
         snapshot: Snapshot | None,
@@ -257,8 +276,7 @@ class Transaction:
             actions.extend(self._txns.values())
             actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
-                self._post_commit(version)
-                return CommitResult(version, info, attempt)
+                return CommitResult(version, info, attempt, self._due_after(version))
             version = self._resolve_conflicts(version)
             if isinstance(version, CommitResult):
                 return version
@@ -311,16 +329,7 @@ class Transaction:
         in_force = protocol or snap.protocol  # type: ignore[union-attr]
         previous = snap.metadata if snap is not None else None
         md = type_widening.stamp_preview_version(self._metadata, previous, in_force, version)
-        was_on = previous is not None and table_properties.in_commit_timestamps_enabled(previous)
-        configuration = dict(md.configuration)
-        keys = (table_properties.ICT_ENABLEMENT_VERSION, table_properties.ICT_ENABLEMENT_TIMESTAMP)
-        for key in keys:  # only this writer decides them (a RESTORE stages an old version's)
-            configuration.pop(key, None)
-        if ict is not None and previous is not None and not was_on:
-            configuration[keys[0]], configuration[keys[1]] = str(version), str(ict)
-        elif ict is not None and was_on:
-            configuration.update({k: previous.configuration[k] for k in keys if k in previous.configuration})  # type: ignore[union-attr]
-        return md if configuration == dict(md.configuration) else replace(md, configuration=configuration)
+        return in_commit_timestamps.record_enablement(md, previous, version, ict)
 
     def _in_commit_timestamp(self, version: int, now_ms: int, protocol: Protocol) -> int | None:
         """The ``inCommitTimestamp`` of the commit at ``version``, or None when
@@ -330,15 +339,9 @@ class Transaction:
         were on). They are on when the table property says so and the
         protocol lists the feature (PROTOCOL.md)."""
         md = self.metadata
-        if md is None or features.in_commit_timestamps_since(protocol, md) is None:
+        if md is None or in_commit_timestamps.enabled_since(protocol, md) is None:
             return None
-        if version == 0:
-            return now_ms
-        previous = next((f for f in self.table.log_store.list_from(version - 1) if f.kind == "commit"), None)
-        if previous is None or previous.version != version - 1:
-            return now_ms
-        last = self.table.in_commit_timestamp(previous)
-        return max(now_ms, (previous.mtime_ms if last is None else last) + 1)
+        return in_commit_timestamps.next_timestamp(self.table.log_store, version, now_ms)
 
     def _validate(self) -> None:
         md = self.metadata
@@ -348,7 +351,7 @@ class Transaction:
             previous = self.read_snapshot.metadata if self.read_snapshot is not None else None
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
-            change_feed.check_column_names(self._metadata)
+            change_data_feed.check_column_names(self._metadata)
             constraints.check_resolvable(self._metadata)
             generated_columns.check_resolvable(self._metadata.schema_json)
         # The table as it is decides (delta-spark's assertRemovable on the read
@@ -447,22 +450,15 @@ class Transaction:
             raise CommitFailedError(f"version {attempted} of {self.table.uri} is taken but cannot be listed")
         return expected
 
-    def _post_commit(self, version: int) -> None:
-        """Checkpoint every ``delta.checkpointInterval`` versions; never fails the commit."""
+    def _due_after(self, version: int) -> PostCommitDue:
+        """What is due after committing ``version``: a checkpoint every
+        ``delta.checkpointInterval`` versions, and after it a log cleanup
+        when the table enables it."""
         md = self.metadata
         assert md is not None
         if version == 0 or version % table_properties.checkpoint_interval(md) != 0:
-            return
-        try:
-            from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
-            from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
-
-            snapshot = self.table.snapshot(version)
-            write_checkpoint(self.table, snapshot)
-            if table_properties.expired_log_cleanup_enabled(md):
-                cleanup_expired_logs(self.table, snapshot)
-        except Exception as exc:  # the commit stands whatever happens to its checkpoint
-            log.warning("version %d committed, but its checkpoint failed: %r", version, exc)
+            return PostCommitDue()
+        return PostCommitDue(checkpoint=True, log_cleanup=table_properties.expired_log_cleanup_enabled(md))
 
 
 def _param(value: Any) -> Any:

@@ -53,17 +53,10 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import identity_columns
-from airflow_delta_provider.delta.schema.types import (
-    VARIANT,
-    as_nullable,
-    check_column_names,
-    check_unique_names,
-    enforce_schema,
-    merge_schemas,
-    schema_string,
-    to_arrow_schema,
-    type_name,
-)
+from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
+from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
+from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
+from airflow_delta_provider.delta.schema.types import VARIANT, as_nullable, schema_string, type_name
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io

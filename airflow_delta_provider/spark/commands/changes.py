@@ -27,7 +27,8 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from airflow_delta_provider.delta.table_changes import CHANGE_TYPE_COLUMN, CHANGE_TYPES, SUMMARY_FILE
+from airflow_delta_provider.delta.table_changes import SUMMARY_FILE
+from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_TYPES, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import open_storage, parse_location
 from airflow_delta_provider.spark.write.change_data import read_changes

@@ -65,7 +65,7 @@ class DeleteCommand(DmlCommand):
 
     def _write_deleted(self, files: list, deleted: int) -> None:
         """Record the rows of ``files`` that match (``deleted`` of them) as ``delete`` changes."""
-        from airflow_delta_provider.delta.table_changes import DELETE
+        from airflow_delta_provider.delta.table_features.change_data_feed import DELETE
         from airflow_delta_provider.spark.write.change_data import with_change_type
 
         rows = self.scan(files).filter(self.matched)

@@ -130,14 +130,14 @@ def run_optimize(
 def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
     """The Z-order columns as the schema spells them; refused: unknown ones,
     partition columns and columns without statistics (nothing to skip by)."""
+    from airflow_delta_provider.delta.table_features.clustering import is_clustered
     from airflow_delta_provider.spark.read.scan import spark_schema
     from airflow_delta_provider.spark.write.stats import stats_leaves
     from airflow_delta_provider.spark.write.zorder import zorder_types_supported
 
     if not columns:
         return []
-    clustering = snapshot.domain_metadata.get("delta.clustering")
-    if clustering is not None and not clustering.removed:
+    if is_clustered(snapshot.domain_metadata):
         raise InvalidInputError(
             "cannot Z-order a liquid-clustered table (it has a delta.clustering domain), as delta-spark refuses; "
             "OPTIMIZE it without zorder_by to compact its files"

@@ -139,7 +139,7 @@ def arrow_read_parquet(
     """
     import pyarrow.parquet as pq
 
-    from airflow_delta_provider.delta.schema.types import from_arrow_schema
+    from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
     from airflow_delta_provider.delta.storage import open_storage, parse_location
 
     storage = open_storage(location, storage_options)
@@ -180,7 +180,8 @@ def _refuse_variants(arrow_schema: Any, uri: str) -> None:
     (shredded or not), which would reach the table as a struct. Spark's
     parquet reader (``io=hadoop``) reads it as a variant.
     """
-    from airflow_delta_provider.delta.schema.types import VARIANT, uses_type
+    from airflow_delta_provider.delta.schema.fields import uses_type
+    from airflow_delta_provider.delta.schema.types import VARIANT
 
     raw = (arrow_schema.metadata or {}).get(_SPARK_ROW_METADATA)
     try:

@@ -26,15 +26,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile
-from airflow_delta_provider.delta.table_changes import (
+from airflow_delta_provider.delta.table_changes import ChangeFile, ChangeRange, changes_between
+from airflow_delta_provider.delta.table_features.change_data_feed import (
     CHANGE_TYPE_COLUMN,
     COMMIT_TIMESTAMP_COLUMN,
     COMMIT_VERSION_COLUMN,
     UPDATE_POSTIMAGE,
     UPDATE_PREIMAGE,
-    ChangeFile,
-    ChangeRange,
-    changes_between,
 )
 from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
 from airflow_delta_provider.delta.table import DeltaTable

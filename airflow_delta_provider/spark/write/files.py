@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions.model import AddFile
-from airflow_delta_provider.delta.table_changes import CHANGE_DATA_DIR, CHANGE_TYPE_COLUMN
+from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_DATA_DIR, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.table_features.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
 from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns, table_constraints
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
@@ -54,7 +54,7 @@ from airflow_delta_provider.delta.partitions import (
     serialize_partition_value,
     unescape_partition_value,
 )
-from airflow_delta_provider.delta.schema.types import walk_fields
+from airflow_delta_provider.delta.schema.fields import walk_fields
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.write.generated_columns import generated_checks

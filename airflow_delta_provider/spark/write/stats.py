@@ -39,7 +39,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.schema.types import VARIANT, leaf_fields
+from airflow_delta_provider.delta.schema.fields import leaf_fields
+from airflow_delta_provider.delta.schema.types import VARIANT
 
 DEFAULT_NUM_INDEXED_COLS = 32
 STRING_PREFIX_LENGTH = 32

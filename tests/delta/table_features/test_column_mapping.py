@@ -173,6 +173,6 @@ def _mapped_copy(tmp_path: Path, golden_dir: Path) -> DeltaTable:
 
 
 def _walk(schema):
-    from airflow_delta_provider.delta.schema.types import walk_fields
+    from airflow_delta_provider.delta.schema.fields import walk_fields
 
     return list(walk_fields(schema))

@@ -161,3 +161,20 @@ def test_a_restore_keeps_the_enablement_this_table_recorded(tmp_path):
     assert table.snapshot().metadata.configuration[table_properties.ICT_ENABLEMENT_VERSION] == "4"
     times = [ts for _, ts in table.commit_timestamps()]
     assert all(a < b for a, b in zip(times, times[1:]))
+
+
+# --- the feature's functions ------------------------------------------------------------
+
+
+def test_the_enabling_commit_records_its_version_and_timestamp_and_later_ones_keep_them():
+    from airflow_delta_provider.delta.actions.model import Metadata
+    from airflow_delta_provider.delta.table_features.in_commit_timestamps import ENABLEMENT_KEYS, record_enablement
+
+    schema = '{"type":"struct","fields":[]}'
+    off = Metadata.new(schema, (), {}, created_time=0)
+    on = Metadata.new(schema, (), {"delta.enableInCommitTimestamps": "true"}, created_time=0)
+    enabled = record_enablement(on, off, 4, 1_000)
+    assert [enabled.configuration[k] for k in ENABLEMENT_KEYS] == ["4", "1000"]
+    assert record_enablement(enabled, enabled, 5, 2_000).configuration == enabled.configuration
+    assert not set(ENABLEMENT_KEYS) & set(record_enablement(enabled, enabled, 6, None).configuration)
+    assert record_enablement(on, None, 0, 5) is on  # a new table records nothing

@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.schema import types as S
+from airflow_delta_provider.delta.schema.arrow import to_arrow_schema, to_arrow_type
+from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
+from airflow_delta_provider.delta.schema.types import struct_field, struct_type
 from airflow_delta_provider.delta.actions.model import Metadata, Protocol
 from airflow_delta_provider.delta.errors import SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.table_features.gate import (
@@ -34,11 +36,11 @@ PREVIEW = Protocol(3, 7, ("variantType-preview",), ("appendOnly", "invariants", 
 
 
 def _field(name: str, t, nullable: bool = True) -> dict:
-    return S.struct_field(name, t, nullable)
+    return struct_field(name, t, nullable)
 
 
 def _schema(*fields: dict) -> dict:
-    return S.struct_type(fields)
+    return struct_type(fields)
 
 
 def _metadata(schema: dict, configuration: dict | None = None) -> Metadata:
@@ -52,12 +54,12 @@ def test_arrow_form_is_what_pyarrow_reads_from_delta_spark_files(golden_dir: Pat
     """Every column of the golden files, variants at any depth, has the Arrow
     type the core maps its Delta type to (so scans need no conversion)."""
     snap = DeltaTable(str(golden_dir / GOLDEN)).snapshot()
-    ours = S.to_arrow_schema(snap.schema, metadata=False)
+    ours = to_arrow_schema(snap.schema, metadata=False)
     for add in snap.files:
         theirs = pq.ParquetFile(str(golden_dir / GOLDEN / add.path)).schema_arrow
         for field in ours:
             assert theirs.field(field.name).type.equals(field.type), field.name
-    assert S.to_arrow_type("variant") == pa.struct(
+    assert to_arrow_type("variant") == pa.struct(
         [pa.field("value", pa.binary(), nullable=False), pa.field("metadata", pa.binary(), nullable=False)]
     )
 
@@ -69,21 +71,21 @@ TABLE = _schema(_field("id", "long"), _field("v", "variant"), _field("s", _schem
 
 
 def test_enforcement_accepts_variant_and_refuses_its_physical_struct() -> None:
-    S.enforce_schema(TABLE, _schema(_field("id", "long"), _field("v", "variant")))
+    enforce_schema(TABLE, _schema(_field("id", "long"), _field("v", "variant")))
     physical = _schema(_field("value", "binary", False), _field("metadata", "binary", False))
     with pytest.raises(SchemaMismatchError, match=r"column v: type struct<value:binary,metadata:binary> in the data, variant"):
-        S.enforce_schema(TABLE, _schema(_field("v", physical)))
+        enforce_schema(TABLE, _schema(_field("v", physical)))
     with pytest.raises(SchemaMismatchError, match=r"column s\.w: type string in the data, variant in the table"):
-        S.enforce_schema(TABLE, _schema(_field("s", _schema(_field("w", "string")))))
+        enforce_schema(TABLE, _schema(_field("s", _schema(_field("w", "string")))))
 
 
 def test_merge_adds_variant_columns_and_refuses_type_changes() -> None:
-    merged = S.merge_schemas(TABLE, _schema(_field("extra", "variant", False), _field("s", _schema(_field("x", "variant")))))
+    merged = merge_schemas(TABLE, _schema(_field("extra", "variant", False), _field("s", _schema(_field("x", "variant")))))
     assert merged["fields"][-1] == _field("extra", "variant")  # appended, made nullable
     assert [f["name"] for f in merged["fields"][2]["type"]["fields"]] == ["w", "x"]
-    assert S.merge_schemas(_schema(_field("v", "void")), _schema(_field("v", "variant")))["fields"][0]["type"] == "variant"
+    assert merge_schemas(_schema(_field("v", "void")), _schema(_field("v", "variant")))["fields"][0]["type"] == "variant"
     with pytest.raises(SchemaMismatchError, match="cannot merge type string in the data into variant"):
-        S.merge_schemas(TABLE, _schema(_field("v", "string")))
+        merge_schemas(TABLE, _schema(_field("v", "string")))
 
 
 # --- The table feature ----------------------------------------------------------------
@@ -146,3 +148,11 @@ def test_skipping_never_uses_variant_stats(golden_dir: Path) -> None:
         f for f in snap.files if json.loads(f.stats)["minValues"]["id"] <= 1 <= json.loads(f.stats)["maxValues"]["id"]
     ]
     assert len(snap.files_matching("id > 99")) == 0
+
+
+def test_a_variant_column_at_any_depth_uses_the_feature():
+    from airflow_delta_provider.delta.table_features.variant import is_used
+
+    nested = struct_type([struct_field("v", {"type": "array", "elementType": "variant", "containsNull": True})])
+    assert is_used(Metadata.new(json.dumps(struct_type([struct_field("s", nested)])), (), {}, created_time=0))
+    assert not is_used(Metadata.new(json.dumps(struct_type([struct_field("s", "string")])), (), {}, created_time=0))

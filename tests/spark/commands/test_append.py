@@ -213,14 +213,14 @@ def test_failure_after_the_commit_landed_keeps_its_files(spark, tmp_path, make_t
     """An error once N.json exists (here from the post-commit step) must not
     delete the files that version references."""
     from airflow_delta_provider.delta.partitions import to_absolute
-    from airflow_delta_provider.delta.transaction.transaction import Transaction
+    from airflow_delta_provider.delta.transaction import post_commit
 
     path = make_table(pa.table({"id": [0]}))
 
-    def broken_post_commit(self, version):
-        raise RuntimeError(f"post-commit step of version {version} failed")
+    def broken_post_commit(table, result, properties=None):
+        raise RuntimeError(f"post-commit step of version {result.version} failed")
 
-    monkeypatch.setattr(Transaction, "_post_commit", broken_post_commit)
+    monkeypatch.setattr(post_commit, "run_post_commit", broken_post_commit)
     with pytest.raises(RuntimeError, match="post-commit"):
         run_append(spark, path, _source(tmp_path, pa.table({"id": [1, 2]})), "parquet")
     monkeypatch.undo()

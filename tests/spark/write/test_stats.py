@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.schema.types import from_arrow_schema
+from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
 from airflow_delta_provider.spark.write.stats import (
     file_stats,
     stats_json,

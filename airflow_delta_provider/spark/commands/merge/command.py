@@ -81,12 +81,9 @@ from airflow_delta_provider.delta.scan.merge_condition import (
     key_range_sql,
     nondeterministic_calls,
 )
-from airflow_delta_provider.delta.schema.types import (
-    check_column_names,
-    merge_schemas,
-    schema_string,
-    type_name,
-)
+from airflow_delta_provider.delta.schema.evolution import merge_schemas
+from airflow_delta_provider.delta.schema.names import check_column_names
+from airflow_delta_provider.delta.schema.types import schema_string, type_name
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms, now_ms
 from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 from airflow_delta_provider.spark.commands.merge.rows import MergeRows
@@ -407,9 +404,9 @@ class MergeCommand(DmlCommand):
         deleted one, and each inserted source row. A second pass over the
         rewritten files (only insert-only MERGEs, which rewrite nothing, need
         none: their adds are their inserts)."""
-        from airflow_delta_provider.delta.table_changes import DELETE as DELETED
-        from airflow_delta_provider.delta.table_changes import INSERT as INSERTED
-        from airflow_delta_provider.delta.table_changes import UPDATE_POSTIMAGE, UPDATE_PREIMAGE
+        from airflow_delta_provider.delta.table_features.change_data_feed import DELETE as DELETED
+        from airflow_delta_provider.delta.table_features.change_data_feed import INSERT as INSERTED
+        from airflow_delta_provider.delta.table_features.change_data_feed import UPDATE_POSTIMAGE, UPDATE_PREIMAGE
         from airflow_delta_provider.spark.write.change_data import tagged, with_change_type
 
         rows = self.rows
