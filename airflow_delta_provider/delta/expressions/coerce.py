@@ -142,4 +142,13 @@ def coerce_literal(lit: Literal, column_type: str, tz: dt.tzinfo) -> Any:
     return NO_VALUE
 
 
-__all__ = ["INTEGRAL", "NO_VALUE", "cast_literal", "coerce_literal", "number", "parse_date", "parse_timestamp", "time_zone"]
+__all__ = [
+    "INTEGRAL",
+    "NO_VALUE",
+    "cast_literal",
+    "coerce_literal",
+    "number",
+    "parse_date",
+    "parse_timestamp",
+    "time_zone",
+]

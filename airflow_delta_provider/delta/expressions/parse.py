@@ -377,9 +377,9 @@ def term(sql: str) -> Term | None:
     if isinstance(tree, exp.Column):
         name = column_name(tree)
         return Column(name) if name else None
-    if isinstance(tree, (exp.Cast, exp.TryCast)) and tree.to.this == exp.DataType.Type.DATE:
-        function, arg = "date", tree.this
-    elif isinstance(tree, exp.TsOrDsToDate) and not tree.args.get("format"):
+    if (isinstance(tree, (exp.Cast, exp.TryCast)) and tree.to.this == exp.DataType.Type.DATE) or (
+        isinstance(tree, exp.TsOrDsToDate) and not tree.args.get("format")
+    ):
         function, arg = "date", tree.this
     elif isinstance(tree, exp.Year):
         function, arg = "year", tree.this
@@ -392,8 +392,11 @@ def term(sql: str) -> Term | None:
     else:
         return None
     arg = _unwrap(arg)
-    if isinstance(arg, exp.TsOrDsToDate) and not arg.args.get("format"):
-        arg = arg.this  # sqlglot's reading of the argument of year(), month(), day()
+    if function != "hour" and isinstance(arg, exp.TsOrDsToDate) and not arg.args.get("format"):
+        # sqlglot reads the argument of year(), month(), day() as a date; a
+        # date's year, month and day are its timestamp's. Not so the hour:
+        # hour(to_date(ts)) is always 0.
+        arg = arg.this
     if isinstance(arg, exp.Column) and len(arg.parts) == 1:
         return Call(function, Column(arg.name))
     return None

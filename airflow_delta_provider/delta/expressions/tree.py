@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 #: The comparison operators, as Spark spells them (``<>`` is ``!=``).
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "<=>")
@@ -58,7 +58,7 @@ class Call:
     argument: Column
 
 
-Term = Union[Column, Call]
+Term = Column | Call
 
 #: The functions :class:`Call` may name.
 FUNCTIONS = ("date", "year", "month", "day", "hour")
@@ -124,7 +124,7 @@ class BoundIsNull:
     column: Any
 
 
-Node = Union[Comparison, IsNull, Not, And, Or, Constant, Unknown, BoundComparison, BoundIsNull]
+Node = Comparison | IsNull | Not | And | Or | Constant | Unknown | BoundComparison | BoundIsNull
 
 UNKNOWN = Unknown()
 TRUE = Constant(True)

@@ -29,21 +29,23 @@ import bisect
 import datetime as dt
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.expressions.bind import Implied, bind
 from airflow_delta_provider.delta.expressions.coerce import INTEGRAL, parse_date
 from airflow_delta_provider.delta.expressions.coerce import time_zone as session_time_zone
-from airflow_delta_provider.delta.expressions.evaluate import NOTHING_KNOWN, T, Facts, Truths, evaluate
+from airflow_delta_provider.delta.expressions.evaluate import NOTHING_KNOWN, Facts, T, Truths, evaluate
 from airflow_delta_provider.delta.expressions.parse import Predicate
 from airflow_delta_provider.delta.expressions.tree import UNKNOWN, BoundComparison, Node
 from airflow_delta_provider.delta.partitions import decimal_scale, parse_partition_value
 from airflow_delta_provider.delta.schema.types import VARIANT
-from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING, physical_name_of
+from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
+from airflow_delta_provider.delta.table_features.column_mapping import physical_name_of
 from airflow_delta_provider.delta.table_features.generated_columns import (
     PartitionDerivation,
     derived_comparison,
