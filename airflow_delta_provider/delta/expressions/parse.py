@@ -22,7 +22,7 @@ import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot import exp
@@ -52,7 +52,11 @@ from airflow_delta_provider.delta.expressions.tree import (
 )
 
 #: A parsed sqlglot tree. Callers hold it opaquely and hand it back to this module.
-Expression = exp.Expression
+#: (sqlglot 30 renamed its base class ``Expression`` to ``Expr``.)
+if TYPE_CHECKING:
+    Expression = exp.Expr
+else:
+    Expression = getattr(exp, "Expr", exp.Expression)
 
 _DIALECT = "spark"
 

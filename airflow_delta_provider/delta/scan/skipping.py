@@ -67,9 +67,12 @@ class _Field:
     stats_type: str = ""  # the type min/max stats are read as ("": unused); see type_widening.stats_type
 
 
+def _schema(schema: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    return json.loads(schema) if isinstance(schema, str) else schema
+
+
 def _fields(schema: Mapping[str, Any] | str, partition_columns: Iterable[str], mapping_mode: str) -> dict[str, _Field]:
-    if isinstance(schema, str):
-        schema = json.loads(schema)
+    schema = _schema(schema)
     parts = {c.lower() for c in partition_columns}
     return {
         f["name"].lower(): _Field(
@@ -230,8 +233,7 @@ def _prepare(
 ) -> tuple[Node, dict[str, _Field]]:
     """The predicate's tree bound to the table's columns (only its partition
     columns with ``partition_only``: data columns become unknown)."""
-    if isinstance(schema, str):
-        schema = json.loads(schema)
+    schema = _schema(schema)
     partition_columns = list(partition_columns)
     fields = _fields(schema, partition_columns, mapping_mode)
     if partition_only:
