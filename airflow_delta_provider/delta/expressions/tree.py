@@ -69,7 +69,7 @@ FUNCTIONS = ("date", "year", "month", "day", "hour")
 
 @dataclass(frozen=True)
 class Comparison:
-    """``column <op> literal`` (the parser puts the column on the left)."""
+    """``column <op> literal``, the column on the left; ``op`` one of :data:`OPERATORS`."""
 
     column: str
     op: str
@@ -78,24 +78,30 @@ class Comparison:
 
 @dataclass(frozen=True)
 class IsNull:
+    """``column IS NULL`` (and ``column <=> NULL``)."""
+
     column: str
 
 
 @dataclass(frozen=True)
 class Not:
+    """``NOT child``: TRUE and FALSE swap, NULL stays NULL."""
+
     child: Node
 
 
 @dataclass(frozen=True)
-class And:
+class _Junction:
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
-class Or:
-    left: Node
-    right: Node
+class And(_Junction):
+    """``left AND right``."""
+
+
+class Or(_Junction):
+    """``left OR right``."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ class Unknown:
 
 @dataclass(frozen=True)
 class BoundComparison:
-    """A :class:`Comparison` bound to a resolved column, its literal coerced to the column's type."""
+    """A :class:`Comparison` bound: ``column`` resolved, ``value`` the literal coerced to its type."""
 
     column: Any
     op: str
@@ -121,6 +127,8 @@ class BoundComparison:
 
 @dataclass(frozen=True)
 class BoundIsNull:
+    """An :class:`IsNull` bound: ``column`` resolved."""
+
     column: Any
 
 

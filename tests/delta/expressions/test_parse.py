@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions import tree as t
 from airflow_delta_provider.delta.expressions.parse import (
     Predicate,
     column_equality,
@@ -23,22 +24,6 @@ from airflow_delta_provider.delta.expressions.parse import (
     term,
     unqualified_sql,
 )
-from airflow_delta_provider.delta.expressions.tree import (
-    FALSE,
-    NULL,
-    NULL_LITERAL,
-    TRUE,
-    UNKNOWN,
-    And,
-    Call,
-    Column,
-    Comparison,
-    IsNull,
-    Literal,
-    Not,
-    Or,
-    walk,
-)
 
 PARTS = ["p", "region"]
 
@@ -47,8 +32,8 @@ def tree(sql: str):
     return Predicate.parse(sql).tree
 
 
-def cmp(column: str, op: str, kind: str, value) -> Comparison:
-    return Comparison(column, op, Literal(kind, value))
+def cmp(column: str, op: str, kind: str, value) -> t.Comparison:
+    return t.Comparison(column, op, t.Literal(kind, value))
 
 
 # --- Conditions ----------------------------------------------------------------
@@ -101,17 +86,17 @@ def test_the_tree_is_lowered_once():
         ("day = DATE '2020-01-02'", cmp("day", "=", "date", "2020-01-02")),
         ("ts < TIMESTAMP '2020-01-02 03:04:05'", cmp("ts", "<", "timestamp", "2020-01-02 03:04:05")),
         ("flag", cmp("flag", "=", "bool", True)),
-        ("id IS NULL", IsNull("id")),
-        ("id IS NOT NULL", Not(IsNull("id"))),
-        ("id <=> NULL", IsNull("id")),
-        ("NULL <=> id", IsNull("id")),
-        ("id = NULL", NULL),
-        ("id = CAST(NULL AS INT)", NULL),
-        ("NULL", NULL),
-        ("true", TRUE),
-        ("FALSE", FALSE),
-        ("id BETWEEN 1 AND 2", And(cmp("id", ">=", "int", 1), cmp("id", "<=", "int", 2))),
-        ("NOT (a = 1 OR b = 2)", Not(Or(cmp("a", "=", "int", 1), cmp("b", "=", "int", 2)))),
+        ("id IS NULL", t.IsNull("id")),
+        ("id IS NOT NULL", t.Not(t.IsNull("id"))),
+        ("id <=> NULL", t.IsNull("id")),
+        ("NULL <=> id", t.IsNull("id")),
+        ("id = NULL", t.NULL),
+        ("id = CAST(NULL AS INT)", t.NULL),
+        ("NULL", t.NULL),
+        ("true", t.TRUE),
+        ("FALSE", t.FALSE),
+        ("id BETWEEN 1 AND 2", t.And(cmp("id", ">=", "int", 1), cmp("id", "<=", "int", 2))),
+        ("NOT (a = 1 OR b = 2)", t.Not(t.Or(cmp("a", "=", "int", 1), cmp("b", "=", "int", 2)))),
     ],
 )
 def test_lowering(sql, expected):
@@ -134,46 +119,46 @@ def test_lowering(sql, expected):
     ],
 )
 def test_what_is_not_understood_is_unknown(sql):
-    assert tree(sql) == UNKNOWN
+    assert tree(sql) == t.UNKNOWN
 
 
 def test_in_lists_become_a_balanced_or():
     got = tree("id IN (1, 2, 3, 4)")
-    assert got == Or(
-        Or(cmp("id", "=", "int", 1), cmp("id", "=", "int", 2)),
-        Or(cmp("id", "=", "int", 3), cmp("id", "=", "int", 4)),
+    assert got == t.Or(
+        t.Or(cmp("id", "=", "int", 1), cmp("id", "=", "int", 2)),
+        t.Or(cmp("id", "=", "int", 3), cmp("id", "=", "int", 4)),
     )
     # NOT IN keeps its NULL: never true with a NULL in the list
-    assert tree("id NOT IN (1, NULL)") == Not(Or(cmp("id", "=", "int", 1), NULL))
+    assert tree("id NOT IN (1, NULL)") == t.Not(t.Or(cmp("id", "=", "int", 1), t.NULL))
     deep = tree("id IN (" + ", ".join(map(str, range(5000))) + ")")
     assert _depth(deep) <= 14  # log2(5000) ~ 12.3: no recursion limit is near
-    assert sum(isinstance(n, Comparison) for n in walk(deep)) == 5000
+    assert sum(isinstance(n, t.Comparison) for n in t.walk(deep)) == 5000
 
 
 def _depth(node) -> int:
-    if isinstance(node, (And, Or)):
+    if isinstance(node, (t.And, t.Or)):
         return 1 + max(_depth(node.left), _depth(node.right))
-    if isinstance(node, Not):
+    if isinstance(node, t.Not):
         return 1 + _depth(node.child)
     return 0
 
 
 def test_unknown_parts_stay_beside_known_ones():
-    assert tree("id = 1 AND f(x) = 2") == And(cmp("id", "=", "int", 1), UNKNOWN)
+    assert tree("id = 1 AND f(x) = 2") == t.And(cmp("id", "=", "int", 1), t.UNKNOWN)
 
 
 @pytest.mark.parametrize(
     "sql, expected",
     [
-        ("NULL", NULL_LITERAL),
-        ("-(2)", Literal("int", -2)),
+        ("NULL", t.NULL_LITERAL),
+        ("-(2)", t.Literal("int", -2)),
         ("-'a'", None),
-        ("CAST('12' AS BIGINT)", Literal("int", 12)),
-        ("CAST(' 1.25 ' AS DECIMAL(5,2))", Literal("decimal", Decimal("1.25"))),
-        ("CAST('1.5' AS DOUBLE)", Literal("double", 1.5)),
-        ("CAST('0.1' AS FLOAT)", Literal("float", 0.10000000149011612)),  # rounded to single precision
-        ("CAST('2020-01-01' AS DATE)", Literal("date", "2020-01-01")),
-        ("CAST('2020-01-01 10:00' AS TIMESTAMP_NTZ)", Literal("timestamp_ntz", "2020-01-01 10:00")),
+        ("CAST('12' AS BIGINT)", t.Literal("int", 12)),
+        ("CAST(' 1.25 ' AS DECIMAL(5,2))", t.Literal("decimal", Decimal("1.25"))),
+        ("CAST('1.5' AS DOUBLE)", t.Literal("double", 1.5)),
+        ("CAST('0.1' AS FLOAT)", t.Literal("float", 0.10000000149011612)),  # rounded to single precision
+        ("CAST('2020-01-01' AS DATE)", t.Literal("date", "2020-01-01")),
+        ("CAST('2020-01-01 10:00' AS TIMESTAMP_NTZ)", t.Literal("timestamp_ntz", "2020-01-01 10:00")),
         ("CAST('x' AS INT)", None),  # Spark gives NULL or fails, by ANSI mode: not guessed
         ("CAST(1.5 AS INT)", None),  # Spark truncates; Python's int() refuses: not guessed
         ("CAST(1 AS DATE)", None),
@@ -192,14 +177,14 @@ def test_literals(sql, expected):
 @pytest.mark.parametrize(
     "sql, expected",
     [
-        ("ts", Column("ts")),
-        ("(`ts`)", Column("ts")),
-        ("CAST(ts AS DATE)", Call("date", Column("ts"))),
-        ("to_date(ts)", Call("date", Column("ts"))),
-        ("YEAR(ts)", Call("year", Column("ts"))),
-        ("month(ts)", Call("month", Column("ts"))),
-        ("dayofmonth(ts)", Call("day", Column("ts"))),
-        ("hour(ts)", Call("hour", Column("ts"))),
+        ("ts", t.Column("ts")),
+        ("(`ts`)", t.Column("ts")),
+        ("CAST(ts AS DATE)", t.Call("date", t.Column("ts"))),
+        ("to_date(ts)", t.Call("date", t.Column("ts"))),
+        ("YEAR(ts)", t.Call("year", t.Column("ts"))),
+        ("month(ts)", t.Call("month", t.Column("ts"))),
+        ("dayofmonth(ts)", t.Call("day", t.Column("ts"))),
+        ("hour(ts)", t.Call("hour", t.Column("ts"))),
         ("to_date(ts, 'yyyy')", None),
         ("year(ts) + 1", None),
         ("year(s.ts)", None),
@@ -266,7 +251,7 @@ def test_sql_literals(value, sql):
     assert sql_literal(value) == sql
     if sql is not None:  # and it reads back as the same value
         got = tree(f"c = {sql}")
-        assert isinstance(got, Comparison)
+        assert isinstance(got, t.Comparison)
         assert got.literal.value == (value.isoformat() if isinstance(value, dt.date) else value)
 
 
