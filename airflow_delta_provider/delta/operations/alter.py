@@ -114,9 +114,7 @@ def _is_partition(metadata: Metadata, path: FieldPath) -> bool:
 
 def _invariant_references(schema: Mapping[str, Any], name: str) -> list[str]:
     """Columns whose ``delta.invariants`` expression names column ``name``."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.errors import SqlglotError
+    from airflow_delta_provider.delta.expressions.parse import column_references, parse_sql
 
     found = []
     for path, f in walk_fields(schema):
@@ -124,10 +122,12 @@ def _invariant_references(schema: Mapping[str, Any], name: str) -> list[str]:
         if not raw:
             continue
         try:
-            sql = json.loads(raw)["expression"]["expression"]
-            columns = {c.name.lower() for c in sqlglot.parse_one(sql, read="spark").find_all(exp.Column)}
-        except (ValueError, KeyError, TypeError, SqlglotError):  # unreadable: writes check it, not this
+            tree = parse_sql(json.loads(raw)["expression"]["expression"])
+        except (ValueError, KeyError, TypeError):  # unreadable: writes check it, not this
             continue
+        if tree is None:
+            continue
+        columns = {parts[-1].lower() for parts in column_references(tree)}
         if name.lower() in columns:
             found.append(format_path(path))
     return found

@@ -11,25 +11,32 @@ condition (``t.id = s.id AND t.day = '2024-05-01'``) gives two kinds of facts:
   (``t.id = s.id``) bound the target column by the source's keys: a file
   whose ``id`` range misses ``[min(s.id), max(s.id)]`` cannot match.
 
-The condition is parsed with sqlglot (Spark dialect), as file skipping
-parses conditions. Columns are placed by their qualifier (the target or
+The condition is read by the shared expression layer
+(:mod:`airflow_delta_provider.delta.expressions.parse`), as file skipping
+reads conditions. Columns are placed by their qualifier (the target or
 source alias), or, unqualified, by which side has the column. Anything not
 understood is left out of the facts, so a file is never pruned wrongly.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.parse import (
+    NONDETERMINISTIC,
+    column_equality,
+    column_references,
+    conjuncts,
+    has_subquery,
+    nondeterministic_calls,
+    parse_sql,
+    quote_column,
+    sql_literal,
+    unqualified_sql,
+)
 
 _TARGET, _SOURCE = "target", "source"
 
@@ -63,14 +70,12 @@ def join_facts(
     gives no facts (Spark, which checks it first, is the judge of validity)."""
     target_names = {c.lower(): c for c in target_columns}
     source_names = {c.lower(): c for c in source_columns}
-    try:
-        tree = sqlglot.parse_one(on, read="spark")
-    except SqlglotError:
+    tree = parse_sql(on)
+    if tree is None:
         return JoinFacts(None, (), (), False)
 
-    def side(column: exp.Column) -> tuple[str, str] | None:
+    def side(parts: tuple[str, ...]) -> tuple[str, str] | None:
         """(side, column name as the schema spells it) of a top-level column reference."""
-        parts = [p.name for p in column.parts]
         if len(parts) == 2:
             qualifier, name = parts[0].lower(), parts[1].lower()
             if qualifier == target_alias.lower() and name in target_names:
@@ -86,98 +91,46 @@ def join_facts(
                 return _SOURCE, source_names[name]
         return None
 
+    def target_name(parts: tuple[str, ...]) -> str:
+        placed = side(parts)
+        assert placed is not None  # every column of a target-only conjunct is placed
+        return placed[1]
+
     filters: list[str] = []
     pairs: list[tuple[str, str]] = []
     named: dict[str, None] = {}
     understood = 0
-    conjuncts = _conjuncts(tree)
-    for conjunct in conjuncts:
-        columns = list(conjunct.find_all(exp.Column))
-        sides = [side(c) for c in columns]
+    parts_of_tree = conjuncts(tree)
+    for conjunct in parts_of_tree:
+        sides = [side(parts) for parts in column_references(conjunct)]
         named.update({s[1]: None for s in sides if s is not None and s[0] == _TARGET})
-        if None in sides or conjunct.find(exp.Query) is not None:
+        if None in sides or has_subquery(conjunct):
             continue
-        if columns and all(s[0] == _TARGET for s in sides):  # type: ignore[index]
-            bare = conjunct.copy()
-            for c in list(bare.find_all(exp.Column)):
-                c.replace(exp.column(side(c)[1], quoted=True))  # type: ignore[index]
-            filters.append(bare.sql(dialect="spark"))
+        placed = [s for s in sides if s is not None]
+        if placed and all(s[0] == _TARGET for s in placed):
+            filters.append(unqualified_sql(conjunct, target_name))
             understood += 1
-        elif isinstance(conjunct, exp.EQ) and len(columns) == 2:
-            left, right = conjunct.this, conjunct.expression
-            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                a, b = side(left), side(right)
-                if a and b and {a[0], b[0]} == {_TARGET, _SOURCE}:
-                    pairs.append((a[1], b[1]) if a[0] == _TARGET else (b[1], a[1]))
-                    understood += 1
+            continue
+        equality = column_equality(conjunct)
+        if equality is not None and len(placed) == 2:
+            a, b = side(equality[0]), side(equality[1])
+            if a and b and {a[0], b[0]} == {_TARGET, _SOURCE}:
+                pairs.append((a[1], b[1]) if a[0] == _TARGET else (b[1], a[1]))
+                understood += 1
     target_filter = " AND ".join(f"({f})" for f in filters) if filters else None
-    equi_join = bool(pairs) and understood == len(conjuncts)
+    equi_join = bool(pairs) and understood == len(parts_of_tree)
     return JoinFacts(target_filter, tuple(pairs), tuple(named), equi_join)
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
-    return [node]
 
 
 def key_range_sql(column: str, low: Any, high: Any) -> str | None:
     """``column BETWEEN low AND high`` as SQL file skipping understands, for
     the key types whose bounds are exact (integers, decimals, strings,
     dates); None for other values (floats, timestamps), which give no range."""
-    lo, hi = _literal(low), _literal(high)
+    lo, hi = sql_literal(low), sql_literal(high)
     if lo is None or hi is None:
         return None
-    name = exp.column(column, quoted=True).sql(dialect="spark")
+    name = quote_column(column)
     return f"{name} >= {lo} AND {name} <= {hi}"
-
-
-def _literal(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, Decimal)):
-        return str(value)
-    if isinstance(value, str):
-        return exp.Literal.string(value).sql(dialect="spark")
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return f"CAST('{value.isoformat()}' AS DATE)"
-    return None
-
-
-#: Spark functions whose value changes from one evaluation to the next.
-NONDETERMINISTIC = frozenset(
-    {
-        "rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
-        "spark_partition_id", "input_file_name", "input_file_block_start", "input_file_block_length",
-        "randstr", "uniform", "try_reflect", "reflect", "java_method",
-    }
-)  # fmt: skip
-
-
-#: Functions Spark fixes once per query: two queries of one command may see
-#: two values (the change data feed writes data and change rows in two).
-PER_QUERY = frozenset(
-    {"current_timestamp", "now", "current_date", "curdate", "localtimestamp", "unix_timestamp", "current_timezone"}
-)
-
-
-def nondeterministic_calls(sql: str, *, per_query: bool = False) -> list[str]:
-    """The functions in ``sql`` whose value may change between evaluations
-    (:data:`NONDETERMINISTIC`, and :data:`PER_QUERY` with ``per_query``),
-    sorted; empty when sqlglot cannot parse it."""
-    wanted = NONDETERMINISTIC | PER_QUERY if per_query else NONDETERMINISTIC
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except SqlglotError:
-        return []
-    names = set()
-    for node in tree.find_all(exp.Func):
-        name = node.sql_name().lower() if not isinstance(node, exp.Anonymous) else str(node.this).lower()
-        if name in wanted:
-            names.add(name)
-    return sorted(names)
 
 
 def check_alias(alias: str, what: str) -> str:

@@ -1,20 +1,26 @@
 """File skipping: which data files may hold rows matching a SQL condition.
 
-A condition (Spark SQL, parsed with sqlglot) is lowered to a small tree of
-``column <op> literal`` leaves joined by AND, OR and NOT. Each file is then
-evaluated in three-valued logic *over sets*: a node yields the set of truth
-values (TRUE, FALSE, NULL) its rows may take, judged from the file's partition
-values (exact) or its min/max/nullCount stats (bounds). A file is kept when
-TRUE is possible. Anything the skipper does not understand (functions,
-arithmetic, LIKE, column against column, nested fields, unknown columns,
-literals it cannot coerce the way Spark would) yields every truth value, so
-a file is never pruned wrongly; it is only kept needlessly.
+A condition (a :class:`~airflow_delta_provider.delta.expressions.parse.Predicate`)
+is lowered by the shared expression layer to a small tree of
+``column <op> literal`` leaves joined by AND, OR and NOT, bound here to the
+table's columns (literals coerced the way Spark would), and evaluated for each
+file in three-valued logic *over sets* (:mod:`~airflow_delta_provider.delta.expressions.evaluate`):
+a node yields the set of truth values (TRUE, FALSE, NULL) its rows may take,
+judged from the file's partition values (exact) or its min/max/nullCount
+stats (bounds). A file is kept when TRUE is possible. Anything not understood
+(functions, arithmetic, LIKE, column against column, nested fields, unknown
+columns, literals that cannot be coerced the way Spark would) yields every
+truth value, so a file is never pruned wrongly; it is only kept needlessly.
 
-The bounds follow delta-spark's ``DataSkippingReader``: a timestamp max is
-stored truncated to milliseconds, so 1 ms is added to it; a string bound may
-be truncated to 32 characters, so a long max is not trusted as an upper
-bound. Float and double maxima are not trusted either: Spark sorts NaN above
-every number, and writers that follow Parquet leave NaN out of their stats.
+This module holds what is particular to files: the stats view. The bounds
+follow delta-spark's ``DataSkippingReader``: a timestamp max is stored
+truncated to milliseconds, so 1 ms is added to it; a string bound may be
+truncated to 32 characters, so a long max is not trusted as an upper bound.
+Float and double maxima are not trusted either: Spark sorts NaN above every
+number, and writers that follow Parquet leave NaN out of their stats. A
+partition column generated from a data column (delta-spark's
+``OptimizablePartitionExpression``) turns a filter on the data column into
+one on the partition values.
 """
 
 from __future__ import annotations
@@ -23,309 +29,33 @@ import bisect
 import datetime as dt
 import json
 import math
-import zoneinfo
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
-
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from typing import Any
 
 from airflow_delta_provider.delta.actions.model import AddFile
-from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING, physical_name_of
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.bind import Implied, bind
+from airflow_delta_provider.delta.expressions.coerce import INTEGRAL, parse_date
+from airflow_delta_provider.delta.expressions.coerce import time_zone as session_time_zone
+from airflow_delta_provider.delta.expressions.evaluate import NOTHING_KNOWN, Facts, T, Truths, evaluate
+from airflow_delta_provider.delta.expressions.parse import Predicate
+from airflow_delta_provider.delta.expressions.tree import UNKNOWN, BoundComparison, Node
+from airflow_delta_provider.delta.partitions import decimal_scale, parse_partition_value
+from airflow_delta_provider.delta.schema.types import VARIANT
+from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
+from airflow_delta_provider.delta.table_features.column_mapping import physical_name_of
 from airflow_delta_provider.delta.table_features.generated_columns import (
     PartitionDerivation,
     derived_comparison,
     partition_derivations,
 )
-from airflow_delta_provider.delta.schema.types import VARIANT
 from airflow_delta_provider.delta.table_features.type_widening import stats_type
-from airflow_delta_provider.delta.partitions import (
-    decimal_scale,
-    parse_partition_value,
-    to_float32,
-)
 
-# --- Truth-value sets ---------------------------------------------------------
+_NO_STATS = object()
 
-T, F, N = "T", "F", "N"
-Truths = frozenset  # of "T" / "F" / "N"
-ANY: Truths = frozenset((T, F, N))
-NONE: Truths = frozenset()
-
-_NOT = {T: F, F: T, N: N}
-
-
-def _and3(a: str, b: str) -> str:
-    return F if F in (a, b) else N if N in (a, b) else T
-
-
-def _or3(a: str, b: str) -> str:
-    return T if T in (a, b) else N if N in (a, b) else F
-
-
-def _combine(op: Callable[[str, str], str], a: Truths, b: Truths) -> Truths:
-    return frozenset(op(x, y) for x in a for y in b)
-
-
-# --- The lowered predicate ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Lit:
-    """A literal as Spark types it: kind is one of int, decimal, double, float,
-    string, bool, date, timestamp, timestamp_ntz (the last three hold text)."""
-
-    kind: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class _Cmp:
-    column: str
-    op: str  # = != < <= > >= <=>
-    literal: _Lit
-
-
-@dataclass(frozen=True)
-class _IsNull:
-    column: str
-
-
-@dataclass(frozen=True)
-class _Not:
-    child: _Node
-
-
-@dataclass(frozen=True)
-class _And:
-    left: _Node
-    right: _Node
-
-
-@dataclass(frozen=True)
-class _Or:
-    left: _Node
-    right: _Node
-
-
-@dataclass(frozen=True)
-class _Const:
-    truths: Truths
-
-
-_Node = Union[_Cmp, _IsNull, _Not, _And, _Or, _Const]
-_UNKNOWN = _Const(ANY)
-_NULL = _Const(frozenset((N,)))
-
-_OPS: dict[type, str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=", exp.NullSafeEQ: "<=>"}
-_FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "<=>": "<=>"}
-
-_CAST_KINDS = {
-    exp.DataType.Type.DATE: "date",
-    exp.DataType.Type.TIMESTAMP: "timestamp",
-    exp.DataType.Type.TIMESTAMPTZ: "timestamp",
-    exp.DataType.Type.TIMESTAMPLTZ: "timestamp",
-    exp.DataType.Type.TIMESTAMPNTZ: "timestamp_ntz",
-    exp.DataType.Type.TINYINT: "int",
-    exp.DataType.Type.SMALLINT: "int",
-    exp.DataType.Type.INT: "int",
-    exp.DataType.Type.BIGINT: "int",
-    exp.DataType.Type.DOUBLE: "double",
-    exp.DataType.Type.FLOAT: "float",
-    exp.DataType.Type.DECIMAL: "decimal",
-    exp.DataType.Type.VARCHAR: "string",
-    exp.DataType.Type.TEXT: "string",
-    exp.DataType.Type.BOOLEAN: "bool",
-}
-
-
-def _column_name(node: exp.Expression) -> str | None:
-    """The name of a plain top-level column reference, else None."""
-    if isinstance(node, exp.Paren):
-        return _column_name(node.this)
-    if isinstance(node, exp.Column) and len(node.parts) == 1:
-        return node.name
-    return None
-
-
-def _number(text: str) -> _Lit:
-    if any(c in text for c in "eE"):
-        return _Lit("double", float(text))
-    if "." in text:
-        return _Lit("decimal", Decimal(text))
-    return _Lit("int", int(text))
-
-
-def _literal(node: exp.Expression) -> _Lit | None:
-    """The literal ``node`` denotes: ``_Lit("null", None)`` for NULL, and None
-    when ``node`` is not a literal this module understands."""
-    try:
-        if isinstance(node, exp.Paren):
-            return _literal(node.this)
-        if isinstance(node, exp.Null):
-            return _Lit("null", None)
-        if isinstance(node, exp.Boolean):
-            return _Lit("bool", bool(node.this))
-        if isinstance(node, exp.Literal):
-            return _Lit("string", node.this) if node.is_string else _number(node.this)
-        if isinstance(node, exp.Neg):
-            inner = _literal(node.this)
-            if inner is not None and inner.kind in ("int", "decimal", "double", "float"):
-                return _Lit(inner.kind, -inner.value)
-            return None
-        if isinstance(node, (exp.Cast, exp.TryCast)):
-            inner = _literal(node.this)
-            kind = _CAST_KINDS.get(node.to.this)
-            if inner is None or kind is None:
-                return None
-            if inner.kind == "null":
-                return inner
-            return _cast_literal(inner, kind)
-    except (ValueError, InvalidOperation, OverflowError):
-        return None
-    return None
-
-
-def _cast_literal(lit: _Lit, kind: str) -> _Lit | None:
-    """A literal ``CAST``: only the conversions whose result is certain."""
-    if kind in ("date", "timestamp", "timestamp_ntz"):
-        return _Lit(kind, lit.value) if lit.kind == "string" else None
-    if kind == "string":
-        return lit if lit.kind == "string" else None
-    if kind == "bool":
-        return lit if lit.kind == "bool" else None
-    if lit.kind not in ("int", "decimal", "string"):
-        return lit if lit.kind == kind else None
-    text = str(lit.value).strip()
-    if kind == "int":
-        return _Lit("int", int(text))
-    if kind == "decimal":
-        return _Lit("decimal", Decimal(text))
-    if kind == "double":
-        return _Lit("double", float(Decimal(text)))
-    return _Lit("float", to_float32(float(Decimal(text))))
-
-
-def _lower(node: exp.Expression) -> _Node:
-    """Lower a sqlglot expression to the skipper's tree."""
-    if isinstance(node, exp.Paren):
-        return _lower(node.this)
-    if isinstance(node, exp.And):
-        return _And(_lower(node.this), _lower(node.expression))
-    if isinstance(node, exp.Or):
-        return _Or(_lower(node.this), _lower(node.expression))
-    if isinstance(node, exp.Not):
-        return _Not(_lower(node.this))
-    if type(node) in _OPS:
-        return _comparison(_OPS[type(node)], node.this, node.expression)
-    if isinstance(node, exp.Is):
-        col = _column_name(node.this)
-        if col is not None and isinstance(node.expression, exp.Null):
-            return _IsNull(col)
-        return _UNKNOWN
-    if isinstance(node, exp.In):
-        if any(node.args.get(k) for k in ("query", "unnest", "field")) or not node.expressions:
-            return _UNKNOWN
-        return _any_of([_comparison("=", node.this, item) for item in node.expressions])
-    if isinstance(node, exp.Between):
-        return _And(_comparison(">=", node.this, node.args["low"]), _comparison("<=", node.this, node.args["high"]))
-    col = _column_name(node)
-    if col is not None:  # a bare (boolean) column
-        return _Cmp(col, "=", _Lit("bool", True))
-    lit = _literal(node)
-    if lit is not None:
-        if lit.kind == "null":
-            return _NULL
-        if lit.kind == "bool":
-            return _Const(frozenset((T if lit.value else F,)))
-    return _UNKNOWN
-
-
-def _any_of(leaves: list[_Node]) -> _Node:
-    """OR of ``leaves`` as a balanced tree, so long IN lists stay shallow."""
-    if len(leaves) == 1:
-        return leaves[0]
-    mid = len(leaves) // 2
-    return _Or(_any_of(leaves[:mid]), _any_of(leaves[mid:]))
-
-
-def _comparison(op: str, left: exp.Expression, right: exp.Expression) -> _Node:
-    col, lit = _column_name(left), _literal(right)
-    if col is None or lit is None:
-        col, lit, op = _column_name(right), _literal(left), _FLIPPED[op]
-    if col is None or lit is None:
-        return _UNKNOWN
-    if lit.kind == "null":
-        return _IsNull(col) if op == "<=>" else _NULL
-    return _Cmp(col, op, lit)
-
-
-def _walk(node: _Node) -> Iterable[_Node]:
-    yield node
-    if isinstance(node, _Not):
-        yield from _walk(node.child)
-    elif isinstance(node, (_And, _Or)):
-        yield from _walk(node.left)
-        yield from _walk(node.right)
-
-
-@dataclass(frozen=True)
-class Predicate:
-    """A parsed SQL condition, as the skipper understands it.
-
-    ``sql`` is the text as given; ``expression`` the sqlglot tree (the Spark
-    layer may reuse it).
-    """
-
-    sql: str
-    expression: exp.Expression
-
-    @classmethod
-    def parse(cls, sql: str) -> Predicate:
-        """Parse a Spark SQL boolean condition; bad syntax is an InvalidInputError."""
-        if not sql or not sql.strip():
-            raise InvalidInputError("the condition is empty")
-        try:
-            tree = sqlglot.parse_one(sql, read="spark")
-        except SqlglotError as e:
-            raise InvalidInputError(f"cannot parse condition {sql!r}: {e}") from e
-        if not isinstance(tree, exp.Condition):
-            raise InvalidInputError(f"condition {sql!r} is not a boolean expression")
-        if tree.find(exp.Query) is not None:
-            raise InvalidInputError(f"condition {sql!r} holds a subquery, which is not supported")
-        return cls(sql=sql, expression=tree)
-
-    @property
-    def columns(self) -> frozenset[str]:
-        """Top-level column names referenced, spelled as written."""
-        return frozenset(c.parts[0].name for c in self.expression.find_all(exp.Column))
-
-    def is_partition_only(self, partition_columns: Iterable[str]) -> bool:
-        """True when every referenced column is a partition column (case-insensitive).
-
-        This is delta-spark's split of a condition into partition and data
-        filters. Whether the skipper can *decide* the condition exactly from
-        partition values is a further question: see :func:`partition_filter`.
-        """
-        parts = {c.lower() for c in partition_columns}
-        return all(c.lower() in parts for c in self.columns)
-
-    @property
-    def _tree(self) -> _Node:
-        tree = self.__dict__.get("_lowered")
-        if tree is None:
-            tree = _lower(self.expression)
-            object.__setattr__(self, "_lowered", tree)
-        return tree
-
-    def __str__(self) -> str:
-        return self.sql
-
-
-# --- Binding to a schema -----------------------------------------------------
+# --- The table's columns -------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -337,23 +67,12 @@ class _Field:
     stats_type: str = ""  # the type min/max stats are read as ("": unused); see type_widening.stats_type
 
 
-@dataclass(frozen=True)
-class _Bound:
-    """A comparison bound to a column and with its literal coerced."""
-
-    field: _Field
-    op: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class _BoundIsNull:
-    field: _Field
+def _schema(schema: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    return json.loads(schema) if isinstance(schema, str) else schema
 
 
 def _fields(schema: Mapping[str, Any] | str, partition_columns: Iterable[str], mapping_mode: str) -> dict[str, _Field]:
-    if isinstance(schema, str):
-        schema = json.loads(schema)
+    schema = _schema(schema)
     parts = {c.lower() for c in partition_columns}
     return {
         f["name"].lower(): _Field(
@@ -367,99 +86,18 @@ def _fields(schema: Mapping[str, Any] | str, partition_columns: Iterable[str], m
     }
 
 
-def _parse_timestamp(text: str, tz: dt.tzinfo) -> dt.datetime:
-    ts = dt.datetime.fromisoformat(text.strip())
-    return ts.replace(tzinfo=tz) if ts.tzinfo is None else ts
+def _implied(derived: Mapping[str, list[PartitionDerivation]], fields: Mapping[str, _Field], tz: dt.tzinfo) -> Implied:
+    """The bounds on partition columns generated from a compared column (see :func:`_derived_bound`)."""
 
+    def implied(source: _Field, op: str, value: Any) -> list[Node]:
+        return [_derived_bound(d, source, op, value, fields, tz) for d in derived.get(source.name.lower(), ())]
 
-def _parse_date(text: str) -> dt.date:
-    text = text.strip()
-    if len(text) > 10 and text[10] in " T":  # Spark's cast keeps the date part
-        text = text[:10]
-    return dt.date.fromisoformat(text)
-
-
-_INTEGRAL = ("byte", "short", "integer", "long")
-_NO_VALUE = object()
-
-
-def _coerce(lit: _Lit, col_type: str, tz: dt.tzinfo) -> Any:
-    """``lit`` as a value comparable with the column, the way Spark compares
-    them; ``_NO_VALUE`` where Spark's coercion is not certain to match."""
-    k, v = lit.kind, lit.value
-    try:
-        if col_type in _INTEGRAL:
-            if k in ("int", "decimal"):
-                return v
-            # Spark compares in double: exact only below 2**53.
-            if k == "double" and math.isfinite(v) and abs(v) < 2**53:
-                return v
-        elif col_type in ("float", "double"):
-            if k == "int":
-                return to_float32(float(v)) if col_type == "float" else (float(v) if abs(v) <= 2**53 else _NO_VALUE)
-            if k == "decimal":
-                return float(v)
-            if k in ("double", "float"):
-                return v
-        elif decimal_scale(col_type) is not None:
-            if k in ("int", "decimal"):
-                return Decimal(v)
-        elif col_type == "string":
-            if k == "string":
-                return v
-        elif col_type == "boolean":
-            if k == "bool":
-                return v
-        elif col_type == "date":
-            if k in ("date", "string"):
-                return _parse_date(v)
-        elif col_type == "timestamp":
-            if k in ("timestamp", "string"):
-                return _parse_timestamp(v, tz)
-            if k == "date":
-                return dt.datetime.combine(_parse_date(v), dt.time(), tz)
-        elif col_type == "timestamp_ntz":
-            if k in ("timestamp_ntz", "string"):
-                ts = dt.datetime.fromisoformat(v.strip())
-                return ts if ts.tzinfo is None else _NO_VALUE
-            if k == "date":
-                return dt.datetime.combine(_parse_date(v), dt.time())
-    except (ValueError, TypeError, InvalidOperation, OverflowError):
-        return _NO_VALUE
-    return _NO_VALUE
-
-
-def _bind(
-    node: _Node,
-    fields: Mapping[str, _Field],
-    tz: dt.tzinfo,
-    derived: Mapping[str, list[PartitionDerivation]] | None = None,
-) -> Any:
-    if isinstance(node, _Not):
-        return _Not(_bind(node.child, fields, tz, derived))
-    if isinstance(node, _And):
-        return _And(_bind(node.left, fields, tz, derived), _bind(node.right, fields, tz, derived))
-    if isinstance(node, _Or):
-        return _Or(_bind(node.left, fields, tz, derived), _bind(node.right, fields, tz, derived))
-    if isinstance(node, (_Cmp, _IsNull)):
-        field = fields.get(node.column.lower())
-        if field is None:
-            return _UNKNOWN
-        if isinstance(node, _IsNull):
-            return _BoundIsNull(field)
-        value = _coerce(node.literal, field.type, tz)
-        if value is _NO_VALUE:
-            return _UNKNOWN
-        bound: Any = _Bound(field, node.op, value)
-        for derivation in (derived or {}).get(field.name.lower(), ()):
-            bound = _And(bound, _derived_bound(derivation, field, node.op, value, fields, tz))
-        return bound
-    return node
+    return implied
 
 
 def _derived_bound(
     derivation: PartitionDerivation, source: _Field, op: str, value: Any, fields: Mapping[str, _Field], tz: dt.tzinfo
-) -> Any:
+) -> Node:
     """The bound on a partition column generated from ``source`` that ``source <op> value``
     implies (delta-spark's ``OptimizablePartitionExpression``); unknown when there is none.
     ANDed to the source's own bound it changes no row's truth value (the implied
@@ -467,70 +105,12 @@ def _derived_bound(
     NULL), so it holds under NOT as well: it only lets partition values rule files out."""
     target = fields.get(derivation.partition_column.lower())
     if target is None or (derivation.kind == "identity" and target.type != source.type):
-        return _UNKNOWN
+        return UNKNOWN
     got = derived_comparison(derivation.kind, source.type, op, value, tz)
-    return _UNKNOWN if got is None else _Bound(target, got[0], got[1])
+    return UNKNOWN if got is None else BoundComparison(target, got[0], got[1])
 
 
 # --- What one file says about one column ------------------------------------
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """Bounds of the non-null values of a column in a file (None: unbounded)."""
-
-    lo: Any
-    hi: Any
-    may_null: bool
-    may_value: bool
-
-
-_NOTHING_KNOWN = _Facts(None, None, True, True)
-
-
-def _spark_cmp(a: Any, b: Any) -> int:
-    """Compare like Spark: NaN equals NaN and sorts above every number."""
-    a_nan = isinstance(a, float) and math.isnan(a)
-    b_nan = isinstance(b, float) and math.isnan(b)
-    if a_nan or b_nan:
-        return (a_nan > b_nan) - (a_nan < b_nan)
-    return (a > b) - (a < b)
-
-
-def _leaf(op: str, f: _Facts, v: Any) -> Truths:
-    """Truth values ``x <op> v`` may take over the rows a file's facts allow."""
-    out = {N} if f.may_null and op != "<=>" else set()
-    if f.may_value:
-        lo, hi = f.lo, f.hi
-        try:
-            le_lo = lo is None or _spark_cmp(lo, v) <= 0  # some x <= v may exist
-            lt_lo = lo is None or _spark_cmp(lo, v) < 0
-            ge_hi = hi is None or _spark_cmp(hi, v) >= 0  # some x >= v may exist
-            gt_hi = hi is None or _spark_cmp(hi, v) > 0
-        except TypeError:
-            return ANY
-        eq_may = le_lo and ge_hi
-        eq_sure = not lt_lo and not gt_hi  # lo == hi == v
-        may_true, may_false = {
-            "=": (eq_may, not eq_sure),
-            "<=>": (eq_may, not eq_sure),
-            "!=": (not eq_sure, eq_may),
-            "<": (lt_lo, ge_hi),
-            "<=": (le_lo, gt_hi),
-            ">": (gt_hi, le_lo),
-            ">=": (ge_hi, lt_lo),
-        }[op]
-        if may_true:
-            out.add(T)
-        if may_false:
-            out.add(F)
-    if op == "<=>" and f.may_null:
-        out.add(F)
-    return frozenset(out)
-
-
-def _is_null(f: _Facts) -> Truths:
-    return frozenset(([T] if f.may_null else []) + ([F] if f.may_value else []))
 
 
 class _FileView:
@@ -539,17 +119,17 @@ class _FileView:
     def __init__(self, add: AddFile, fields: Mapping[str, _Field]) -> None:
         self._add = add
         self._fields = fields
-        self._facts: dict[str, _Facts] = {}
-        self._stats: Any = _NO_VALUE
+        self._facts: dict[str, Facts] = {}
+        self._stats: Any = _NO_STATS
 
-    def facts(self, field: _Field) -> _Facts:
+    def facts(self, field: _Field) -> Facts:
         got = self._facts.get(field.name)
         if got is None:
             got = self._partition_facts(field) if field.is_partition else self._stats_facts(field)
             self._facts[field.name] = got
         return got
 
-    def _partition_facts(self, field: _Field) -> _Facts:
+    def _partition_facts(self, field: _Field) -> Facts:
         pv = self._add.partition_values
         raw = pv.get(field.key)
         if raw is None and field.key not in pv:
@@ -557,11 +137,11 @@ class _FileView:
         try:
             value = parse_partition_value(raw, field.type)
         except InvalidInputError:
-            return _NOTHING_KNOWN
-        return _Facts(value, value, value is None, value is not None)
+            return NOTHING_KNOWN
+        return Facts.exact(value)
 
     def _load_stats(self) -> Mapping[str, Any] | None:
-        if self._stats is _NO_VALUE:
+        if self._stats is _NO_STATS:
             stats = None
             if self._add.stats:
                 try:
@@ -574,12 +154,12 @@ class _FileView:
             self._stats = stats if isinstance(stats, Mapping) else None
         return self._stats
 
-    def _stats_facts(self, field: _Field) -> _Facts:
+    def _stats_facts(self, field: _Field) -> Facts:
         if field.type == VARIANT:
-            return _NOTHING_KNOWN  # variant stats are never used (we write none)
+            return NOTHING_KNOWN  # variant stats are never used (we write none)
         stats = self._load_stats()
         if stats is None:
-            return _NOTHING_KNOWN
+            return NOTHING_KNOWN
         num_records = stats.get("numRecords")
         null_count = (stats.get("nullCount") or {}).get(field.key)
         may_null = not isinstance(null_count, int) or null_count > 0
@@ -588,7 +168,7 @@ class _FileView:
             may_null = may_value = False
         lo = _bound((stats.get("minValues") or {}).get(field.key), field.stats_type, upper=False)
         hi = _bound((stats.get("maxValues") or {}).get(field.key), field.stats_type, upper=True)
-        return _Facts(lo, hi, may_null, may_value)
+        return Facts(lo, hi, may_null, may_value)
 
 
 def _bound(raw: Any, col_type: str, upper: bool) -> Any:
@@ -596,7 +176,7 @@ def _bound(raw: Any, col_type: str, upper: bool) -> Any:
     if raw is None or isinstance(raw, (dict, list)):
         return None
     try:
-        if col_type in _INTEGRAL:
+        if col_type in INTEGRAL:
             if isinstance(raw, bool) or int(raw) != raw:
                 return None
             return int(raw)
@@ -621,7 +201,7 @@ def _bound(raw: Any, col_type: str, upper: bool) -> Any:
                 return None
             return raw
         if col_type == "date":
-            return raw if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime) else _parse_date(str(raw))
+            return raw if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime) else parse_date(str(raw))
         if col_type in ("timestamp", "timestamp_ntz"):
             if isinstance(raw, dt.datetime):
                 ts = raw
@@ -640,22 +220,6 @@ def _bound(raw: Any, col_type: str, upper: bool) -> Any:
     return None
 
 
-def _eval(node: Any, view: _FileView) -> Truths:
-    if isinstance(node, _Bound):
-        return _leaf(node.op, view.facts(node.field), node.value)
-    if isinstance(node, _BoundIsNull):
-        return _is_null(view.facts(node.field))
-    if isinstance(node, _And):
-        return _combine(_and3, _eval(node.left, view), _eval(node.right, view))
-    if isinstance(node, _Or):
-        return _combine(_or3, _eval(node.left, view), _eval(node.right, view))
-    if isinstance(node, _Not):
-        return frozenset(_NOT[x] for x in _eval(node.child, view))
-    if isinstance(node, _Const):
-        return node.truths
-    return ANY
-
-
 # --- Public API ---------------------------------------------------------------
 
 
@@ -666,21 +230,23 @@ def _prepare(
     time_zone: str,
     mapping_mode: str,
     partition_only: bool = False,
-) -> tuple[Any, dict[str, _Field]]:
-    if isinstance(schema, str):
-        schema = json.loads(schema)
+) -> tuple[Node, dict[str, _Field]]:
+    """The predicate's tree bound to the table's columns (only its partition
+    columns with ``partition_only``: data columns become unknown)."""
+    schema = _schema(schema)
     partition_columns = list(partition_columns)
     fields = _fields(schema, partition_columns, mapping_mode)
-    if partition_only:  # data columns become unknown
+    if partition_only:
         fields = {k: f for k, f in fields.items() if f.is_partition}
-    try:
-        tz: dt.tzinfo = zoneinfo.ZoneInfo(time_zone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
-        raise InvalidInputError(f"unknown time zone {time_zone!r}") from e
+    tz = session_time_zone(time_zone)
     derived: dict[str, list[PartitionDerivation]] = {}
     for d in partition_derivations(schema, partition_columns):
         derived.setdefault(d.source_column.lower(), []).append(d)
-    return _bind(predicate._tree, fields, tz, derived), fields
+    return bind(predicate.tree, fields, tz, _implied(derived, fields, tz)), fields
+
+
+def _truths(tree: Node, add: AddFile, fields: Mapping[str, _Field]) -> Truths:
+    return evaluate(tree, _FileView(add, fields).facts)
 
 
 def prune_files(
@@ -705,7 +271,7 @@ def prune_files(
     if predicate is None:
         return files
     tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode)
-    return [f for f in files if T in _eval(tree, _FileView(f, fields))]
+    return [f for f in files if T in _truths(tree, f, fields)]
 
 
 def matches_partition(
@@ -725,7 +291,7 @@ def matches_partition(
     """
     partition_columns = list(partition_columns)
     tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode, partition_only=True)
-    truths = _eval(tree, _FileView(add, fields))
+    truths = _truths(tree, add, fields)
     if len(truths) > 1:
         raise InvalidInputError(f"condition {predicate.sql!r} cannot be decided from partition values alone")
     return truths == {T}
@@ -753,7 +319,7 @@ def partition_filter(
     tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode, partition_only=True)
     kept = []
     for f in files:
-        truths = _eval(tree, _FileView(f, fields))
+        truths = _truths(tree, f, fields)
         if len(truths) > 1:
             return None
         if truths == {T}:
@@ -782,7 +348,7 @@ def prune_by_keys(
     """
     files = list(files)
     field = _fields(schema, partition_columns, mapping_mode).get(column.lower())
-    if field is None or field.type not in _INTEGRAL or not keys:
+    if field is None or field.type not in INTEGRAL or not keys:
         return files if keys else []
     fields = {field.name.lower(): field}
     out = []

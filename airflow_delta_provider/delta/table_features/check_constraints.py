@@ -39,17 +39,11 @@ def check_name(name: str) -> str:
 
 def referenced_columns(expression: str) -> set[str] | None:
     """The top-level column names ``expression`` reads (for ``s.x``: ``s``),
-    lower case; None when sqlglot cannot parse it (callers then assume it
-    may read any column)."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.errors import SqlglotError
+    lower case; None when it cannot be parsed (callers then assume it may
+    read any column). See :func:`airflow_delta_provider.delta.expressions.parse.referenced_columns`."""
+    from airflow_delta_provider.delta.expressions.parse import referenced_columns as read
 
-    try:
-        tree = sqlglot.parse_one(expression, read="spark")
-    except SqlglotError:
-        return None
-    return {c.parts[0].name.lower() for c in tree.find_all(exp.Column)}
+    return read(expression)
 
 
 def find(metadata: Metadata, name: str) -> tuple[str, str] | None:

@@ -17,7 +17,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns
 
 GENERATION_EXPRESSION = "delta.generationExpression"
 
@@ -43,6 +42,8 @@ def generation_expressions(schema: Mapping[str, Any]) -> dict[str, str]:
 
 def depends_on(expression: str, columns: Iterable[str]) -> bool:
     """Whether ``expression`` may read one of ``columns`` (an unparsable one may read anything)."""
+    from airflow_delta_provider.delta.expressions.parse import referenced_columns
+
     read = referenced_columns(expression)
     return read is None or bool(read & {c.lower() for c in columns})
 
@@ -52,6 +53,7 @@ def check_resolvable(schema: Mapping[str, Any]) -> None:
     schema change may not drop or rename a column a generated column reads
     (delta-spark refuses both)."""
     from airflow_delta_provider.delta.errors import InvalidInputError
+    from airflow_delta_provider.delta.expressions.parse import referenced_columns
 
     columns = {f["name"].lower() for f in schema.get("fields", ())}
     for name, sql in sorted(generation_expressions(schema).items()):
@@ -87,45 +89,15 @@ def partition_derivations(schema: Mapping[str, Any], partition_columns: Iterable
 
 def _derivation(sql: str) -> tuple[str, str] | None:
     """(source column, kind) when ``sql`` is one of :data:`DERIVATION_KINDS` of a plain column."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.errors import SqlglotError
+    from airflow_delta_provider.delta.expressions.parse import term
+    from airflow_delta_provider.delta.expressions.tree import Column
 
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except SqlglotError:
+    found = term(sql)
+    if found is None:
         return None
-
-    def column(node: exp.Expression) -> str | None:
-        while isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, exp.TsOrDsToDate) and not node.args.get("format"):
-            node = node.this  # sqlglot's reading of the argument of year(), month(), day()
-        if isinstance(node, exp.Column) and len(node.parts) == 1:
-            return node.name
-        return None
-
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.Column):
-        name = column(tree)
-        return (name, "identity") if name else None
-    if isinstance(tree, (exp.Cast, exp.TryCast)) and tree.to.this == exp.DataType.Type.DATE:
-        kind, arg = "date", tree.this
-    elif isinstance(tree, exp.TsOrDsToDate) and not tree.args.get("format"):
-        kind, arg = "date", tree.this
-    elif isinstance(tree, exp.Year):
-        kind, arg = "year", tree.this
-    elif isinstance(tree, exp.Month):
-        kind, arg = "month", tree.this
-    elif isinstance(tree, (exp.Day, exp.DayOfMonth)):
-        kind, arg = "day", tree.this
-    elif isinstance(tree, exp.Hour):
-        kind, arg = "hour", tree.this
-    else:
-        return None
-    name = column(arg)
-    return (name, kind) if name else None
+    if isinstance(found, Column):
+        return found.name, "identity"
+    return found.argument.name, found.function
 
 
 #: How a comparison on the source column carries over to a monotonic function of it

@@ -323,3 +323,23 @@ def test_constraints_are_found_by_name_whatever_its_case_and_guard_their_columns
     assert "delta.constraints.MyCheck" not in DropConstraint("MYCHECK").apply(md).configuration
     with pytest.raises(InvalidInputError, match="CHECK constraint.*MyCheck read it"):
         plan(md, DropColumns((("s", "x"),)))
+
+
+def test_a_column_an_invariant_reads_cannot_be_dropped_or_renamed():
+    from airflow_delta_provider.delta.actions.model import Metadata as Md
+    from airflow_delta_provider.delta.operations.alter import DropColumns, RenameColumn, plan
+
+    def invariant(sql: str) -> str:
+        return json.dumps({"expression": {"expression": sql}})
+
+    fields = [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "amount", "type": "long", "nullable": True, "metadata": {"delta.invariants": invariant("t.ID > 0")}},
+        {"name": "other", "type": "long", "nullable": True, "metadata": {"delta.invariants": invariant("not sql (")}},
+        {"name": "note", "type": "string", "nullable": True, "metadata": {}},
+    ]
+    md = Md.new(json.dumps({"type": "struct", "fields": fields}), (), {"delta.columnMapping.mode": "name"}, created_time=0)
+    for change in (DropColumns(("id",)), RenameColumn("id", "key")):
+        with pytest.raises(InvalidInputError, match="invariants of amount use it"):
+            plan(md, change)
+    plan(md, DropColumns(("note",)))  # an unreadable invariant guards nothing

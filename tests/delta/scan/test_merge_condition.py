@@ -160,19 +160,3 @@ def test_a_key_set_prunes_files_between_clusters_of_keys():
     parts = [add("p1", None, "1"), add("p2", None, "2"), add("pnull", None, None)]
     assert [f.path for f in prune_by_keys(parts, "p", [2], schema, ["p"])] == ["p2"]
     assert prune_by_keys(files, "s", ["x"], schema, ["p"]) == files
-
-
-@pytest.mark.parametrize(
-    "sql, calls",
-    [
-        ("t.id = s.id AND rand() > 0.5", ["rand"]),
-        ("uuid() = s.key OR RANDN(1) > 0", ["randn", "uuid"]),
-        ("t.day < current_date() - 7", []),  # fixed within a query, as Spark treats it
-        ("t.id = s.id", []),
-        ("not sql at all (", []),
-    ],
-)
-def test_nondeterministic_calls(sql, calls):
-    from airflow_delta_provider.delta.scan.merge_condition import nondeterministic_calls
-
-    assert nondeterministic_calls(sql) == calls

@@ -1,4 +1,5 @@
-"""Tests for delta/skipping.py: condition parsing and file pruning.
+"""Tests for delta/scan/skipping.py: file pruning (condition parsing is tested in
+tests/delta/expressions/test_parse.py).
 
 DuckDB serves as the independent SQL oracle: it evaluates the same condition
 on the real rows, and every file holding a matching row must survive pruning.
@@ -59,31 +60,6 @@ def stats(n: int, lo: dict[str, Any], hi: dict[str, Any], nulls: dict[str, int])
 
 def kept(files: list[AddFile], condition: str, time_zone: str = "UTC") -> list[str]:
     return [f.path for f in prune_files(files, Predicate.parse(condition), SCHEMA, PARTS, time_zone=time_zone)]
-
-
-# --- Parsing -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("condition", ["id = ", "id = 1 and", "(id", "", "   "])
-def test_syntax_errors_name_the_condition(condition):
-    with pytest.raises(InvalidInputError) as err:
-        Predicate.parse(condition)
-    assert repr(condition) in str(err.value) or "empty" in str(err.value)
-
-
-@pytest.mark.parametrize("condition", ["SELECT 1", "id = 1; DROP TABLE t", "id IN (SELECT id FROM t)"])
-def test_statements_and_subqueries_are_refused(condition):
-    with pytest.raises(InvalidInputError, match="condition"):
-        Predicate.parse(condition)
-
-
-def test_columns_and_partition_only():
-    pred = Predicate.parse("P = 1 AND (`Region` IN ('eu') OR s.a > 2) AND f(Name) IS NULL")
-    assert pred.sql == "P = 1 AND (`Region` IN ('eu') OR s.a > 2) AND f(Name) IS NULL"
-    assert pred.columns == {"P", "Region", "s", "Name"}
-    assert not pred.is_partition_only(PARTS)
-    assert Predicate.parse("P = 1 AND REGION <> 'x'").is_partition_only(PARTS)
-    assert Predicate.parse("true").is_partition_only(PARTS)
 
 
 # --- Operators on stats --------------------------------------------------------

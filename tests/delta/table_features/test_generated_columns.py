@@ -56,7 +56,9 @@ def test_recognised_partition_expressions(expr, kind):
     assert partition_derivations(s, ["p"]) == [PartitionDerivation("p", "ts", kind)]
 
 
-@pytest.mark.parametrize("expr", ["date_format(ts, 'yyyy-MM')", "year(ts) + 1", "CAST(ts AS STRING)", "id % 10"])
+@pytest.mark.parametrize(
+    "expr", ["date_format(ts, 'yyyy-MM')", "year(ts) + 1", "CAST(ts AS STRING)", "id % 10", "hour(to_date(ts))"]
+)
 def test_other_expressions_are_not_used(expr):
     assert partition_derivations(schema(p=("string", expr)), ["p"]) == []
 
@@ -123,6 +125,13 @@ def test_year_month_day_hour_and_identity_partitions():
     }
     kept = prune_files(_files("k", ["1", "5", "9"]), Predicate.parse("id BETWEEN 4 AND 6"), ident, ["k"])
     assert [f.partition_values["k"] for f in kept] == ["5"]
+
+
+def test_the_hour_of_a_date_is_not_the_hour_of_its_timestamp():
+    """hour(to_date(ts)) is 0 for every row: a filter on ts says nothing about it."""
+    h = schema(h=("integer", "hour(to_date(ts))"))
+    files = _files("h", ["0"])
+    assert prune_files(files, Predicate.parse("ts = '2024-02-10 08:30:00'"), h, ["h"]) == files
 
 
 def test_null_partition_values_are_pruned_only_when_the_source_comparison_cannot_hold():
