@@ -308,9 +308,7 @@ def test_store_credentials_travel_in_the_environment_only(cache_dir: Path, monke
     env_vars into --conf arguments), the secret is in the process environment
     and nowhere on the command line."""
     secret = "s3cr3t-" + "x" * 12
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": secret})
-    )
+    monkeypatch.setenv("AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": secret}))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": master}))
     printed = {"table": "s3://b/t", "operation": "CHECKPOINT", "version": 1, "metrics": {}}
     popen = _fake_popen([json.dumps(printed)])
@@ -560,8 +558,8 @@ def test_no_class_overrides_a_private_member_of_spark_submit_hook() -> None:
     """A SparkSubmitHook subclass in the package defines public members only:
     none of SparkSubmitHook's private ones, nor private ones that it might add."""
     subclasses = _spark_submit_subclasses()
-    assert DeltaSparkHook not in subclasses  # it holds one, per run
     assert _private_overrides(subclasses) == []
+    assert DeltaSparkHook not in subclasses  # it holds one, per run
 
 
 def test_no_module_assigns_a_private_attribute_of_spark_submit_hook() -> None:
@@ -575,7 +573,9 @@ def test_no_module_assigns_a_private_attribute_of_spark_submit_hook() -> None:
     found = []
     for path in sorted(root.rglob("*.py")):
         where = str(path.relative_to(root))
-        found += _private_assignments(ast.parse(path.read_text(), where), where, subclass_names, path.parent.name == "hooks")
+        found += _private_assignments(
+            ast.parse(path.read_text(), where), where, subclass_names, path.parent.name == "hooks"
+        )
     assert found == []
 
 
