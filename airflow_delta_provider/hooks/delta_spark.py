@@ -1,15 +1,25 @@
 """Run one Delta operation as one spark-submit, and read its result from the log.
 
-:class:`DeltaSparkHook` is a :class:`SparkSubmitHook`: the connection, conf,
-sizing, deploy mode, env_vars, Kerberos and kill handling are all Spark's. It
-adds three things:
+:class:`DeltaSparkHook` builds one :class:`SparkSubmitHook` per run, through
+its constructor's public arguments, and runs it with its public ``submit()``.
+The connection, conf, sizing, deploy mode, env_vars, Kerberos and kill
+handling are all Spark's. The Delta hook adds:
 
-* the application is the package's Spark CLI (``airflow_delta_provider/spark/__main__.py``),
-  with the Delta core shipped beside it in ``--py-files``;
-* the result comes from ``_delta_log``, and a retried task whose earlier try
+* the application, the package's Spark CLI
+  (``airflow_delta_provider/spark/__main__.py``), with the Delta core shipped
+  beside it in ``--py-files``, and the operation as its arguments;
+* the local Python processes pointed at this interpreter
+  (``spark.pyspark.python``), pip's ``spark-submit`` found beside it;
+* the store's credentials in spark-submit's environment, never on its
+  command line;
+* the result from ``_delta_log``, and a retried task whose earlier try
   already committed gets that commit back without a submit
   (:class:`~.delta_operation.DeltaOperationMixin`);
-* the application's one-line error becomes the task's error.
+* the application's one-line error as the task's error.
+
+It overrides no private member of :class:`SparkSubmitHook` and assigns none of
+its private attributes (``tests/hooks/test_delta_spark.py`` checks this), so
+a refactor inside the apache-spark provider cannot change what it submits.
 
 Neither pyspark nor pyarrow is imported here; the Delta core is imported
 inside the methods that read the log.
@@ -18,16 +28,26 @@ inside the methods that read the log.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.hooks.spark_submit import (
+    ALLOWED_SPARK_BINARIES,
+    DEFAULT_SPARK_BINARY,
+    SparkSubmitHook,
+)
+from airflow.sdk.bases.hook import BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_delta_provider.hooks.delta_operation import (
@@ -46,10 +66,27 @@ if TYPE_CHECKING:
 # a crash ends its traceback the same way, possibly with a dotted module path.
 _ERROR_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception)): \S")
 
+#: SparkSubmitHook's constructor arguments, the ones DeltaSparkHook passes through.
+_SUBMIT_ARGUMENTS = frozenset(inspect.signature(SparkSubmitHook.__init__).parameters) - {"self"}
+#: Arguments that release spark-submit before the application ends; the hook
+#: must wait for the commit before it reads the log.
+_NOT_WAITING = ("track_driver_via_k8s_api", "yarn_track_via_rm_api")
+#: Standalone driver states (org.apache.spark.deploy.master.DriverState) that end a driver.
+_DRIVER_ENDED = frozenset({"FINISHED", "KILLED", "FAILED", "ERROR"})
+#: Consecutive failed status polls before a standalone driver is given up on.
+_MAX_MISSED_POLLS = 10
+
 
 def application_path() -> str:
     """The Spark CLI's module file, which spark-submit runs."""
     return str(package_root() / "spark" / "__main__.py")
+
+
+def _read_as_spark(conn: Connection) -> Connection:
+    """A ``delta_spark`` connection is read as a ``spark`` one."""
+    if conn.conn_type == DeltaSparkHook.conn_type:
+        conn.conn_type = "spark"
+    return conn
 
 
 class _SparkOutput:
@@ -61,6 +98,7 @@ class _SparkOutput:
         self.error_name: str | None = None
 
     def observe(self, line: str) -> None:
+        line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
                 parsed = json.loads(line)
@@ -74,19 +112,117 @@ class _SparkOutput:
             self.error_line, self.error_name = line, match.group("name")
 
 
-class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
+class _ObservedLog:
+    """A logger that forwards every call, and shows each one-message record to an observer.
+
+    SparkSubmitHook logs each line of spark-submit's output as one message
+    with no arguments; its own messages carry arguments.
+    """
+
+    def __init__(self, logger: Any, observe: Callable[[str], None]) -> None:
+        self.logger = logger
+        self.observe = observe
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.logger, name)
+        if name not in ("debug", "info", "warning", "warn", "error", "critical", "exception", "msg"):
+            return attribute
+
+        def observed(*args: Any, **kwargs: Any) -> Any:
+            if len(args) == 1 and isinstance(args[0], str):
+                self.observe(args[0])
+            return attribute(*args, **kwargs)
+
+        return observed
+
+
+class _DeltaSparkSubmitHook(SparkSubmitHook):
+    """The SparkSubmitHook of one run. It changes two public members, nothing else:
+
+    * :meth:`get_connection` reads a ``delta_spark`` connection as ``spark``;
+    * :attr:`log` shows each logged line to the run's :class:`_SparkOutput`
+      (see :class:`DeltaSparkHook` for why).
+    """
+
+    def __init__(self, *, line_observer: Callable[[str], None], **spark_submit_kwargs: Any) -> None:
+        # Set first: the constructor already logs (connection lookup).
+        self.line_observer = line_observer
+        super().__init__(**spark_submit_kwargs)
+
+    @classmethod
+    def get_connection(cls, conn_id: str) -> Connection:
+        return _read_as_spark(super().get_connection(conn_id))
+
+    @property
+    def log(self) -> Any:
+        return _ObservedLog(super().log, self.line_observer)
+
+
+@dataclass(frozen=True)
+class SparkTarget:
+    """Where a submit goes, read from the connection by SparkSubmitHook's documented rules.
+
+    The hook needs these facts before it builds the submit (which Python the
+    local processes run, whether credentials may travel, how env_vars reach
+    the process), and SparkSubmitHook keeps its own reading private; a test
+    checks that both readings agree.
+    """
+
+    master: str
+    deploy_mode: str | None
+    spark_binary: str
+    rest_scheme: str = "http"
+    rest_port: int = 6066
+
+    @property
+    def cluster(self) -> bool:
+        return self.deploy_mode == "cluster"
+
+    @property
+    def yarn(self) -> bool:
+        return "yarn" in self.master
+
+    @property
+    def kubernetes(self) -> bool:
+        return "k8s" in self.master
+
+    @property
+    def standalone_cluster(self) -> bool:
+        """Spark standalone in cluster mode: spark-submit returns once the driver is submitted."""
+        return self.master.startswith("spark://") and self.cluster
+
+
+class DeltaSparkHook(DeltaOperationMixin, BaseHook):
     """Submit Delta operations to Spark with spark-submit.
 
-    Every :class:`SparkSubmitHook` argument is accepted and passed through
-    (``conf``, ``executor_memory``, ``driver_memory``, ``env_vars``,
-    ``deploy_mode``, ``spark_binary``, ...), except ``application_args``,
-    which :meth:`run` builds. Extra ``py_files`` are shipped after the
-    package's own zip.
+    Every :class:`SparkSubmitHook` argument is accepted and passed to the
+    SparkSubmitHook that each :meth:`run` builds (``conf``,
+    ``executor_memory``, ``driver_memory``, ``env_vars``, ``deploy_mode``,
+    ``spark_binary``, ...), except ``application_args``, which :meth:`run`
+    builds, and ``track_driver_via_k8s_api``/``yarn_track_via_rm_api``, which
+    would end the submit before the commit it must read. Extra ``py_files``
+    are shipped after the package's own zip.
 
     The connection is a Spark connection (type ``spark``, default
     ``spark_default``); type ``delta_spark`` is read the same way.
 
+    **How the application's output comes back.** SparkSubmitHook hands no
+    output back: ``submit()`` returns only a standalone driver id, and the
+    application's lines pass through its log alone (``self.log.info(line)``
+    for each line). Reading them through the provider's private log
+    processing would tie every task to its internals, and a ``logging``
+    handler never sees them: Airflow 3 logs through structlog straight to
+    the task supervisor. So the run's SparkSubmitHook overrides the public
+    ``log`` property with a logger that forwards every call unchanged and
+    shows each line to the hook as it goes by (:class:`_DeltaSparkSubmitHook`).
+    Two lines matter: the application's one-line error (the task's error,
+    permanent for bad input) and its printed result, which is only a
+    fallback: the result is read from ``_delta_log``, the channel that also
+    works in cluster deploy mode, where driver output never comes back.
+
     :param conn_id: The Spark connection.
+    :param name: The Spark application's name (default
+        ``delta-<operation>: <table>``).
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection holding the table store's
         credentials (see :mod:`~airflow_delta_provider.utils.storage_connection`).
@@ -113,58 +249,153 @@ class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
     ) -> None:
         if "application_args" in spark_submit_kwargs:
             raise TypeError("DeltaSparkHook builds application_args itself; pass them to run()")
+        unknown = sorted(set(spark_submit_kwargs) - _SUBMIT_ARGUMENTS - {"conn_id", "name"})
+        if unknown:
+            raise TypeError(f"DeltaSparkHook got unexpected keyword arguments: {', '.join(unknown)}")
+        not_waiting = [arg for arg in _NOT_WAITING if spark_submit_kwargs.get(arg)]
+        if not_waiting:
+            raise ValueError(
+                f"DeltaSparkHook waits for the application to end, then reads the commit from the table's "
+                f"log; {' and '.join(not_waiting)} would end spark-submit first. Leave it unset"
+            )
+        super().__init__()
+        self.conn_id = conn_id
+        self.name = name
         self.storage_conn_id = storage_conn_id
-        self._explicit_name = name
-        self._package_cache_dir = package_cache_dir
-        self._output = _SparkOutput()
-        super().__init__(conn_id=conn_id, name=name or "airflow-delta", **spark_submit_kwargs)
+        self.package_cache_dir = package_cache_dir
+        self.spark_submit_kwargs = spark_submit_kwargs
+        #: The SparkSubmitHook of the running (or last) submit; :meth:`on_kill` stops it.
+        self.spark_submit_hook: SparkSubmitHook | None = None
+        # Standalone cluster mode: SparkSubmitHook leaves post-submit commands to
+        # whoever tracks the driver, here the Delta hook.
+        self._commands_after_driver: list[str] = []
 
     @classmethod
     def get_connection(cls, conn_id: str) -> Connection:
         """The connection, with type ``delta_spark`` read as ``spark``."""
-        conn = super().get_connection(conn_id)
-        if conn.conn_type == cls.conn_type:
-            conn.conn_type = "spark"
-        return conn
+        return _read_as_spark(super().get_connection(conn_id))
+
+    def get_conn(self) -> Connection:
+        """The Spark connection (type ``delta_spark`` read as ``spark``)."""
+        return self.get_connection(self.conn_id)
 
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None
     ) -> dict[str, Any] | None:
         """One spark-submit; the result line the driver printed (lost in cluster deploy mode)."""
-        self._prepare_submit(operation, table, arguments, token)
-        self._submit_and_wait(operation, table)
-        return self._output.result
-
-    # --- Building the spark-submit ---------------------------------------------
-
-    def _prepare_submit(self, operation: str, table: str, arguments: Sequence[str], token: str | None) -> None:
-        self._application_args = [operation, table, *arguments]
-        if token:
-            self._application_args += ["--token", token]
-        shipped = str(build_package_zip(self._package_cache_dir))
-        self._py_files = ",".join(p for p in (shipped, self._py_files) if p)
-        if self._explicit_name is None:
-            self._name = f"delta-{operation}: {table}"
-        self._conf = {**self._python_conf(), **self._conf}
-        self._output = _SparkOutput()
-        if self.storage_options and (self._connection["deploy_mode"] or "client") == "cluster":
+        target = self.spark_target()
+        if self.storage_options and target.cluster:
             raise AirflowFailException(
                 f"storage_conn_id {self.storage_conn_id!r} cannot be used in cluster deploy mode: the driver "
                 "runs remotely, and its credentials could only travel on the spark-submit command line. Give "
                 "the cluster its own credentials (instance profile, workload identity, Hadoop settings) and "
                 "drop storage_conn_id"
             )
+        output = _SparkOutput()
+        hook_kwargs, popen_env = self._submit_arguments(operation, table, arguments, token, target)
+        self.spark_submit_hook = _DeltaSparkSubmitHook(line_observer=output.observe, **hook_kwargs)
+        self._submit_and_wait(self.spark_submit_hook, output, operation, table, target, popen_env)
+        return output.result
 
-    def _build_spark_submit_command(self, application: str) -> list[str]:
-        command = super()._build_spark_submit_command(application)
-        # Credentials go into the spark-submit process's environment: never
-        # on its command line (SparkSubmitHook's env_vars become --conf on
-        # YARN and Kubernetes), never in a log line.
-        if self.storage_options:
-            self._env = {**(self._env or {}), **self.storage_options}
-        return command
+    def on_kill(self) -> None:
+        """Stop the running spark-submit (and its driver or application), as SparkSubmitHook does."""
+        if self.spark_submit_hook is not None:
+            self.spark_submit_hook.on_kill()
+        self._run_commands_after_driver()
 
-    def _python_conf(self) -> dict[str, str]:
+    # --- Building the spark-submit ---------------------------------------------
+
+    def spark_target(self) -> SparkTarget:
+        """Master, deploy mode and binary, as SparkSubmitHook reads them from the connection."""
+        kwargs = self.spark_submit_kwargs
+        binary = kwargs.get("spark_binary")
+        try:
+            conn = self.get_connection(self.conn_id)
+        except AirflowException:
+            # SparkSubmitHook's fallback: YARN, deploy mode and binary unset.
+            return SparkTarget(master="yarn", deploy_mode=None, spark_binary=binary or DEFAULT_SPARK_BINARY)
+        if conn.conn_type == "spark" and conn.host and ("://" in conn.host or not conn.port):
+            master = conn.host
+        else:
+            master = f"{conn.conn_type}://{conn.host or ''}"
+        if conn.port:
+            master = f"{master}:{conn.port}"
+        extra = conn.extra_dejson
+        return SparkTarget(
+            master=master,
+            deploy_mode=kwargs.get("deploy_mode") or extra.get("deploy-mode"),
+            spark_binary=binary or extra.get("spark-binary", DEFAULT_SPARK_BINARY),
+            rest_scheme=extra.get("rest-scheme", "http"),
+            rest_port=int(extra.get("rest-port", 6066)),
+        )
+
+    def _submit_arguments(
+        self, operation: str, table: str, arguments: Sequence[str], token: str | None, target: SparkTarget
+    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """SparkSubmitHook's constructor arguments for this run, and the spark-submit process's
+        environment when the hook must set variables of its own (None: SparkSubmitHook's)."""
+        kwargs = dict(self.spark_submit_kwargs)
+        application_args = [operation, table, *arguments]
+        if token:
+            application_args += ["--token", token]
+        shipped = str(build_package_zip(self.package_cache_dir))
+        user_conf = dict(kwargs.get("conf") or {})
+        env_vars = dict(kwargs.get("env_vars") or {})
+        spark_binary = self._spark_binary(target)
+
+        own_env = dict(self.storage_options)
+        spark_home = self._pip_spark_home(spark_binary or target.spark_binary, env_vars)
+        if spark_home is not None:
+            own_env["SPARK_HOME"] = spark_home
+        hook_env_vars, env_conf, popen_env = self._environment(target, env_vars, own_env)
+
+        if target.standalone_cluster:
+            self._commands_after_driver = list(kwargs.pop("post_submit_commands", None) or [])
+        kwargs.update(
+            conn_id=self.conn_id,
+            name=self.name or f"delta-{operation}: {table}",
+            application_args=application_args,
+            py_files=",".join(p for p in (shipped, kwargs.get("py_files")) if p),
+            conf={**self._python_conf(target, user_conf, env_vars), **user_conf, **env_conf},
+            env_vars=hook_env_vars,
+            spark_binary=spark_binary,
+        )
+        return kwargs, popen_env
+
+    @staticmethod
+    def _environment(
+        target: SparkTarget, env_vars: dict[str, Any], own: dict[str, str]
+    ) -> tuple[dict[str, Any] | None, dict[str, str], dict[str, str] | None]:
+        """How ``env_vars`` and the hook's own variables reach spark-submit.
+
+        The hook's own variables (the store's credentials, SPARK_HOME) must
+        reach the process's environment and never its command line. They go
+        as ``submit(env=...)``, a Popen argument, which SparkSubmitHook keeps
+        unless it builds an environment of its own from ``env_vars``. So:
+
+        * no variables of its own: ``env_vars`` as given, all SparkSubmitHook's;
+        * no ``env_vars``, or Kubernetes (where they become
+          ``spark.kubernetes.driverEnv.*`` only): ours in ``submit(env=...)``;
+        * YARN, where ``env_vars`` become ``spark.yarn.appMasterEnv.*`` and
+          the process's environment: both written here, with ours added to
+          the environment only;
+        * elsewhere ``env_vars`` only reach the process's environment (and
+          are refused in standalone cluster mode): ours join them.
+
+        :return: ``env_vars`` for SparkSubmitHook, conf to add, and the
+            environment for ``submit(env=...)`` (None: SparkSubmitHook's).
+        """
+        if not own:
+            return env_vars or None, {}, None
+        if not env_vars or target.kubernetes:
+            return env_vars or None, {}, {**os.environ, **own}
+        if target.yarn:
+            conf = {f"spark.yarn.appMasterEnv.{key}": str(value) for key, value in env_vars.items()}
+            return None, conf, {**os.environ, **{k: str(v) for k, v in env_vars.items()}, **own}
+        return {**env_vars, **own}, {}, None
+
+    @staticmethod
+    def _python_conf(target: SparkTarget, conf: Mapping[str, Any], env_vars: Mapping[str, Any]) -> dict[str, str]:
         """Point the local Python processes at this interpreter unless told otherwise.
 
         In local mode (driver and executors) and client mode (the driver) Spark
@@ -172,35 +403,33 @@ class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
         need not have pyarrow and sqlglot. Remote executors keep the cluster's
         own Python.
         """
-        configured = {**os.environ, **(self._env_vars or {})}
-        if {"spark.pyspark.python", "spark.pyspark.driver.python"} & self._conf.keys() or (
+        configured = {**os.environ, **env_vars}
+        if {"spark.pyspark.python", "spark.pyspark.driver.python"} & conf.keys() or (
             {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"} & configured.keys()
         ):
             return {}
-        if self._connection["master"].startswith("local"):
+        if target.master.startswith("local"):
             return {"spark.pyspark.python": sys.executable}
-        if (self._connection["deploy_mode"] or "client") == "client":
+        if not target.cluster:
             return {"spark.pyspark.driver.python": sys.executable}
         return {}
 
-    def _get_spark_binary_path(self) -> list[str]:
-        # pip's pyspark puts spark-submit beside the interpreter; find it there
-        # when the venv's bin folder is not on PATH.
-        binary = self._connection["spark_binary"]
+    def _spark_binary(self, target: SparkTarget) -> str | None:
+        """``spark_binary`` for SparkSubmitHook: pip's spark-submit beside this
+        interpreter when the binary is not on PATH; else as the user gave it."""
+        given = self.spark_submit_kwargs.get("spark_binary")
+        binary = target.spark_binary
+        # A connection's spark-binary extra stays SparkSubmitHook's to check.
+        if given is None and binary not in ALLOWED_SPARK_BINARIES:
+            return None
         if os.sep not in binary and shutil.which(binary) is None:
             sibling = Path(sys.executable).parent / binary
             if sibling.is_file():
-                binary = str(sibling)
-        return [binary]
+                return str(sibling)
+        return given
 
-    def _build_spark_common_args(self) -> list[str]:
-        args = super()._build_spark_common_args()
-        spark_home = self._pip_spark_home()
-        if spark_home is not None:
-            self._env = {**(self._env or {}), "SPARK_HOME": spark_home}
-        return args
-
-    def _pip_spark_home(self) -> str | None:
+    @staticmethod
+    def _pip_spark_home(binary: str, env_vars: Mapping[str, Any]) -> str | None:
         """SPARK_HOME for pip's spark-submit, when it is the one used and none is set.
 
         pip's launcher finds SPARK_HOME by running ``find_spark_home.py`` with
@@ -208,9 +437,9 @@ class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
         interpreter does: its pyspark folder is the home (found without
         importing pyspark). A spark-submit of a Spark install is left alone.
         """
-        if "SPARK_HOME" in os.environ or "SPARK_HOME" in (self._env_vars or {}):
+        if "SPARK_HOME" in os.environ or "SPARK_HOME" in env_vars:
             return None
-        resolved = shutil.which(self._get_spark_binary_path()[0])
+        resolved = shutil.which(binary)
         if resolved is None or not (Path(resolved).parent / "find_spark_home.py").is_file():
             return None
         spec = importlib.util.find_spec("pyspark")
@@ -220,36 +449,90 @@ class DeltaSparkHook(DeltaOperationMixin, SparkSubmitHook):
 
     # --- Running it ------------------------------------------------------------
 
-    def _submit_and_wait(self, operation: str, table: str) -> None:
+    def _submit_and_wait(
+        self,
+        hook: SparkSubmitHook,
+        output: _SparkOutput,
+        operation: str,
+        table: str,
+        target: SparkTarget,
+        popen_env: dict[str, str] | None,
+    ) -> None:
         """spark-submit, wait for the application, fail with its one-line error."""
         try:
-            self.submit(application_path())
-            if self._should_track_driver_status:
-                # Standalone cluster mode: spark-submit returns at once.
+            driver_id = hook.submit(application_path(), **({} if popen_env is None else {"env": popen_env}))
+            if target.standalone_cluster and driver_id:
+                # spark-submit returned once the driver was submitted (provider >= 6.3).
                 try:
-                    self._start_driver_status_tracking()
+                    self._wait_for_driver(target, driver_id)
                 finally:
-                    self._run_post_submit_commands()
-                if self._driver_status != "FINISHED":
-                    raise AirflowException(f"Spark driver {self._driver_id} ended as {self._driver_status}")
+                    self._run_commands_after_driver()
         except AirflowException as err:
-            line = self._output.error_line
+            line = output.error_line
             if line is None:
                 raise
             message = f"Delta {operation} on {table} failed: {line}"
-            if is_permanent(self._output.error_name):
+            if is_permanent(output.error_name):
                 raise AirflowFailException(message) from err
             raise AirflowException(message) from err
 
-    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        # Spark's output still streams into the task log, line by line, through
-        # the parent; this only watches the lines go by.
-        super()._process_spark_submit_log(self._watch(itr))
+    def _wait_for_driver(self, target: SparkTarget, driver_id: str) -> None:
+        """Poll the standalone master's REST API until the driver ends; fail unless it FINISHED."""
+        import requests
 
-    def _watch(self, itr: Iterator[Any]) -> Iterator[Any]:
-        for raw in itr:
-            self._output.observe(str(raw).strip())
-            yield raw
+        interval = self.spark_submit_kwargs.get("status_poll_interval", 1)
+        hosts = [m.strip().split(":")[0] for m in target.master.removeprefix("spark://").split(",")]
+        missed = 0
+        while True:
+            state = None
+            for host in hosts:
+                url = f"{target.rest_scheme}://{host}:{target.rest_port}/v1/submissions/status/{driver_id}"
+                try:
+                    response = requests.get(url, timeout=30)
+                    response.raise_for_status()
+                    state = response.json().get("driverState")
+                except (requests.RequestException, ValueError) as err:
+                    self.log.warning("Could not read the state of Spark driver %s from %s: %s", driver_id, host, err)
+                    continue
+                if state:
+                    break
+            if state is None:
+                missed += 1
+                if missed > _MAX_MISSED_POLLS:
+                    raise AirflowException(f"Failed to poll the state of Spark driver {driver_id} {missed} times")
+            else:
+                missed = 0
+                self.log.debug("Spark driver %s is %s", driver_id, state)
+                if state in _DRIVER_ENDED:
+                    if state != "FINISHED":
+                        raise AirflowException(f"Spark driver {driver_id} ended as {state}")
+                    return
+            time.sleep(interval)
+
+    def _run_commands_after_driver(self) -> None:
+        """``post_submit_commands`` after a standalone driver, once, as SparkSubmitHook runs them."""
+        commands, self._commands_after_driver = self._commands_after_driver, []
+        for command in commands:
+            try:
+                done = subprocess.run(
+                    shlex.split(command),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    check=False,
+                    timeout=30,
+                )
+                if done.returncode != 0:
+                    self.log.warning("Post-submit command exited with code %d: %s", done.returncode, command)
+            except Exception as err:  # noqa: BLE001 - a post-submit command never fails the task
+                self.log.warning("Post-submit command %s failed: %s", command, err)
 
 
-__all__ = ["OPERATIONS", "DeltaOperationResult", "DeltaSparkHook", "application_path", "operation_token"]
+__all__ = [
+    "OPERATIONS",
+    "DeltaOperationResult",
+    "DeltaSparkHook",
+    "SparkTarget",
+    "application_path",
+    "operation_token",
+]

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import json
+import pkgutil
 import sys
+import time
 from pathlib import Path
 from unittest import mock
 
 import pytest
 from tests.airflow_env import SPARK_TEST_CONF
+from airflow.providers.apache.spark.hooks import spark_submit
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+import airflow_delta_provider
 from airflow_delta_provider.delta.actions.model import TOKEN_TAG
-from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook, application_path, operation_token
+from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook, SparkTarget, application_path, operation_token
 
 POPEN = "airflow.providers.apache.spark.hooks.spark_submit.subprocess.Popen"
 
@@ -135,21 +143,36 @@ def test_failure_without_an_error_line_keeps_spark_submits_message(cache_dir: Pa
         DeltaSparkHook(package_cache_dir=cache_dir).run("vacuum", "/t")
 
 
-def test_delta_spark_connections_are_read_as_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_delta_spark_connections_are_read_as_spark(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_DELTA_LOCAL",
         json.dumps({"conn_type": "delta_spark", "host": "local[1]", "extra": {"deploy-mode": "client"}}),
     )
-    hook = DeltaSparkHook(conn_id="delta_local")
-    assert hook._connection["master"] == "local[1]"
-    assert hook._connection["deploy_mode"] == "client"
+    hook = DeltaSparkHook(conn_id="delta_local", package_cache_dir=cache_dir)
+    assert hook.spark_target() == SparkTarget(master="local[1]", deploy_mode="client", spark_binary="spark-submit")
+    popen = _fake_popen([])
+    with mock.patch(POPEN, popen):
+        hook.run("checkpoint", "/t")
+    argv = popen.call_args.args[0]
+    assert argv[argv.index("--master") + 1] == "local[1]"
+    assert argv[argv.index("--deploy-mode") + 1] == "client"
+    assert f"spark.pyspark.python={sys.executable}" in argv
 
 
-def test_spark_submit_is_found_beside_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not (Path(sys.executable).parent / "spark-submit").is_file():
+def test_spark_submit_is_found_beside_the_interpreter(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
+    sibling = Path(sys.executable).parent / "spark-submit"
+    if not sibling.is_file():
         pytest.skip("pyspark's spark-submit is not installed beside this interpreter")
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert DeltaSparkHook()._get_spark_binary_path() == [str(Path(sys.executable).parent / "spark-submit")]
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    popen = _fake_popen([])
+    with mock.patch(POPEN, popen):
+        DeltaSparkHook(package_cache_dir=cache_dir).run("checkpoint", "/t")
+    assert popen.call_args.args[0][0] == str(sibling)
+    # pip's launcher would look for SPARK_HOME with the python3 on PATH: it is given.
+    import pyspark
+
+    assert popen.call_args.kwargs["env"]["SPARK_HOME"] == str(Path(pyspark.__file__).parent)
 
 
 def _write_commit(log: Path, version: int, actions: list[dict]) -> None:
@@ -233,21 +256,47 @@ def test_real_spark_submit_commits_and_reads_the_result_from_the_log(tmp_path: P
     assert ReaderTable(table).version() == 0
 
 
-def test_on_kill_stops_the_running_spark_submit():
-    """The operator's on_kill reaches the hook, which kills spark-submit."""
+def test_on_kill_stops_the_running_spark_submit(cache_dir: Path) -> None:
+    """The operator's on_kill reaches the running submit, which SparkSubmitHook kills."""
     import subprocess
+    import threading
 
     from airflow_delta_provider.operators.delta import DeltaCheckpointOperator
 
-    op = DeltaCheckpointOperator(task_id="cp", table_path="/t")
-    process = subprocess.Popen(["sleep", "60"])
-    try:
-        op.hook._submit_sp = process
-        op.on_kill()
-        assert process.wait(timeout=10) != 0
-    finally:
-        if process.poll() is None:
-            process.kill()
+    real_popen = subprocess.Popen
+    started: list[subprocess.Popen] = []
+
+    def spark_submit(argv, **kwargs):
+        started.append(real_popen(["sleep", "60"], **kwargs))
+        return started[-1]
+
+    op = DeltaCheckpointOperator(task_id="cp", table_path="/t", hook_params={"package_cache_dir": cache_dir})
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            op.hook.run("checkpoint", "/t")
+        except BaseException as err:  # noqa: BLE001 - the thread hands it to the test
+            failed.append(err)
+
+    with mock.patch(POPEN, side_effect=spark_submit):
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            for _ in range(200):
+                if started:
+                    break
+                time.sleep(0.05)
+            assert started, "spark-submit was not started"
+            op.on_kill()
+            thread.join(timeout=10)
+        finally:
+            for process in started:
+                if process.poll() is None:
+                    process.kill()
+    assert not thread.is_alive()
+    assert started[0].wait(timeout=10) != 0
+    assert len(failed) == 1 and isinstance(failed[0], AirflowException)
 
 
 # --- store credentials (storage_conn_id) ---------------------------------------------
@@ -259,9 +308,7 @@ def test_store_credentials_travel_in_the_environment_only(cache_dir: Path, monke
     env_vars into --conf arguments), the secret is in the process environment
     and nowhere on the command line."""
     secret = "s3cr3t-" + "x" * 12
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": secret})
-    )
+    monkeypatch.setenv("AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": secret}))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": master}))
     printed = {"table": "s3://b/t", "operation": "CHECKPOINT", "version": 1, "metrics": {}}
     popen = _fake_popen([json.dumps(printed)])
@@ -285,3 +332,279 @@ def test_store_credentials_are_refused_in_cluster_deploy_mode(cache_dir: Path, m
     with mock.patch(POPEN, popen), pytest.raises(AirflowFailException, match="cluster deploy mode"):
         hook.run("checkpoint", "s3://b/t")
     popen.assert_not_called()
+
+
+@pytest.mark.parametrize("master", ["local[2]", "yarn"])
+def test_store_credentials_and_env_vars_together(cache_dir: Path, monkeypatch, master: str) -> None:
+    """With env_vars of the user's own, the secret still reaches the environment
+    only, and env_vars keep SparkSubmitHook's meaning (on YARN: appMasterEnv conf)."""
+    secret = "s3cr3t-" + "y" * 12
+    monkeypatch.setenv("AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "AKIA1", "password": secret}))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": master}))
+    popen = _fake_popen([])
+    hook = DeltaSparkHook(
+        conn_id="spark_test", storage_conn_id="my_s3", env_vars={"MY_FLAG": "1"}, package_cache_dir=cache_dir
+    )
+    with mock.patch(POPEN, popen):
+        hook.run("checkpoint", "s3://b/t")
+    argv = popen.call_args.args[0]
+    env = popen.call_args.kwargs["env"]
+    assert not any(secret in arg for arg in argv)
+    assert env["AWS_SECRET_ACCESS_KEY"] == secret and env["MY_FLAG"] == "1"
+    if master == "yarn":
+        assert "spark.yarn.appMasterEnv.MY_FLAG=1" in argv
+    else:
+        assert not any("MY_FLAG" in arg for arg in argv)
+
+
+def test_env_vars_alone_are_spark_submit_hooks(cache_dir: Path, monkeypatch) -> None:
+    """Without variables of the hook's own, env_vars go to SparkSubmitHook untouched."""
+    monkeypatch.setenv("SPARK_HOME", "/opt/spark")  # no SPARK_HOME of the hook's own
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    popen = _fake_popen([])
+    with mock.patch(POPEN, popen):
+        DeltaSparkHook(conn_id="spark_test", env_vars={"MY_FLAG": "1"}, package_cache_dir=cache_dir).run(
+            "checkpoint", "/t"
+        )
+    assert "spark.yarn.appMasterEnv.MY_FLAG=1" in popen.call_args.args[0]
+    assert popen.call_args.kwargs["env"]["MY_FLAG"] == "1"
+
+
+@pytest.mark.parametrize("argument", ["track_driver_via_k8s_api", "yarn_track_via_rm_api"])
+def test_arguments_that_end_the_submit_early_are_refused(argument: str) -> None:
+    with pytest.raises(ValueError, match=argument):
+        DeltaSparkHook(**{argument: True})
+
+
+def test_unknown_arguments_are_refused_when_the_hook_is_built() -> None:
+    with pytest.raises(TypeError, match="executor_mem"):
+        DeltaSparkHook(executor_mem="1g")
+
+
+# --- Spark standalone, cluster deploy mode --------------------------------------
+
+
+def _driver_state(*states: str):
+    replies = iter(states)
+
+    def get(url: str, timeout: float):
+        response = mock.MagicMock()
+        response.json.return_value = {"action": "SubmissionStatusResponse", "driverState": next(replies)}
+        get.urls.append(url)
+        return response
+
+    get.urls = []
+    return get
+
+
+@pytest.mark.parametrize(("states", "fails"), [(("RUNNING", "FINISHED"), False), (("RUNNING", "FAILED"), True)])
+def test_a_standalone_cluster_driver_is_waited_for(cache_dir: Path, monkeypatch, states, fails) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_STANDALONE",
+        json.dumps({"conn_type": "spark", "host": "spark://m1", "port": 7077, "extra": {"deploy-mode": "cluster"}}),
+    )
+    popen = _fake_popen(["INFO Client: Driver successfully submitted as driver-20260101000000-0001"])
+    get = _driver_state(*states)
+    hook = DeltaSparkHook(
+        conn_id="spark_standalone",
+        status_poll_interval=0,
+        post_submit_commands=["true"],
+        package_cache_dir=cache_dir,
+    )
+    ran: list[list[str]] = []
+    real_run = __import__("subprocess").run
+    with (
+        mock.patch(POPEN, popen),
+        mock.patch("requests.get", get),
+        mock.patch("subprocess.run", side_effect=lambda cmd, **kw: ran.append(cmd) or real_run(cmd, **kw)),
+    ):
+        if fails:
+            with pytest.raises(AirflowException, match="driver-20260101000000-0001 ended as FAILED"):
+                hook.run("vacuum", "/t")
+        else:
+            hook.run("vacuum", "/t")
+        hook.on_kill()  # the post-submit commands already ran: not again
+    assert get.urls == ["http://m1:6066/v1/submissions/status/driver-20260101000000-0001"] * 2
+    assert ran == [["true"]]
+    argv = popen.call_args_list[0].args[0]
+    assert argv[argv.index("--master") + 1] == "spark://m1:7077"
+    assert not any(arg.startswith("spark.pyspark") for arg in argv)  # a remote driver: the cluster's Python
+
+
+# --- How the connection is read: the same as SparkSubmitHook -------------------
+
+
+@pytest.mark.parametrize(
+    ("conn", "kwargs"),
+    [
+        ({"conn_type": "spark", "host": "local[*]"}, {}),
+        ({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster", "queue": "q"}}, {}),
+        ({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}, {"deploy_mode": "client"}),
+        ({"conn_type": "spark", "host": "spark://m1", "port": 7077, "extra": {"spark-binary": "spark3-submit"}}, {}),
+        ({"conn_type": "spark", "host": "m1", "port": 7077}, {"spark_binary": "/opt/spark/bin/spark-submit"}),
+        ({"conn_type": "spark", "host": "k8s://https://k8s:443", "extra": {"deploy-mode": "cluster"}}, {}),
+        ({"conn_type": "delta_spark", "host": "local[1]", "extra": {"deploy-mode": "client"}}, {}),
+        (None, {"deploy_mode": "client"}),
+    ],
+)
+def test_the_connection_is_read_as_spark_submit_hook_reads_it(monkeypatch, conn, kwargs) -> None:
+    """SparkTarget repeats SparkSubmitHook's documented reading of a connection,
+    which it keeps private; if the provider ever reads one differently, this fails."""
+    from airflow_delta_provider.hooks.delta_spark import _DeltaSparkSubmitHook
+
+    if conn is not None:
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_READ", json.dumps(conn))
+    target = DeltaSparkHook(conn_id="spark_read", **kwargs).spark_target()
+    try:
+        upstream = _DeltaSparkSubmitHook(line_observer=lambda line: None, conn_id="spark_read", **kwargs)
+    except (RuntimeError, NameError):  # NameError: how 6.3 says it
+        pytest.skip("Kubernetes masters need apache-airflow-providers-cncf-kubernetes")
+    resolved = upstream._connection  # read in a test only, to compare
+    assert (target.master, target.deploy_mode, target.spark_binary) == (
+        resolved["master"],
+        resolved["deploy_mode"],
+        resolved["spark_binary"],
+    )
+    assert target.standalone_cluster == upstream._should_track_driver_status
+
+
+# --- SparkSubmitHook's private API stays private ---------------------------------
+
+
+def _spark_submit_private_names() -> set[str]:
+    """Every private name of SparkSubmitHook: its class members and the attributes it assigns."""
+    names = {n for n in dir(SparkSubmitHook) if n.startswith("_") and not n.endswith("__")}
+    tree = ast.parse(inspect.getsource(spark_submit))
+    names |= {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr.startswith("_")
+        and not node.attr.endswith("__")
+    }
+    return names
+
+
+def _package_modules() -> list[str]:
+    root = Path(airflow_delta_provider.__file__).parent
+    return [
+        info.name
+        for info in pkgutil.walk_packages([str(root)], prefix="airflow_delta_provider.")
+        if not info.name.endswith("__main__")
+    ]
+
+
+def _spark_submit_subclasses() -> list[type]:
+    subclasses = []
+    for module_name in _package_modules():
+        module = importlib.import_module(module_name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module_name and issubclass(cls, SparkSubmitHook):
+                subclasses.append(cls)
+    return subclasses
+
+
+def _private_overrides(classes: list[type]) -> list[str]:
+    """The private members that SparkSubmitHook subclasses define (dunders aside)."""
+    return sorted(
+        f"{cls.__module__}.{cls.__qualname__}.{name}"
+        for cls in classes
+        if issubclass(cls, SparkSubmitHook)
+        for name in vars(cls)
+        if name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    )
+
+
+def _private_assignments(tree: ast.AST, where: str, subclass_names: set[str], in_hooks: bool) -> list[str]:
+    """Where ``tree`` assigns a name private to SparkSubmitHook on another object, or
+    any private attribute on ``self`` in a SparkSubmitHook subclass; in the hooks,
+    also where it reads one."""
+    private = _spark_submit_private_names()
+    found: list[str] = []
+
+    def check(node: ast.AST, in_subclass: bool) -> None:
+        if isinstance(node, ast.ClassDef):
+            in_subclass = node.name in subclass_names or any(
+                isinstance(base, ast.Name) and base.id == "SparkSubmitHook" for base in node.bases
+            )
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and name.value in private:
+                found.append(f"{where}:{node.lineno} {node.func.id} {name.value}")
+        elif in_hooks and isinstance(node, ast.Attribute) and node.attr in private:
+            found.append(f"{where}:{node.lineno} reads {node.attr}")
+        for target in targets:
+            for sub in ast.walk(target):
+                if not isinstance(sub, ast.Attribute) or not sub.attr.startswith("_"):
+                    continue
+                on_self = isinstance(sub.value, ast.Name) and sub.value.id == "self"
+                if (on_self and in_subclass) or (not on_self and sub.attr in private):
+                    found.append(f"{where}:{sub.lineno} assigns {sub.attr}")
+        for child in ast.iter_child_nodes(node):
+            check(child, in_subclass)
+
+    check(tree, False)
+    return found
+
+
+def test_no_class_overrides_a_private_member_of_spark_submit_hook() -> None:
+    """A SparkSubmitHook subclass in the package defines public members only:
+    none of SparkSubmitHook's private ones, nor private ones that it might add."""
+    subclasses = _spark_submit_subclasses()
+    assert _private_overrides(subclasses) == []
+    assert DeltaSparkHook not in subclasses  # it holds one, per run
+
+
+def test_no_module_assigns_a_private_attribute_of_spark_submit_hook() -> None:
+    """Nowhere in the package is a name private to SparkSubmitHook assigned on
+    another object (``hook._conf = ...``, ``setattr(hook, "_env", ...)``,
+    ``del hook._name``), nor any private attribute on ``self`` in a
+    SparkSubmitHook subclass. In the hooks, not even read."""
+    assert {"_conf", "_env", "_connection", "_submit_sp", "_process_spark_submit_log"} <= _spark_submit_private_names()
+    subclass_names = {cls.__name__ for cls in _spark_submit_subclasses()}
+    root = Path(airflow_delta_provider.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = str(path.relative_to(root))
+        found += _private_assignments(
+            ast.parse(path.read_text(), where), where, subclass_names, path.parent.name == "hooks"
+        )
+    assert found == []
+
+
+def test_the_private_api_checks_find_what_the_old_hook_did() -> None:
+    """Fed the overrides and assignments the hook once made, both checks report them."""
+
+    class Old(SparkSubmitHook):
+        def _process_spark_submit_log(self, itr):  # pragma: no cover - never run
+            return super()._process_spark_submit_log(itr)
+
+    assert _private_overrides([Old]) == [f"{__name__}.{Old.__qualname__}._process_spark_submit_log"]
+    old = ast.parse(
+        "class Old(DeltaOperationMixin, SparkSubmitHook):\n"
+        "    def _prepare(self):\n"
+        "        self._application_args = []\n"
+        "        self._delta_own = 1\n"
+        "class Holder:\n"
+        "    def run(self, hook):\n"
+        "        hook._conf['x'] = 1\n"
+        "        hook._env = {}\n"
+        "        setattr(hook, '_name', 'n')\n"
+        "        self._name = 'mine'\n"
+        "        return hook._connection\n"
+    )
+    assert _private_assignments(old, "old.py", set(), in_hooks=False) == [
+        "old.py:3 assigns _application_args",
+        "old.py:4 assigns _delta_own",
+        "old.py:7 assigns _conf",
+        "old.py:8 assigns _env",
+        "old.py:9 setattr _name",
+    ]
+    assert "old.py:11 reads _connection" in _private_assignments(old, "old.py", set(), in_hooks=True)
