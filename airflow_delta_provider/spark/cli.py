@@ -73,12 +73,6 @@ def _as_request(args: OperationRequest | argparse.Namespace) -> OperationRequest
     return args
 
 
-def needs_spark(request: OperationRequest | argparse.Namespace) -> bool:
-    """Whether the command needs a Spark session: all but CHECKPOINT, RESTORE
-    and ALTER, unless ALTER adds a CHECK constraint."""
-    return _as_request(request).needs_spark()
-
-
 def main(
     argv: Sequence[str] | None = None,
     session_factory: Callable[[dict[str, str]], Any] | None = None,
@@ -265,7 +259,6 @@ __all__ = [
     "build_parser",
     "execute",
     "main",
-    "needs_spark",
     "parse_request",
     "spark_error_records",
     "spark_input_error",
