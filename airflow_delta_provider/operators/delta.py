@@ -591,7 +591,7 @@ def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(key), str(value)) for key, value in mapping.items())
 
 
-def _number(value: Any, name: str, kind: type[int] | type[float] = int) -> Any:
+def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
     """``value`` (a number, or the text a template rendered) as ``kind``; None stays None."""
     if value is None:
         return None

@@ -38,7 +38,11 @@ from airflow_delta_provider.requests.operations import (
     UpdateRequest,
     VacuumRequest,
 )
-from airflow_delta_provider.requests.parser import build_parser, parse_request, request_from_namespace
+from airflow_delta_provider.requests.parser import (
+    build_parser,
+    parse_request,
+    request_from_namespace,
+)
 
 __all__ = [
     "APPEND_FORMATS",

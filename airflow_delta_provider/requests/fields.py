@@ -128,7 +128,7 @@ def joined(*, help: str | None = None, flag: str | None = None, metavar: str | N
     return _field(Argument(JOINED, help=help, flag=flag, metavar=metavar), ())
 
 
-def number_text(value: float | int) -> str:
+def number_text(value: float) -> str:
     """A number as the command line spells it: ``0`` and ``48`` for whole floats, else ``repr``."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))

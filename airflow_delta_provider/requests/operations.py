@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+
 from airflow_delta_provider.requests.base import OperationRequest
 from airflow_delta_provider.requests.fields import (
     joined,

@@ -27,7 +27,12 @@ from airflow_delta_provider.operators.delta import (
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
-from airflow_delta_provider.requests import REQUESTS, DeleteRequest, OperationRequest, RestoreRequest
+from airflow_delta_provider.requests import (
+    REQUESTS,
+    DeleteRequest,
+    OperationRequest,
+    RestoreRequest,
+)
 from airflow_delta_provider.spark.cli import parse_request
 
 TOKEN = "dag/task/run/-1"
