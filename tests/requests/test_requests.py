@@ -249,3 +249,21 @@ def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_templated_arguments_reach_the_request_once_rendered() -> None:
+    """Templates render as before (same template_fields); execute() builds the request from the rendered values."""
+    changes = DeltaChangesOperator(
+        task_id="c", table_path="{{ params.root }}/t", start_version="{{ params.start }}", output_path="/o"
+    )
+    update = DeltaUpdateOperator(
+        task_id="u", table_path="/t", updates={"status": "'{{ params.status }}'"}, condition="day = '{{ ds }}'"
+    )
+    context: Any = {"params": {"root": "/lake", "start": 3, "status": "late"}, "ds": "2026-11-27"}
+    for operator in (changes, update):
+        operator.render_template_fields(context)
+    assert (changes.request().table, changes.request().start) == ("/lake/t", 3)
+    assert update.request().set_exprs == (("status", "'late'"),)
+    assert update.request().condition == "day = '2026-11-27'"
+    for request in (changes.request(TOKEN), update.request(TOKEN)):
+        assert parse_request(request.to_argv()) == request
