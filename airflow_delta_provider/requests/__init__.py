@@ -5,11 +5,11 @@ application's argv; the application parses that argv back into an equal
 request and runs the command the request's type maps to.
 
 - :mod:`.fields`: how a field is spelled on the command line (dataclass metadata);
-- :mod:`.base`: :class:`OperationRequest`, the fields every operation has,
-  and the request <-> argv round trip;
-- :mod:`.operations`: one dataclass per operation, and the lists derived from
+- :mod:`.base`: :class:`OperationRequest`, the fields every operation has
+  (``--io`` takes one of :data:`IO_MODES`), and the request <-> argv round trip;
+- :mod:`.operations`: one dataclass per operation, the lists derived from
   them (:data:`OPERATIONS`, :data:`PYTHON_ENGINE_OPERATIONS`) and the choices
-  of their options (:data:`IO_MODES`, :data:`CHANGES_OUTPUT_FORMATS`, ...);
+  of their options (:data:`CHANGES_OUTPUT_FORMATS`, ...);
 - :mod:`.parser`: the argparse parser generated from the dataclasses.
 
 This is the package's lowest layer: it imports the standard library only

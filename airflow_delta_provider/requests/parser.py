@@ -56,8 +56,8 @@ def parse_request(argv: Sequence[str], parser: argparse.ArgumentParser | None = 
 
 def _add_fields(command: argparse.ArgumentParser, request_class: type[OperationRequest]) -> None:
     group = command.add_mutually_exclusive_group(required=True) if request_class.exactly_one_of else None
-    for field in (*request_class.common_fields()[:1], *request_class.operation_fields(),
-                  *request_class.common_fields()[1:]):  # fmt: skip
+    table, *common = request_class.common_fields()
+    for field in (table, *request_class.operation_fields(), *common):  # --help lists the operation's own first
         target = group if group is not None and field.name in request_class.exactly_one_of else command
         _add_field(target, field)
 
