@@ -30,10 +30,9 @@ from airflow.sdk.bases.hook import BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, is_permanent
+from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.utils.package_zip import build_package_zip
 
-#: Operations that can run with no Spark at all (``engine="python"``).
-PYTHON_ENGINE_OPERATIONS = ("checkpoint", "alter", "vacuum", "restore")
 #: The connection type of a Spark Connect server (apache-airflow-providers-apache-spark's).
 SPARK_CONNECT_CONN_TYPE = "spark_connect"
 

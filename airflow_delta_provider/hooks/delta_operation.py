@@ -22,25 +22,13 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from airflow_delta_provider.requests import OPERATIONS
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_delta_provider.delta.actions.model import CommitInfo
 
-#: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
-OPERATIONS = (
-    "update",
-    "delete",
-    "append",
-    "merge",
-    "checkpoint",
-    "vacuum",
-    "reorg",
-    "optimize",
-    "alter",
-    "restore",
-    "changes",
-)
 
 #: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
 CLOCK_SKEW = timedelta(hours=1)

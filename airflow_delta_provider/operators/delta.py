@@ -1,7 +1,8 @@
 """Operators that change a Delta table, each as one Spark application.
 
-They are thin: each turns its arguments into the Spark CLI's options, and a
-hook runs them:
+They are thin: each turns its arguments into its request (one frozen
+dataclass per operation, :mod:`airflow_delta_provider.requests`), whose argv
+the Spark application parses back into the same request; a hook runs it:
 
 - :class:`~airflow_delta_provider.hooks.delta_spark.DeltaSparkHook`, one
   spark-submit, when ``conn_id`` is a ``spark`` connection (the default);
@@ -27,21 +28,35 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseHook, BaseOperator
 
-from airflow_delta_provider.hooks.delta_in_process import (
-    PYTHON_ENGINE_OPERATIONS,
-    SPARK_CONNECT_CONN_TYPE,
-    DeltaInProcessHook,
-)
+from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
+from airflow_delta_provider.requests import (
+    APPEND_FORMATS,
+    APPEND_MODES,
+    CHANGES_OUTPUT_FORMATS,
+    IO_MODES,
+    MERGE_SOURCE_FORMATS,
+    PYTHON_ENGINE_OPERATIONS,
+    AlterRequest,
+    AppendRequest,
+    ChangesRequest,
+    CheckpointRequest,
+    DeleteRequest,
+    MergeRequest,
+    OperationRequest,
+    OptimizeRequest,
+    ReorgRequest,
+    RestoreRequest,
+    UpdateRequest,
+    VacuumRequest,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 #: XCom key under which each operator pushes the committed version.
 VERSION_XCOM_KEY = "version"
-#: Values of ``io`` (the Spark CLI's ``--io``).
-IO_MODES = ("auto", "hadoop", "arrow")
 #: Values of ``engine``: Spark (spark-submit or Spark Connect, by the connection), or none.
 ENGINES = ("spark", "python")
 #: Arguments that size or shape a spark-submit, and mean nothing over Spark Connect.
@@ -99,12 +114,19 @@ class DeltaSparkOperator(BaseOperator):
     (``executor_memory``, ``env_vars``, ...) are ignored with a warning.
     """
 
-    #: The Spark CLI command this operator runs.
+    #: The request this operator builds (one frozen dataclass per operation).
+    request_class: ClassVar[type[OperationRequest]]
+    #: The Spark CLI command this operator runs: its request's operation.
     operation: ClassVar[str]
 
     template_fields: Sequence[str] = ("table_path", "conf", "env_vars", "name")
     template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "env_vars": "json"}
     ui_color = "#9fe3f5"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "request_class" in cls.__dict__:
+            cls.operation = cls.request_class.operation
 
     def __init__(
         self,
@@ -157,9 +179,19 @@ class DeltaSparkOperator(BaseOperator):
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
 
+    def request(self, token: str | None = None) -> OperationRequest:
+        """The request of this task, from its (rendered) arguments; ``token`` names its change."""
+        return self.request_class(
+            table=self.table_path, io=self.io, debug=self.debug, token=token, **self._request_fields()
+        )
+
+    def _request_fields(self) -> dict[str, Any]:
+        """The operation's own fields of the request, from the operator's arguments."""
+        raise NotImplementedError
+
     def cli_arguments(self) -> list[str]:
         """The Spark CLI's options for this operation (after the table path)."""
-        raise NotImplementedError
+        return self.request().operation_arguments()
 
     @cached_property
     def hook(self) -> DeltaSparkHook | DeltaInProcessHook:
@@ -204,11 +236,13 @@ class DeltaSparkOperator(BaseOperator):
         ti = context["ti"]
         token = operation_token(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         dag_run = context.get("dag_run")
+        request = self.request(token)
+        # The hook runs [operation, table, *arguments, "--token", token]: request.to_argv().
         result = self.hook.run(
-            self.operation,
-            self.table_path,
-            [*self.cli_arguments(), "--io", self.io, *_flag("--debug", self.debug)],
-            token=token,
+            request.operation,
+            request.table,
+            request.arguments(),
+            token=request.token,
             not_before=getattr(dag_run, "start_date", None),
         )
         if result["version"] is None:
@@ -257,7 +291,7 @@ class DeltaUpdateOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    operation = "update"
+    request_class = UpdateRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "updates", "condition")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -272,11 +306,8 @@ class DeltaUpdateOperator(DeltaSparkOperator):
         self.updates = dict(updates)
         self.condition = condition
 
-    def cli_arguments(self) -> list[str]:
-        args = _option("--condition", self.condition)
-        for column, expression in self.updates.items():
-            args += ["--set", f"{column}={expression}"]
-        return args
+    def _request_fields(self) -> dict[str, Any]:
+        return {"condition": self.condition, "set_exprs": _pairs(self.updates)}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {"assignments": self.updates, "condition": self.condition}}
@@ -288,7 +319,7 @@ class DeltaDeleteOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    operation = "delete"
+    request_class = DeleteRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "condition")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -299,8 +330,8 @@ class DeltaDeleteOperator(DeltaSparkOperator):
         super().__init__(**kwargs)
         self.condition = condition
 
-    def cli_arguments(self) -> list[str]:
-        return _option("--condition", self.condition)
+    def _request_fields(self) -> dict[str, Any]:
+        return {"condition": self.condition}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {"condition": self.condition, "deletes": True}}
@@ -332,7 +363,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         ``delta.identity.allowExplicitInsert``); the source may leave those out.
     """
 
-    operation = "append"
+    request_class = AppendRequest
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
@@ -341,8 +372,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "options",
         "table_properties",
     )
-    _FORMATS = ("parquet", "csv", "json", "delta")
-    _MODES = ("append", "overwrite")
+    _FORMATS = APPEND_FORMATS
+    _MODES = APPEND_MODES
 
     def __init__(
         self,
@@ -381,22 +412,21 @@ class DeltaAppendOperator(DeltaSparkOperator):
             table_schema if table_schema is None or isinstance(table_schema, str) else dict(table_schema)
         )
 
-    def cli_arguments(self) -> list[str]:
-        args = ["--source", self.source, "--format", self.source_format, "--mode", self.mode]
-        if self.table_schema is not None:
-            text = self.table_schema if isinstance(self.table_schema, str) else json.dumps(self.table_schema)
-            args += ["--table-schema", text]
-        args += _flag("--merge-schema", self.merge_schema)
-        args += _flag("--overwrite-schema", self.overwrite_schema)
-        for column in self.partition_by:
-            args += ["--partition-by", column]
-        if self.txn_app_id is not None:
-            args += ["--txn-app-id", self.txn_app_id, "--txn-version", str(self.txn_version)]
-        for key, value in self.options.items():
-            args += ["--option", f"{key}={value}"]
-        for key, value in self.table_properties.items():
-            args += ["--property", f"{key}={value}"]
-        return args
+    def _request_fields(self) -> dict[str, Any]:
+        schema = self.table_schema
+        return {
+            "source": self.source,
+            "format": self.source_format,
+            "mode": self.mode,
+            "table_schema": schema if schema is None or isinstance(schema, str) else json.dumps(schema),
+            "merge_schema": bool(self.merge_schema),
+            "overwrite_schema": bool(self.overwrite_schema),
+            "partition_by": tuple(str(column) for column in self.partition_by),
+            "txn_app_id": self.txn_app_id,
+            "txn_version": _number(self.txn_version, "txn_version"),
+            "options": _pairs(self.options),
+            "table_properties": _pairs(self.table_properties),
+        }
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {
@@ -433,7 +463,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
     :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
     """
 
-    operation = "merge"
+    request_class = MergeRequest
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
@@ -447,7 +477,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
         "on": "sql",
         "clauses": "json",
     }
-    _FORMATS = ("parquet", "csv", "json", "orc", "delta")
+    _FORMATS = MERGE_SOURCE_FORMATS
 
     def __init__(
         self,
@@ -486,16 +516,18 @@ class DeltaMergeOperator(DeltaSparkOperator):
         self.merge_schema = merge_schema
         self.options = dict(options or {})
 
-    def cli_arguments(self) -> list[str]:
-        clauses = self.clauses if isinstance(self.clauses, str) else json.dumps(list(self.clauses))
-        args = ["--source", self.source, "--source-format", self.source_format, "--on", self.on, "--clauses", clauses]
-        args += ["--target-alias", self.target_alias, "--source-alias", self.source_alias]
-        if self.source_version not in (None, ""):
-            args += ["--source-version", str(int(self.source_version))]  # type: ignore[arg-type]
-        args += _flag("--merge-schema", self.merge_schema)
-        for key, value in self.options.items():
-            args += ["--option", f"{key}={value}"]
-        return args
+    def _request_fields(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "source_format": self.source_format,
+            "on": self.on,
+            "clauses": self.clauses if isinstance(self.clauses, str) else json.dumps(list(self.clauses)),
+            "target_alias": self.target_alias,
+            "source_alias": self.source_alias,
+            "source_version": None if self.source_version == "" else _number(self.source_version, "source_version"),
+            "merge_schema": bool(self.merge_schema),
+            "source_options": _pairs(self.options),
+        }
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}, "source": self.source, "source_format": self.source_format, "joins_source": True}
@@ -510,14 +542,14 @@ class DeltaCheckpointOperator(DeltaSparkOperator):
         table's log retention (``delta.logRetentionDuration``).
     """
 
-    operation = "checkpoint"
+    request_class = CheckpointRequest
 
     def __init__(self, *, cleanup_logs: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cleanup_logs = cleanup_logs
 
-    def cli_arguments(self) -> list[str]:
-        return _flag("--cleanup-logs", self.cleanup_logs)
+    def _request_fields(self) -> dict[str, Any]:
+        return {"cleanup_logs": bool(self.cleanup_logs)}
 
 
 class DeltaVacuumOperator(DeltaSparkOperator):
@@ -530,7 +562,7 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         (delta-spark's ``retentionDurationCheck``).
     """
 
-    operation = "vacuum"
+    request_class = VacuumRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "retention_hours")
 
     def __init__(
@@ -546,19 +578,27 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         self.dry_run = dry_run
         self.retention_check = retention_check
 
-    def cli_arguments(self) -> list[str]:
-        args = _option("--retention-hours", None if self.retention_hours is None else str(self.retention_hours))
-        args += _flag("--dry-run", self.dry_run)
-        args += _flag("--no-retention-check", not self.retention_check)
-        return args
+    def _request_fields(self) -> dict[str, Any]:
+        return {
+            "retention_hours": _number(self.retention_hours, "retention_hours", float),
+            "dry_run": bool(self.dry_run),
+            "enforce_retention": bool(self.retention_check),
+        }
 
 
-def _option(name: str, value: str | None) -> list[str]:
-    return [] if value is None else [name, value]
+def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A mapping as the request's ``K=V`` pairs (values as their text)."""
+    return tuple((str(key), str(value)) for key, value in mapping.items())
 
 
-def _flag(name: str, on: bool) -> list[str]:
-    return [name] if on else []
+def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
+    """``value`` (a number, or the text a template rendered) as ``kind``; None stays None."""
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, not {value!r}") from None
 
 
 class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
@@ -570,7 +610,7 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
         this share of their rows (default 0: every file with a vector).
     """
 
-    operation = "reorg"
+    request_class = ReorgRequest
 
     def __init__(self, *, min_deleted_ratio: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -578,8 +618,8 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
             raise ValueError(f"min_deleted_ratio must be at least 0 and below 1, not {min_deleted_ratio!r}")
         self.min_deleted_ratio = float(min_deleted_ratio)
 
-    def cli_arguments(self) -> list[str]:
-        return ["--purge", "--min-deleted-ratio", str(self.min_deleted_ratio)]
+    def _request_fields(self) -> dict[str, Any]:
+        return {"min_deleted_ratio": self.min_deleted_ratio}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten
@@ -607,7 +647,7 @@ class DeltaChangesOperator(DeltaSparkOperator):
         (``parquet`` only with ``io="arrow"``).
     """
 
-    operation = "changes"
+    request_class = ChangesRequest
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "start_version",
@@ -632,11 +672,13 @@ class DeltaChangesOperator(DeltaSparkOperator):
         self.output_path = output_path
         self.output_format = output_format
 
-    def cli_arguments(self) -> list[str]:
-        args = ["--start", str(_version(self.start_version, "start_version"))]
-        if self.end_version not in (None, ""):
-            args += ["--end", str(_version(self.end_version, "end_version"))]
-        return [*args, "--output", self.output_path, "--output-format", self.output_format]
+    def _request_fields(self) -> dict[str, Any]:
+        return {
+            "start": _version(self.start_version, "start_version"),
+            "end": None if self.end_version in (None, "") else _version(self.end_version, "end_version"),
+            "output": self.output_path,
+            "output_format": self.output_format,
+        }
 
     def execute(self, context: Context) -> DeltaOperationResult:
         result = super().execute(context)
@@ -655,10 +697,6 @@ class DeltaChangesOperator(DeltaSparkOperator):
 
         version = None if result is None else result.get("version")
         return changes_lineage(self.table_path, self.output_path, version, lambda: self.hook.storage_options)
-
-
-#: Values of :class:`DeltaChangesOperator`'s ``output_format``.
-CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 
 
 def _version(value: int | str, name: str) -> int:
@@ -705,7 +743,7 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         then need column mapping support (reader version 2).
     """
 
-    operation = "alter"
+    request_class = AlterRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -722,8 +760,8 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         self.change = dict(change)
         self.enable_column_mapping = enable_column_mapping
 
-    def cli_arguments(self) -> list[str]:
-        return ["--change", json.dumps(self.change), *_flag("--enable-column-mapping", self.enable_column_mapping)]
+    def _request_fields(self) -> dict[str, Any]:
+        return {"change": json.dumps(self.change), "enable_column_mapping": bool(self.enable_column_mapping)}
 
 
 class DeltaRestoreOperator(DeltaSparkOperator):
@@ -739,7 +777,7 @@ class DeltaRestoreOperator(DeltaSparkOperator):
         this time (ISO 8601; UTC unless it has a zone). (templated)
     """
 
-    operation = "restore"
+    request_class = RestoreRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "version", "timestamp")
 
     def __init__(self, *, version: int | str | None = None, timestamp: str | None = None, **kwargs: Any) -> None:
@@ -749,10 +787,10 @@ class DeltaRestoreOperator(DeltaSparkOperator):
         self.version = version
         self.timestamp = timestamp
 
-    def cli_arguments(self) -> list[str]:
+    def _request_fields(self) -> dict[str, Any]:
         if self.version is not None:
-            return ["--version", str(self.version)]
-        return ["--timestamp", str(self.timestamp)]
+            return {"version": _version(self.version, "version")}
+        return {"timestamp": str(self.timestamp)}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the table, from an earlier version of itself
@@ -775,7 +813,7 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         partition columns). (templated)
     """
 
-    operation = "optimize"
+    request_class = OptimizeRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "zorder_by")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -797,14 +835,13 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         self.target_size = target_size
         self.zorder_by = zorder_by  # a list, or one string of comma-separated names (templates render strings)
 
-    def cli_arguments(self) -> list[str]:
-        args = _option("--where", self.where)
-        args += _option("--target-size", None if self.target_size is None else str(int(self.target_size)))
-        columns = self.zorder_by.split(",") if isinstance(self.zorder_by, str) else list(self.zorder_by or [])
-        columns = [c.strip() for c in columns if c.strip()]
-        if columns:
-            args += ["--zorder-by", ",".join(columns)]
-        return args
+    def _request_fields(self) -> dict[str, Any]:
+        names = self.zorder_by.split(",") if isinstance(self.zorder_by, str) else list(self.zorder_by or [])
+        return {
+            "where": self.where,
+            "target_size": _number(self.target_size, "target_size"),
+            "zorder_by": tuple(str(name).strip() for name in names if str(name).strip()),
+        }
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten

@@ -9,7 +9,7 @@ instead (an Airflow task's):
   log and commits from this process. No JVM starts here, and nothing Connect
   lacks is used: no SparkContext, no RDD, no py4j.
 - **No Spark** (``remote=None``), for the commands that need none
-  (:data:`~.cli.PYTHON_ENGINE_COMMANDS`: CHECKPOINT, ALTER, RESTORE and VACUUM):
+  (:data:`~airflow_delta_provider.requests.PYTHON_ENGINE_OPERATIONS`: CHECKPOINT, ALTER, RESTORE and VACUUM):
   the core alone. They open no Connect session either.
 
 :class:`InProcessCommand` returns what the CLI would print, as a dict, and
@@ -32,7 +32,8 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     OperationInterruptedError,
 )
-from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, build_parser, execute, needs_spark
+from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.spark.cli import execute, parse_request
 
 
 class InProcessCommand:
@@ -57,24 +58,25 @@ class InProcessCommand:
         conf: Mapping[str, str] | None = None,
         py_files: Iterable[str] = (),
     ) -> None:
-        self.args = build_parser().parse_args(list(argv))
-        adds_constraint = self.args.command == "alter" and needs_spark(self.args)
+        self.request = parse_request(argv)
+        operation = self.request.operation
+        adds_constraint = operation == "alter" and self.request.needs_spark()
         if remote is None and adds_constraint:
             raise InvalidInputError(
                 "adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python"
             )
-        if remote is None and self.args.command not in PYTHON_ENGINE_COMMANDS:
-            runnable = ", ".join(sorted(PYTHON_ENGINE_COMMANDS))
+        if remote is None and not self.request.runs_without_spark:
+            runnable = ", ".join(sorted(PYTHON_ENGINE_OPERATIONS))
             raise InvalidInputError(
-                f"{self.args.command} needs Spark: give a Spark Connect server, or use spark-submit "
+                f"{operation} needs Spark: give a Spark Connect server, or use spark-submit "
                 f"(only {runnable} run without Spark)"
             )
         # A command that needs no Spark opens no session, over Connect too
         # (VACUUM runs in this process; ALTER needs one to add a CHECK constraint).
-        uses_spark = self.args.command not in PYTHON_ENGINE_COMMANDS or adds_constraint
+        uses_spark = not self.request.runs_without_spark or adds_constraint
         self.remote = remote if uses_spark else None
         self.storage_options = dict(storage_options) if storage_options else None
-        self.conf = {**dict(self.args.spark_conf), **dict(conf or {})}
+        self.conf = {**dict(self.request.spark_conf), **dict(conf or {})}
         self.py_files = list(py_files)
         # Reentrant: Airflow calls on_kill from a signal handler, on the thread that runs the command.
         self._lock = threading.RLock()
@@ -84,7 +86,7 @@ class InProcessCommand:
     def run(self) -> dict[str, Any]:
         """Run the command; the result the CLI would print, as a dict."""
         if self.remote is None:
-            return execute(self.args, None, self.storage_options).to_dict()
+            return execute(self.request, None, self.storage_options).to_dict()
         from airflow_delta_provider.spark.runtime.remote_session import connect_mode
 
         with connect_mode():
@@ -99,18 +101,18 @@ class InProcessCommand:
             interrupted = self._interrupted
         try:
             if interrupted:
-                raise OperationInterruptedError(f"the {self.args.command} was interrupted before it started")
-            return execute(self.args, session, self.storage_options).to_dict()
+                raise OperationInterruptedError(f"the {self.request.operation} was interrupted before it started")
+            return execute(self.request, session, self.storage_options).to_dict()
         except DeltaError:
             raise
         except Exception as exc:
             if self._interrupted:
-                raise OperationInterruptedError(f"the {self.args.command} was interrupted before it committed") from exc
+                raise OperationInterruptedError(f"the {self.request.operation} was interrupted before it committed") from exc
             lost = unreachable_reason(exc)
             if lost is None:
                 raise
             raise EngineUnavailableError(
-                f"the Spark Connect server went away during the {self.args.command}: {lost}"
+                f"the Spark Connect server went away during the {self.request.operation}: {lost}"
             ) from exc
         finally:
             with self._lock:

@@ -14,8 +14,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from tests.spark_connect_server import wait_until
 from tests.storage_servers import free_port
 
+from airflow_delta_provider import requests
 from airflow_delta_provider.hooks.delta_in_process import PYTHON_ENGINE_OPERATIONS, DeltaInProcessHook
-from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS
 
 TOKEN_SECRET = "connect-token-s3cr3t"
 
@@ -36,8 +36,10 @@ def connect_conn(spark_connect, monkeypatch) -> str:
     return "delta_connect"
 
 
-def test_the_python_engine_operations_are_the_clis() -> None:
-    assert set(PYTHON_ENGINE_OPERATIONS) == PYTHON_ENGINE_COMMANDS
+def test_the_python_engine_operations_are_the_requests() -> None:
+    """One list, defined with the requests, that the hook and the Spark CLI both use."""
+    assert PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
+    assert set(PYTHON_ENGINE_OPERATIONS) == {"checkpoint", "vacuum", "alter", "restore"}
 
 
 def test_an_update_over_connect_commits_and_reads_its_result_from_the_log(connect_conn, tmp_path) -> None:

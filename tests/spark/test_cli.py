@@ -206,3 +206,13 @@ def test_unexpected_error_exits_1_and_ends_with_one_summary_line(spark, make_tab
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "RuntimeError: disk on fire"
     assert any(line.startswith("Traceback") for line in err[:-1])  # the details stay for the log
+
+
+def test_delete_without_a_condition_deletes_every_row(spark, make_table, capsys):
+    """DeltaDeleteOperator documents "all rows when None": the CLI no longer requires --condition."""
+    path = make_table(pa.table({"id": [1, 2, 3]}))
+    assert main(["delete", path, "--token", "tk"], session_factory=lambda conf: spark) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (out["operation"], out["version"], out["metrics"]["numDeletedRows"]) == ("DELETE", 1, 3)
+    assert table_rows(path) == []
+    assert DeltaTable(path).latest_version() == 1

@@ -25,7 +25,8 @@ from tests.spark_connect_server import wait_until
 from tests.storage_servers import free_port
 
 from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError, OperationInterruptedError
-from airflow_delta_provider.spark.cli import PYTHON_ENGINE_COMMANDS, SPARK_ERROR_LOGGERS, build_parser, execute
+from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.spark.cli import SPARK_ERROR_LOGGERS, build_parser, execute
 from airflow_delta_provider.spark.in_process import InProcessCommand
 from airflow_delta_provider.spark.runtime.remote_session import CONNECT_MODE_VARIABLE, redact_url
 
@@ -261,7 +262,7 @@ print(json.dumps({{"results": results, "pyspark": sorted(m for m in sys.modules 
     ],
 )
 def test_commands_that_need_spark_refuse_to_run_without_it(argv):
-    assert argv[0] not in PYTHON_ENGINE_COMMANDS
+    assert argv[0] not in PYTHON_ENGINE_OPERATIONS
     with pytest.raises(InvalidInputError, match=f"{argv[0]} needs Spark"):
         InProcessCommand(argv)
 

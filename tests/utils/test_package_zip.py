@@ -20,7 +20,7 @@ def test_zip_holds_the_core_and_the_spark_commands_only(tmp_path: Path) -> None:
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     expected = {
         f"airflow_delta_provider/{p.relative_to(package_root()).as_posix()}"
-        for sub in ("delta", "spark")
+        for sub in ("delta", "requests", "spark")
         for p in (package_root() / sub).rglob("*.py")
         if "__pycache__" not in p.parts
     }

@@ -51,16 +51,6 @@ def run_alter(
     return CommandResult(table, parsed.operation, None if result is None else result.version, {})
 
 
-def needs_spark(change: str | dict[str, Any]) -> bool:
-    """Whether the change (JSON text or its dict) needs Spark: adding a CHECK constraint."""
-    if isinstance(change, str):
-        try:
-            change = json.loads(change)
-        except json.JSONDecodeError:
-            return False
-    return isinstance(change, dict) and "add_constraint" in change
-
-
 def _check_rows(spark: Any, snapshot: Any, change: AddConstraint) -> None:
     """Refuse the constraint unless it is a boolean expression over the table
     and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
@@ -88,4 +78,4 @@ def _check_rows(spark: Any, snapshot: Any, change: AddConstraint) -> None:
         )
 
 
-__all__ = ["needs_spark", "run_alter"]
+__all__ = ["run_alter"]

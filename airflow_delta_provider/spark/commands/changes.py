@@ -33,10 +33,10 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import open_storage, parse_location
 from airflow_delta_provider.spark.write.change_data import read_changes
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
+from airflow_delta_provider.requests import CHANGES_OUTPUT_FORMATS
 from airflow_delta_provider.spark.result import CommandResult
 
 OPERATION = "CHANGES"
-OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 
 
 def run_changes(
@@ -52,8 +52,8 @@ def run_changes(
 ) -> CommandResult:
     """Write the changes of versions ``start`` to ``end`` (default: latest) of ``table`` to ``output``."""
     started = time.monotonic()
-    if output_format not in OUTPUT_FORMATS:
-        raise InvalidInputError(f"unknown output format {output_format!r}; expected one of {OUTPUT_FORMATS}")
+    if output_format not in CHANGES_OUTPUT_FORMATS:
+        raise InvalidInputError(f"unknown output format {output_format!r}; expected one of {CHANGES_OUTPUT_FORMATS}")
     check_io(io)
     location = parse_location(output)
     _check_output(location, parse_location(table), storage_options)
@@ -125,4 +125,4 @@ def _write_arrow(frame: Any, storage: Any) -> None:
     write_arrow(frame, storage, frame.columns, [], {}, [])
 
 
-__all__ = ["OPERATION", "OUTPUT_FORMATS", "run_changes"]
+__all__ = ["OPERATION", "run_changes"]

@@ -19,8 +19,7 @@ from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
-
-IO_MODES = ("auto", "hadoop", "arrow")
+from airflow_delta_provider.requests import IO_MODES
 HADOOP = "hadoop"
 ARROW = "arrow"
 

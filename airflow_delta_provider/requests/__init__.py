@@ -1,0 +1,71 @@
+"""Each Delta operation's arguments, defined once: one frozen dataclass per operation.
+
+The operator builds a request; the request turns itself into the Spark
+application's argv; the application parses that argv back into an equal
+request and runs the command the request's type maps to.
+
+- :mod:`.fields`: how a field is spelled on the command line (dataclass metadata);
+- :mod:`.base`: :class:`OperationRequest`, the fields every operation has
+  (``--io`` takes one of :data:`IO_MODES`), and the request <-> argv round trip;
+- :mod:`.operations`: one dataclass per operation, the lists derived from
+  them (:data:`OPERATIONS`, :data:`PYTHON_ENGINE_OPERATIONS`) and the choices
+  of their options (:data:`CHANGES_OUTPUT_FORMATS`, ...);
+- :mod:`.parser`: the argparse parser generated from the dataclasses.
+
+This is the package's lowest layer: it imports the standard library only
+(neither pyspark nor airflow, nor the Delta core), so the Airflow layer, the
+Spark applications and the docs all take these definitions from here.
+"""
+
+from airflow_delta_provider.requests.base import IO_MODES, OperationRequest
+from airflow_delta_provider.requests.operations import (
+    APPEND_FORMATS,
+    APPEND_MODES,
+    CHANGES_OUTPUT_FORMATS,
+    MERGE_SOURCE_FORMATS,
+    OPERATIONS,
+    PYTHON_ENGINE_OPERATIONS,
+    REQUESTS,
+    AlterRequest,
+    AppendRequest,
+    ChangesRequest,
+    CheckpointRequest,
+    DeleteRequest,
+    MergeRequest,
+    OptimizeRequest,
+    ReorgRequest,
+    RestoreRequest,
+    UpdateRequest,
+    VacuumRequest,
+)
+from airflow_delta_provider.requests.parser import (
+    build_parser,
+    parse_request,
+    request_from_namespace,
+)
+
+__all__ = [
+    "APPEND_FORMATS",
+    "APPEND_MODES",
+    "CHANGES_OUTPUT_FORMATS",
+    "IO_MODES",
+    "MERGE_SOURCE_FORMATS",
+    "OPERATIONS",
+    "PYTHON_ENGINE_OPERATIONS",
+    "REQUESTS",
+    "AlterRequest",
+    "AppendRequest",
+    "ChangesRequest",
+    "CheckpointRequest",
+    "DeleteRequest",
+    "MergeRequest",
+    "OperationRequest",
+    "OptimizeRequest",
+    "ReorgRequest",
+    "RestoreRequest",
+    "UpdateRequest",
+    "VacuumRequest",
+    "build_parser",
+    "parse_request",
+    "request_from_namespace",
+]

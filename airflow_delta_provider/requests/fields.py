@@ -1,0 +1,163 @@
+"""How one request field is spelled on the command line.
+
+A request field carries an :class:`Argument` in its dataclass metadata: its
+kind (a value, a switch, a repeated option, ...), its flag, its help text and
+how its text becomes a value. The argv writer (:mod:`.base`) and the argparse
+builder (:mod:`.parser`) both read it, so a field is described once.
+
+The builders (:func:`option`, :func:`switch`, ...) return ``dataclasses.field``
+objects with the right default: ``None`` for an optional value, ``False``
+for a switch, ``()`` for a repeated option, none at all when required.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: The dataclass metadata key that holds a field's :class:`Argument`.
+ARGUMENT = "argument"
+
+# Kinds of argument.
+POSITIONAL = "positional"  #: one word, in place: the table
+VALUE = "value"  #: ``--flag VALUE``; left out when None
+SWITCH = "switch"  #: ``--flag`` when True
+NEGATED_SWITCH = "negated switch"  #: ``--flag`` when False (``--no-...``)
+REPEATED = "repeated"  #: ``--flag A --flag B``: a tuple of strings
+PAIRS = "pairs"  #: ``--flag K=V`` repeated: a tuple of (key, value)
+JOINED = "joined"  #: ``--flag A,B``: a tuple of strings, one comma-separated word
+
+_MISSING: Any = dataclasses.MISSING
+
+
+@dataclass(frozen=True)
+class Argument:
+    """The command-line form of one request field."""
+
+    kind: str
+    help: str | None = None
+    #: The option's flag; default ``--`` and the field name with dashes.
+    flag: str | None = None
+    #: Text to value (argparse's ``type``) for VALUE fields.
+    parse: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+    required: bool = False
+    metavar: str | None = None
+    #: The argparse attribute, when it is not the field's name (kept as the CLI always named it).
+    dest: str | None = None
+    #: Whether the command function takes the field (False: it only shapes the command line).
+    to_command: bool = True
+
+    def flag_for(self, name: str) -> str:
+        return self.flag or "--" + name.replace("_", "-")
+
+
+def argument_of(field: dataclasses.Field[Any]) -> Argument:
+    """The field's :class:`Argument`; TypeError for a field without one."""
+    try:
+        return field.metadata[ARGUMENT]
+    except KeyError:
+        raise TypeError(f"request field {field.name!r} has no command-line argument") from None
+
+
+def _field(argument: Argument, default: Any = _MISSING) -> Any:
+    return dataclasses.field(default=default, metadata={ARGUMENT: argument})
+
+
+def positional(*, help: str) -> Any:
+    """A required word in place (the table)."""
+    return _field(Argument(POSITIONAL, help=help))
+
+
+def option(
+    default: Any = None,
+    *,
+    help: str | None = None,
+    flag: str | None = None,
+    parse: Callable[[str], Any] = str,
+    choices: tuple[str, ...] | None = None,
+    required: bool = False,
+    metavar: str | None = None,
+    to_command: bool = True,
+) -> Any:
+    """``--flag VALUE``: required (no default), or optional (written only when not None)."""
+    argument = Argument(
+        VALUE, help=help, flag=flag, parse=parse, choices=choices, required=required, metavar=metavar,
+        to_command=to_command,
+    )  # fmt: skip
+    return _field(argument, _MISSING if required else default)
+
+
+def switch(
+    *, help: str | None = None, flag: str | None = None, required: bool = False, to_command: bool = True
+) -> Any:
+    """``--flag``: True when given. A required switch (always given) defaults to True."""
+    return _field(Argument(SWITCH, help=help, flag=flag, required=required, to_command=to_command), required)
+
+
+def negated_switch(*, flag: str, help: str | None = None) -> Any:
+    """``--no-...``: the field is True unless the flag is given."""
+    return _field(Argument(NEGATED_SWITCH, help=help, flag=flag), True)
+
+
+def repeated(*, help: str | None = None, flag: str | None = None, metavar: str | None = None) -> Any:
+    """``--flag A --flag B``: a tuple of strings, default empty."""
+    return _field(Argument(REPEATED, help=help, flag=flag, metavar=metavar), ())
+
+
+def pairs(
+    *,
+    help: str | None = None,
+    flag: str | None = None,
+    metavar: str = "K=V",
+    required: bool = False,
+    dest: str | None = None,
+    to_command: bool = True,
+) -> Any:
+    """``--flag K=V`` repeated: a tuple of (key, value) pairs, in order."""
+    argument = Argument(
+        PAIRS, help=help, flag=flag, metavar=metavar, required=required, dest=dest, to_command=to_command
+    )
+    return _field(argument, _MISSING if required else ())
+
+
+def joined(*, help: str | None = None, flag: str | None = None, metavar: str | None = None) -> Any:
+    """``--flag A,B``: a tuple of names written as one comma-separated word, default empty."""
+    return _field(Argument(JOINED, help=help, flag=flag, metavar=metavar), ())
+
+
+def number_text(value: float) -> str:
+    """A number as the command line spells it: ``0`` and ``48`` for whole floats, else ``repr``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def split_columns(text: str) -> tuple[str, ...]:
+    """``"a, b"`` -> ``("a", "b")``: comma-separated names, blanks dropped."""
+    return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+__all__ = [
+    "ARGUMENT",
+    "JOINED",
+    "NEGATED_SWITCH",
+    "PAIRS",
+    "POSITIONAL",
+    "REPEATED",
+    "SWITCH",
+    "VALUE",
+    "Argument",
+    "argument_of",
+    "joined",
+    "negated_switch",
+    "number_text",
+    "option",
+    "pairs",
+    "positional",
+    "repeated",
+    "split_columns",
+    "switch",
+]

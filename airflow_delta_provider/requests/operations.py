@@ -1,0 +1,235 @@
+"""One frozen dataclass per operation: its arguments, defined once.
+
+The operator builds one; the Spark application parses its argv back into the
+same class (:mod:`.parser`) and runs the command for it. A new option is a new
+field here, plus the operator argument that fills it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from airflow_delta_provider.requests.base import OperationRequest
+from airflow_delta_provider.requests.fields import (
+    joined,
+    negated_switch,
+    option,
+    pairs,
+    repeated,
+    switch,
+)
+
+#: Source formats of APPEND.
+APPEND_FORMATS = ("parquet", "csv", "json", "delta")
+#: Write modes of APPEND.
+APPEND_MODES = ("append", "overwrite")
+#: Source formats of MERGE.
+MERGE_SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
+#: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).
+CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpdateRequest(OperationRequest):
+    operation = "update"
+    summary = "conditional UPDATE"
+
+    condition: str | None = option(help="SQL predicate; all rows when absent")
+    set_exprs: tuple[tuple[str, str], ...] = pairs(flag="--set", metavar="COL=SQL", required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteRequest(OperationRequest):
+    operation = "delete"
+    summary = "conditional DELETE"
+
+    condition: str | None = option(help="SQL predicate; all rows when absent")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppendRequest(OperationRequest):
+    operation = "append"
+    summary = "append (or overwrite) rows from files"
+
+    source: str = option(required=True, help="path of the data to append")
+    format: str = option(required=True, choices=APPEND_FORMATS)
+    mode: str = option("append", choices=APPEND_MODES)
+    table_schema: str | None = option(
+        metavar="JSON",
+        help="Delta schema of a table this creates (or replaces with --overwrite-schema); its field metadata may "
+        "declare generated (delta.generationExpression) and identity (delta.identity.*) columns",
+    )
+    merge_schema: bool = switch()
+    overwrite_schema: bool = switch()
+    partition_by: tuple[str, ...] = repeated(metavar="COL")
+    txn_app_id: str | None = option()
+    txn_version: int | None = option(parse=int)
+    options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option")
+    table_properties: tuple[tuple[str, str], ...] = pairs(
+        flag="--property", dest="property", help="table property (delta.*)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MergeRequest(OperationRequest):
+    operation = "merge"
+    summary = "MERGE (upsert) a source into the table"
+
+    source: str = option(required=True, help="path of the source data")
+    source_format: str = option("parquet", choices=MERGE_SOURCE_FORMATS)
+    on: str = option(required=True, help='join condition, e.g. "t.id = s.id"')
+    clauses: str = option(
+        required=True,
+        help='ordered WHEN clauses as JSON, e.g. [{"when": "matched", "update": "*"}, '
+        '{"when": "not_matched", "insert": "*"}]',
+    )
+    target_alias: str = option("t")
+    source_alias: str = option("s")
+    source_version: int | None = option(parse=int, help="version of a delta source (default: its latest)")
+    merge_schema: bool = switch(help="let * clauses add the source's new columns")
+    source_options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointRequest(OperationRequest):
+    operation = "checkpoint"
+    summary = "checkpoint the latest version"
+    runs_without_spark = True
+
+    cleanup_logs: bool = switch()
+
+    def needs_spark(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class VacuumRequest(OperationRequest):
+    """With spark-submit, executors delete the files; with no Spark, this process does."""
+
+    operation = "vacuum"
+    summary = "delete unreferenced files"
+    runs_without_spark = True
+
+    retention_hours: float | None = option(parse=float)
+    dry_run: bool = switch()
+    enforce_retention: bool = negated_switch(flag="--no-retention-check")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReorgRequest(OperationRequest):
+    operation = "reorg"
+    summary = "REORG ... APPLY (PURGE) of deletion vectors"
+
+    purge: bool = switch(required=True, to_command=False, help="rewrite files that carry deletion vectors")
+    min_deleted_ratio: float = option(
+        0.0, parse=float, help="only files whose vector hides more than this share"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizeRequest(OperationRequest):
+    operation = "optimize"
+    summary = "OPTIMIZE: compact small files, or Z-order"
+
+    where: str | None = option(help="a condition on partition columns: only those partitions")
+    target_size: int | None = option(parse=int, help="bytes per file (default: delta.targetFileSize, else 128 MiB)")
+    zorder_by: tuple[str, ...] = joined(metavar="C1,C2", help="Z-order by these columns")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlterRequest(OperationRequest):
+    operation = "alter"
+    summary = "ALTER TABLE: one schema or property change"
+    runs_without_spark = True  # except to add a CHECK constraint (needs_spark)
+
+    change: str = option(
+        required=True,
+        help='the change as JSON, e.g. {"rename_column": {"column": "a", "to": "b"}}, {"drop_columns": ["a"]}, '
+        '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
+        '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
+        '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
+        '{"drop_constraint": {"name": "positive", "if_exists": true}}',
+    )
+    enable_column_mapping: bool = switch(
+        help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"
+    )
+
+    def needs_spark(self) -> bool:
+        """Only adding a CHECK constraint: Spark checks the table's rows."""
+        try:
+            change = json.loads(self.change)
+        except json.JSONDecodeError:
+            return False  # the command refuses it, with no Spark
+        return isinstance(change, dict) and "add_constraint" in change
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestoreRequest(OperationRequest):
+    operation = "restore"
+    summary = "RESTORE the table to an earlier version"
+    runs_without_spark = True
+    exactly_one_of = ("version", "timestamp")
+
+    version: int | None = option(parse=int, help="the version to restore")
+    timestamp: str | None = option(
+        help="restore the newest version committed at or before this time (ISO 8601, UTC if no zone)"
+    )
+
+    def needs_spark(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChangesRequest(OperationRequest):
+    operation = "changes"
+    summary = "write the change data feed of a version range"
+
+    start: int = option(required=True, parse=int, help="the first version whose changes to read")
+    end: int | None = option(parse=int, help="the last version whose changes to read (default: the latest)")
+    output: str = option(required=True, help="the folder to write the changed rows to (replaced)")
+    output_format: str = option("parquet", choices=CHANGES_OUTPUT_FORMATS, help="default: parquet")
+
+
+#: Every request class, by operation, in the CLI's order.
+REQUESTS: dict[str, type[OperationRequest]] = {
+    cls.operation: cls
+    for cls in (
+        UpdateRequest,
+        DeleteRequest,
+        AppendRequest,
+        MergeRequest,
+        CheckpointRequest,
+        VacuumRequest,
+        ReorgRequest,
+        OptimizeRequest,
+        AlterRequest,
+        RestoreRequest,
+        ChangesRequest,
+    )
+}
+#: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).
+OPERATIONS = tuple(REQUESTS)
+#: Operations the core runs with no Spark at all (``engine="python"``).
+PYTHON_ENGINE_OPERATIONS = tuple(op for op, cls in REQUESTS.items() if cls.runs_without_spark)
+
+__all__ = [
+    "APPEND_FORMATS",
+    "APPEND_MODES",
+    "CHANGES_OUTPUT_FORMATS",
+    "MERGE_SOURCE_FORMATS",
+    "OPERATIONS",
+    "PYTHON_ENGINE_OPERATIONS",
+    "REQUESTS",
+    "AlterRequest",
+    "AppendRequest",
+    "ChangesRequest",
+    "CheckpointRequest",
+    "DeleteRequest",
+    "MergeRequest",
+    "OptimizeRequest",
+    "ReorgRequest",
+    "RestoreRequest",
+    "UpdateRequest",
+    "VacuumRequest",
+]

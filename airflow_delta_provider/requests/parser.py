@@ -1,0 +1,107 @@
+"""argparse for the requests: one subcommand per request class, generated
+from its fields, and argv parsed back into the request.
+
+The caller picks the parser class (the Spark CLI's turns usage errors into
+its one-line error convention); nothing here knows about Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_delta_provider.requests.base import OperationRequest
+from airflow_delta_provider.requests.fields import (
+    JOINED,
+    NEGATED_SWITCH,
+    PAIRS,
+    POSITIONAL,
+    REPEATED,
+    SWITCH,
+    argument_of,
+    split_columns,
+)
+from airflow_delta_provider.requests.operations import REQUESTS
+
+#: The argparse attribute that names the operation.
+COMMAND = "command"
+
+
+def build_parser(
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+    prog: str = "python -m airflow_delta_provider.spark",
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A parser with one subcommand per :data:`~.operations.REQUESTS` entry."""
+    parser = parser_class(prog=prog, description=description)
+    sub = parser.add_subparsers(dest=COMMAND, required=True, parser_class=parser_class)
+    for operation, request_class in REQUESTS.items():
+        command = sub.add_parser(operation, help=request_class.summary)
+        _add_fields(command, request_class)
+    return parser
+
+
+def request_from_namespace(namespace: argparse.Namespace) -> OperationRequest:
+    """The request a parsed command line describes."""
+    parsed = vars(namespace)
+    return REQUESTS[parsed[COMMAND]].from_arguments(parsed)
+
+
+def parse_request(argv: Sequence[str], parser: argparse.ArgumentParser | None = None) -> OperationRequest:
+    """``argv`` (``[operation, table, *options]``) as its request."""
+    return request_from_namespace((parser or build_parser()).parse_args(list(argv)))
+
+
+def _add_fields(command: argparse.ArgumentParser, request_class: type[OperationRequest]) -> None:
+    group = command.add_mutually_exclusive_group(required=True) if request_class.exactly_one_of else None
+    table, *common = request_class.common_fields()
+    for field in (table, *request_class.operation_fields(), *common):  # --help lists the operation's own first
+        target = group if group is not None and field.name in request_class.exactly_one_of else command
+        _add_field(target, field)
+
+
+def _add_field(target: Any, field: dataclasses.Field[Any]) -> None:
+    argument = argument_of(field)
+    if argument.kind == POSITIONAL:
+        target.add_argument(field.name, help=argument.help)
+        return
+    names = [argument.flag_for(field.name)]
+    common: dict[str, Any] = {"dest": argument.dest or field.name, "help": argument.help}
+    if argument.required:
+        common["required"] = True
+    kind = argument.kind
+    if kind == SWITCH:
+        target.add_argument(*names, action="store_true", **common)
+    elif kind == NEGATED_SWITCH:
+        target.add_argument(*names, action="store_false", **common)
+    elif kind == REPEATED:
+        target.add_argument(*names, action="append", default=[], metavar=argument.metavar, **common)
+    elif kind == PAIRS:
+        target.add_argument(*names, action="append", type=_key_value, default=[], metavar=argument.metavar, **common)
+    elif kind == JOINED:
+        target.add_argument(*names, type=_column_list, default=[], metavar=argument.metavar, **common)
+    else:
+        default = None if field.default is dataclasses.MISSING else field.default
+        target.add_argument(
+            *names, type=argument.parse, choices=argument.choices, default=default, metavar=argument.metavar,
+            **common,
+        )  # fmt: skip
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _column_list(text: str) -> list[str]:
+    columns = list(split_columns(text))
+    if not columns:
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got {text!r}")
+    return columns
+
+
+__all__ = ["COMMAND", "build_parser", "parse_request", "request_from_namespace"]

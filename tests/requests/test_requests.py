@@ -1,0 +1,269 @@
+"""The requests: every operator's request comes back equal from the Spark
+CLI's parser, each operation is defined once, and the request layer imports
+neither pyspark nor airflow."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from airflow_delta_provider import requests
+from airflow_delta_provider.operators.delta import (
+    DeltaAlterTableOperator,
+    DeltaAppendOperator,
+    DeltaChangesOperator,
+    DeltaCheckpointOperator,
+    DeltaDeleteOperator,
+    DeltaMergeOperator,
+    DeltaOptimizeOperator,
+    DeltaPurgeDeletionVectorsOperator,
+    DeltaRestoreOperator,
+    DeltaSparkOperator,
+    DeltaUpdateOperator,
+    DeltaVacuumOperator,
+)
+from airflow_delta_provider.requests import (
+    REQUESTS,
+    DeleteRequest,
+    OperationRequest,
+    RestoreRequest,
+)
+from airflow_delta_provider.spark.cli import parse_request
+
+TOKEN = "dag/task/run/-1"
+#: The base operator's arguments that reach the request, all away from their defaults.
+COMMON = {"table_path": "s3://lake/orders", "io": "arrow", "debug": True}
+
+#: Every operator, with every argument of its own set away from its default.
+OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
+    (DeltaUpdateOperator, {"updates": {"status": "'late'", "amount": "amount * 2"}, "condition": "id > 3"}),
+    (DeltaDeleteOperator, {"condition": "day < '2026-01-01'"}),
+    (
+        DeltaAppendOperator,
+        {
+            "source": "/in/day=1",
+            "source_format": "csv",
+            "merge_schema": True,
+            "partition_by": ["day", "country"],
+            "mode": "overwrite",
+            "overwrite_schema": True,
+            "txn_app_id": "loader",
+            "txn_version": 7,
+            "options": {"header": "true", "sep": ";"},
+            "table_properties": {"delta.enableDeletionVectors": "true", "delta.appendOnly": "false"},
+            "table_schema": {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]},
+        },
+    ),
+    (
+        DeltaMergeOperator,
+        {
+            "source": "/in/upserts",
+            "on": "tt.id = ss.id",
+            "clauses": [{"when": "matched", "condition": "ss.op = 'D'", "delete": True}, {"when": "not_matched", "insert": "*"}],
+            "source_format": "delta",
+            "source_version": 4,
+            "target_alias": "tt",
+            "source_alias": "ss",
+            "merge_schema": True,
+            "options": {"k": "v=w"},
+        },
+    ),
+    (DeltaCheckpointOperator, {"cleanup_logs": True}),
+    (DeltaVacuumOperator, {"retention_hours": 12.5, "dry_run": True, "retention_check": False}),
+    (DeltaPurgeDeletionVectorsOperator, {"min_deleted_ratio": 0.25}),
+    (DeltaOptimizeOperator, {"where": "day = 1", "target_size": 1 << 20, "zorder_by": ["a", "b"]}),
+    (
+        DeltaAlterTableOperator,
+        {"change": {"rename_column": {"column": "a", "to": "b"}}, "enable_column_mapping": True},
+    ),
+    (DeltaRestoreOperator, {"version": 3}),
+    (DeltaRestoreOperator, {"timestamp": "2026-11-26T10:00:00+01:00"}),
+    (
+        DeltaChangesOperator,
+        {"start_version": 2, "end_version": 5, "output_path": "s3://lake/changes", "output_format": "json"},
+    ),
+]
+
+#: Fields whose only value is their default: REORG is always ``--purge``.
+_FIXED = {("reorg", "purge")}
+
+
+def _ids(case: tuple[type, dict[str, Any]]) -> str:
+    return f"{case[0].__name__}-{'-'.join(case[1])}"
+
+
+@pytest.mark.parametrize("operator_class, arguments", OPERATORS, ids=[_ids(c) for c in OPERATORS])
+def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, arguments) -> None:
+    operator = operator_class(task_id="t", **COMMON, **arguments)
+    request = operator.request(TOKEN)
+    assert type(request) is operator_class.request_class and request.operation == operator.operation
+
+    argv = request.to_argv()
+    assert parse_request(argv) == request
+    # What the hooks build from run(operation, table, arguments, token) is that argv.
+    assert [request.operation, request.table, *request.arguments(), "--token", TOKEN] == argv
+    assert operator.cli_arguments() == request.operation_arguments()
+
+    # Every argument really was away from its default (so none can be dropped on the way).
+    assert (request.table, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
+    for field in request.operation_fields():
+        if (request.operation, field.name) in _FIXED or field.name in request.exactly_one_of:
+            continue
+        assert getattr(request, field.name) != field.default, field.name
+
+
+def test_every_operation_has_an_operator_in_the_round_trip() -> None:
+    assert {cls.request_class for cls, _ in OPERATORS} == set(REQUESTS.values())
+
+
+def test_a_request_without_token_or_options_comes_back_equal() -> None:
+    for cls in REQUESTS.values():
+        required = {
+            f.name: _example(f)
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        if cls.exactly_one_of:
+            required[cls.exactly_one_of[0]] = 1
+        request = cls(**required)
+        assert parse_request(request.to_argv()) == request
+        assert "--token" not in request.to_argv()
+
+
+def _example(field: dataclasses.Field[Any]) -> Any:
+    argument = field.metadata["argument"]
+    if argument.kind == "pairs":
+        return (("a", "b"),)
+    if argument.choices:
+        return argument.choices[-1]
+    return argument.parse("1") if argument.parse is not str else "x"
+
+
+def test_spark_conf_rides_in_the_request_too() -> None:
+    request = requests.UpdateRequest(table="/t", set_exprs=(("a", "1"),), spark_conf=(("spark.x", "1"),))
+    assert request.to_argv()[-2:] == ["--spark-conf", "spark.x=1"]
+    assert parse_request(request.to_argv()) == request
+
+
+def test_the_cli_flags_keep_their_spelling() -> None:
+    """The argv of a fully set operator, word for word (the CLI's flags are an interface)."""
+    operator = DeltaAppendOperator(task_id="t", **COMMON, **dict(OPERATORS[2][1]))
+    assert operator.request(TOKEN).to_argv() == [
+        "append", "s3://lake/orders", "--source", "/in/day=1", "--format", "csv", "--mode", "overwrite",
+        "--table-schema", json.dumps(OPERATORS[2][1]["table_schema"]), "--merge-schema", "--overwrite-schema",
+        "--partition-by", "day", "--partition-by", "country", "--txn-app-id", "loader", "--txn-version", "7",
+        "--option", "header=true", "--option", "sep=;",
+        "--property", "delta.enableDeletionVectors=true", "--property", "delta.appendOnly=false",
+        "--io", "arrow", "--debug", "--token", TOKEN,
+    ]  # fmt: skip
+    vacuum = DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours="48", retention_check=False)
+    assert vacuum.request().to_argv() == ["vacuum", "/t", "--retention-hours", "48", "--no-retention-check", "--io", "auto"]
+    reorg = DeltaPurgeDeletionVectorsOperator(task_id="p", table_path="/t")
+    assert reorg.request().to_argv() == ["reorg", "/t", "--purge", "--min-deleted-ratio", "0", "--io", "auto"]
+
+
+def test_a_delete_without_condition_is_a_request_for_every_row() -> None:
+    """DeltaDeleteOperator documents "all rows when None": the CLI takes it."""
+    request = DeltaDeleteOperator(task_id="d", table_path="/t").request(TOKEN)
+    assert request == DeleteRequest(table="/t", token=TOKEN)
+    assert request.to_argv() == ["delete", "/t", "--io", "auto", "--token", TOKEN]
+    assert parse_request(["delete", "/t"]) == DeleteRequest(table="/t")
+
+
+def test_a_request_refuses_what_the_cli_would() -> None:
+    with pytest.raises(ValueError, match="io must be one of"):
+        requests.CheckpointRequest(table="/t", io="fast")
+    with pytest.raises(ValueError, match="exactly one of version, timestamp"):
+        RestoreRequest(table="/t", version=1, timestamp="2026-01-01")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DeleteRequest(table="/t").condition = "x"  # type: ignore[misc]
+
+
+def test_rendered_templates_become_typed_fields() -> None:
+    """Templates render text: the request holds the numbers and names the CLI parses back."""
+    changes = DeltaChangesOperator(task_id="c", table_path="/t", start_version="3", end_version="", output_path="/o")
+    assert (changes.request().start, changes.request().end) == (3, None)
+    merge = DeltaMergeOperator(
+        task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses='[{"when": "matched", "delete": true}]',
+        source_format="delta",
+        source_version="7",
+    )  # fmt: skip
+    assert merge.request().source_version == 7
+    optimize = DeltaOptimizeOperator(task_id="o", table_path="/t", zorder_by=" a, b ,")
+    assert optimize.request().zorder_by == ("a", "b")
+    restore = DeltaRestoreOperator(task_id="r", table_path="/t", version="2")
+    assert restore.request().version == 2
+    for request in (changes.request(), merge.request(), optimize.request(), restore.request()):
+        assert parse_request(request.to_argv()) == request
+    with pytest.raises(ValueError, match="retention_hours must be a number"):
+        DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours="soon").request()
+
+
+def test_template_fields_are_unchanged() -> None:
+    base = ("table_path", "conf", "env_vars", "name")
+    expected = {
+        DeltaUpdateOperator: (*base, "updates", "condition"),
+        DeltaDeleteOperator: (*base, "condition"),
+        DeltaAppendOperator: (*base, "source", "partition_by", "txn_app_id", "options", "table_properties"),
+        DeltaMergeOperator: (*base, "source", "on", "clauses", "source_version", "options"),
+        DeltaCheckpointOperator: base,
+        DeltaVacuumOperator: (*base, "retention_hours"),
+        DeltaPurgeDeletionVectorsOperator: base,
+        DeltaOptimizeOperator: (*base, "where", "zorder_by"),
+        DeltaAlterTableOperator: (*base, "change"),
+        DeltaRestoreOperator: (*base, "version", "timestamp"),
+        DeltaChangesOperator: (*base, "start_version", "end_version", "output_path"),
+    }
+    assert {cls: tuple(cls.template_fields) for cls in expected} == expected
+
+
+def test_no_request_field_hides_a_method() -> None:
+    for cls in (OperationRequest, *REQUESTS.values()):
+        for field in dataclasses.fields(cls):
+            assert not callable(getattr(OperationRequest, field.name, None)), (cls.__name__, field.name)
+
+
+def test_each_list_is_defined_once_in_the_request_layer() -> None:
+    from airflow_delta_provider.hooks import delta_in_process, delta_operation
+    from airflow_delta_provider.operators import delta as operators
+    from airflow_delta_provider.spark.runtime import io_mode
+
+    assert operators.IO_MODES is io_mode.IO_MODES is requests.IO_MODES
+    assert operators.CHANGES_OUTPUT_FORMATS is requests.CHANGES_OUTPUT_FORMATS
+    assert delta_operation.OPERATIONS is requests.OPERATIONS == tuple(REQUESTS)
+    assert delta_in_process.PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
+    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore")
+
+
+def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() -> None:
+    code = (
+        "import json, sys, airflow_delta_provider.requests as r;"
+        "r.parse_request(['delete', '/t']).to_argv();"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'airflow', 'pyarrow')"
+        " or m.startswith('airflow_delta_provider.') and not m.startswith('airflow_delta_provider.requests'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_templated_arguments_reach_the_request_once_rendered() -> None:
+    """Templates render as before (same template_fields); execute() builds the request from the rendered values."""
+    changes = DeltaChangesOperator(
+        task_id="c", table_path="{{ params.root }}/t", start_version="{{ params.start }}", output_path="/o"
+    )
+    update = DeltaUpdateOperator(
+        task_id="u", table_path="/t", updates={"status": "'{{ params.status }}'"}, condition="day = '{{ ds }}'"
+    )
+    context: Any = {"params": {"root": "/lake", "start": 3, "status": "late"}, "ds": "2026-11-27"}
+    for operator in (changes, update):
+        operator.render_template_fields(context)
+    assert (changes.request().table, changes.request().start) == ("/lake/t", 3)
+    assert update.request().set_exprs == (("status", "'late'"),)
+    assert update.request().condition == "day = '2026-11-27'"
+    for request in (changes.request(TOKEN), update.request(TOKEN)):
+        assert parse_request(request.to_argv()) == request
