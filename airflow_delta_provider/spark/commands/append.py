@@ -38,7 +38,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from airflow_delta_provider.delta.table_features import column_mapping
-from airflow_delta_provider.delta import table_properties
+# Aliased: run_append's ``table_properties`` argument would shadow the module.
+from airflow_delta_provider.delta import table_properties as table_props
 from airflow_delta_provider.delta.table_features import type_widening
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.table_features import identity_columns as identity_module
@@ -164,11 +165,11 @@ def _append_once(
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
     data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
     previous = snapshot.metadata if snapshot is not None else None
-    widen = previous is not None and table_properties.type_widening_enabled(table_properties.with_properties(previous, table_properties))
+    widen = previous is not None and table_props.type_widening_enabled(table_props.with_properties(previous, table_properties))
     metadata, schema, partition_columns = _plan_metadata(
         snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen, table_schema
     )
-    metadata = column_mapping.apply(table_properties.with_properties(metadata, table_properties), previous)
+    metadata = column_mapping.apply(table_props.with_properties(metadata, table_properties), previous)
     if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
         check_column_names(data_schema)  # mapping lets names hold any character
         if table_schema is not None:
@@ -339,7 +340,7 @@ def _plan_metadata(
                 schema,
                 partition_columns,
             )
-        if table_properties.append_only(snapshot.metadata):
+        if table_props.append_only(snapshot.metadata):
             raise _append_only(snapshot)
         md = replace(snapshot.metadata, schema_string=schema_string(schema), partition_columns=tuple(partition_columns))
         return md, schema, partition_columns
@@ -347,7 +348,7 @@ def _plan_metadata(
     md = snapshot.metadata
     table_schema = snapshot.schema
     partition_columns = list(snapshot.partition_columns)
-    if mode == "overwrite" and table_properties.append_only(md):
+    if mode == "overwrite" and table_props.append_only(md):
         raise _append_only(snapshot)
     if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in partition_columns]:
         raise InvalidInputError(
