@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test demo docs bench java clean
+.PHONY: test lint demo docs bench java clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ java:
 
 test: $(STAMP) java
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# Static checks (settings in setup.cfg's [mypy] section).
+lint: $(STAMP)
+	$(PY) -m mypy
 
 demo: $(STAMP) java
 	bash dags_examples/run_demo.sh

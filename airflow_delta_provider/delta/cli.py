@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 from urllib.parse import unquote
 
 from airflow_delta_provider.delta.actions.model import AddFile
@@ -64,7 +64,7 @@ class _ArgumentError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other error
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other error
         raise _ArgumentError(message)
 
 

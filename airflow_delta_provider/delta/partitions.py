@@ -206,6 +206,7 @@ def _java_float_text(value: float, single: bool) -> str:
         # Shortest decimal that reads back to the same float32.
         target = struct.pack("<f", value)
         value = struct.unpack("<f", target)[0]
+        digits = repr(value)  # replaced below: the loop runs at least once
         for precision in range(1, 10):
             digits = f"{value:.{precision}g}"
             try:
@@ -346,18 +347,18 @@ def _parse_timestamp_ntz(s: str) -> dt.datetime:
         )
     fraction = int((m[7] or "").ljust(6, "0")[:6])
     try:
-        return dt.datetime(*(int(g or 0) for g in m.groups()[:6]), fraction)
+        year, month, day, hour, minute, second = (int(g or 0) for g in m.groups()[:6])
+        return dt.datetime(year, month, day, hour, minute, second, fraction)
     except ValueError as e:  # a day, hour ... out of range
         raise InvalidInputError(f"{s!r} is not a valid timestamp_ntz partition value: {e}") from None
 
 
 def _field_types(schema: Mapping[str, Any] | str) -> dict[str, str]:
     """Lower-cased top-level column name -> Delta type (a string for primitives)."""
-    if isinstance(schema, str):
-        schema = json.loads(schema)
+    parsed: Mapping[str, Any] = json.loads(schema) if isinstance(schema, str) else schema
     return {
         f["name"].lower(): f["type"] if isinstance(f["type"], str) else json.dumps(f["type"])
-        for f in schema.get("fields", ())
+        for f in parsed.get("fields", ())
     }
 
 

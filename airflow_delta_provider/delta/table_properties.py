@@ -121,12 +121,12 @@ def checkpoint_interval(md: Metadata) -> int:
 
 def deleted_file_retention_ms(md: Metadata) -> int:
     value = _get(md, DELETED_FILE_RETENTION)
-    return parse_interval(value) if value else 7 * _MS["day"]
+    return parse_interval(value) if value else int(7 * _MS["day"])
 
 
 def log_retention_ms(md: Metadata) -> int:
     value = _get(md, LOG_RETENTION)
-    return parse_interval(value) if value else 30 * _MS["day"]
+    return parse_interval(value) if value else int(30 * _MS["day"])
 
 
 def expired_log_cleanup_enabled(md: Metadata) -> bool:

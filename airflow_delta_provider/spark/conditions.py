@@ -9,7 +9,7 @@ a job. Spark errors become :class:`InvalidInputError`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar, overload
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -21,7 +21,7 @@ from airflow_delta_provider.spark.read.scan import spark_schema
 
 def empty_frame(spark: SparkSession, schema: Mapping[str, Any]) -> DataFrame:
     """A DataFrame with the table's columns and no rows, for analysis only."""
-    return spark.createDataFrame([], spark_schema(schema))
+    return spark.createDataFrame([], spark_schema(dict(schema)))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -29,7 +29,10 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def analyse(what: str, sql: str, build) -> Any:
+_T = TypeVar("_T")
+
+
+def analyse(what: str, sql: str, build: Callable[[], _T]) -> _T:
     """Run ``build`` (which parses and analyses) and translate Spark's errors."""
     try:
         return build()
@@ -37,6 +40,12 @@ def analyse(what: str, sql: str, build) -> Any:
         raise InvalidInputError(f"invalid {what} {sql!r}: {_first_line(exc)}") from exc
 
 
+@overload
+def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: str) -> Column: ...
+@overload
+def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: None) -> None: ...
+@overload
+def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: str | None) -> Column | None: ...
 def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: str | None) -> Column | None:
     """The condition as a Column, checked to resolve and to be boolean.
 

@@ -90,12 +90,12 @@ class InProcessCommand:
         from airflow_delta_provider.spark.runtime.remote_session import connect_mode
 
         with connect_mode():
-            return self._run_remote()
+            return self._run_remote(self.remote)
 
-    def _run_remote(self) -> dict[str, Any]:
+    def _run_remote(self, remote: str) -> dict[str, Any]:
         from airflow_delta_provider.spark.runtime.remote_session import close, connect_session, unreachable_reason
 
-        session = connect_session(self.remote, self.conf, self.py_files)  # type: ignore[arg-type]
+        session = connect_session(remote, self.conf, self.py_files)
         with self._lock:
             self._session = session
             interrupted = self._interrupted

@@ -14,7 +14,7 @@ sidecars. Every file is read through the table's storage.
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -104,7 +104,7 @@ def _read_json(store: LogStore, f: LogFile, *, with_actions: bool) -> tuple[list
     return actions, sidecars
 
 
-def _check_version(checkpoint_metadata: dict, f: LogFile) -> None:
+def _check_version(checkpoint_metadata: dict[str, Any], f: LogFile) -> None:
     """A ``checkpointMetadata`` must name the version of its file."""
     version = checkpoint_metadata.get("version")
     if version is not None and int(version) != f.version:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from collections.abc import Callable, Mapping
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
@@ -213,7 +214,7 @@ def _any_unusual(paths: pa.Array) -> bool:
     return bool(pc.any(pc.starts_with(paths, "/")).as_py())
 
 
-def _dv_dicts(rows: pa.Array) -> list[dict | None]:
+def _dv_dicts(rows: pa.Array) -> list[dict[str, Any] | None]:
     return pc.struct_field(rows, "deletionVector").to_pylist()
 
 
@@ -225,7 +226,7 @@ def _small_actions(name: str, column: pa.ChunkedArray) -> list[Action]:
 ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "add")
 
 
-_SMALL_PARSERS = {
+_SMALL_PARSERS: dict[str, Callable[[Mapping[str, Any]], Action]] = {
     "protocol": Protocol.from_json,
     "metaData": Metadata.from_json,
     "txn": Txn.from_json,
@@ -257,13 +258,13 @@ def _col(lists: dict[str, list[Any]], name: str, n: int) -> list[Any]:
     return lists.get(name) or [None] * n
 
 
-def _pairs_to_dict(value: Any) -> dict | None:
+def _pairs_to_dict(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     return dict(value) if not isinstance(value, dict) else value
 
 
-def _dv(value: dict | None) -> DeletionVector | None:
+def _dv(value: dict[str, Any] | None) -> DeletionVector | None:
     return DeletionVector.from_json(value) if value else None
 
 

@@ -124,7 +124,7 @@ def list_for_version(store: LogStore, version: int | None) -> list[LogFile]:
 
 def _ranges(versions: list[int]) -> str:
     out, start, prev = [], versions[0], versions[0]
-    for v in versions[1:] + [None]:  # type: ignore[list-item]
+    for v in [*versions[1:], None]:
         if v is not None and v == prev + 1:
             prev = v
             continue

@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.table_features import column_mapping
 from airflow_delta_provider.delta import table_properties
@@ -46,6 +46,11 @@ from airflow_delta_provider.delta.schema.types import (
     struct_field,
     struct_type,
 )
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.delta.transaction.transaction import CommitResult
 
 _PATH_PART = re.compile(r"`((?:[^`]|``)*)`|([^.`]+)")
 
@@ -418,7 +423,7 @@ def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> No
         raise InvalidInputError(f"cannot {verb} {format_path(path)}: CHECK constraint(s) {', '.join(users)} read it")
 
 
-def _refuse_clustering_columns(snapshot: Any, change: DropColumns) -> None:
+def _refuse_clustering_columns(snapshot: Snapshot, change: DropColumns) -> None:
     clustered = {tuple(p.lower() for p in c) for c in clustering_columns(snapshot)}
     for raw in change.paths:
         path = _path(raw)
@@ -484,13 +489,13 @@ def plan(metadata: Metadata, change: SchemaChange, *, enable_column_mapping: boo
 
 
 def alter_table(
-    table: Any,
+    table: DeltaTable,
     change: SchemaChange,
     *,
     enable_column_mapping: bool = False,
     token: str | None = None,
-    snapshot: Any = None,
-) -> Any:
+    snapshot: Snapshot | None = None,
+) -> CommitResult | None:
     """Commit ``change`` to ``table`` (a DeltaTable) as one metadata-only
     commit; its CommitResult, or None when it changes nothing (dropping a
     constraint that is not there, with ``if_exists``). ``snapshot`` is the

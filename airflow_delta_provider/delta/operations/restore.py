@@ -24,12 +24,12 @@ that changes files.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-from airflow_delta_provider.delta.actions.model import AddFile, RemoveFile
+from airflow_delta_provider.delta.actions.model import AddFile, Metadata, RemoveFile
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError, UnsupportedFeatureError
 from airflow_delta_provider.delta.table_features.gate import merge_protocols
@@ -66,7 +66,9 @@ class RestorePlan:
         }
 
 
-def plan_restore(table: DeltaTable, version: int | None = None, timestamp: Any = None) -> RestorePlan:
+def plan_restore(
+    table: DeltaTable, version: int | None = None, timestamp: dt.datetime | str | int | None = None
+) -> RestorePlan:
     """The files RESTORE would re-add and remove; reads the log only."""
     if (version is None) == (timestamp is None):
         raise InvalidInputError("RESTORE needs a version or a timestamp, not both and not neither")
@@ -120,7 +122,10 @@ def _relative(table: DeltaTable, path: str) -> str:
 
 
 def restore_table(
-    table: DeltaTable, version: int | None = None, timestamp: Any = None, token: str | None = None
+    table: DeltaTable,
+    version: int | None = None,
+    timestamp: dt.datetime | str | int | None = None,
+    token: str | None = None,
 ) -> tuple[CommitResult, RestorePlan]:
     """RESTORE ``table`` to ``version`` or ``timestamp``; the commit and its plan.
 
@@ -151,7 +156,7 @@ def restore_table(
     return txn.commit(metrics=plan.metrics(), token=token), plan
 
 
-def _with_current_high_water_marks(restored: Any, latest: Any) -> Any:
+def _with_current_high_water_marks(restored: Metadata, latest: Metadata) -> Metadata:
     """The restored metadata, its identity high-water marks never behind the latest ones."""
     from airflow_delta_provider.delta.table_features import identity_columns as identity
     from airflow_delta_provider.delta.schema.types import schema_string

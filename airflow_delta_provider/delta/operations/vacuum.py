@@ -181,8 +181,7 @@ def plan_vacuum(
     # A folder holding a kept file must stay.
     protected_dirs = {parent for rel in valid for parent in _parents(rel)}
 
-    entries = [_normalized(e) for e in listing]
-    entries = [e for e in entries if e is not None]
+    entries = [n for n in (_normalized(e) for e in listing) if n is not None]
 
     files: list[ListedEntry] = []
     deleted: set[str] = set()

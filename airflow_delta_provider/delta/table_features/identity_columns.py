@@ -133,13 +133,13 @@ def keep_high_water_marks(schema: Mapping[str, Any], current: Mapping[str, Any])
     that no value handed out since is handed out again (delta-spark's
     ``copySchemaWithMergedHighWaterMarks``)."""
     now = {i.column.lower(): i for i in identity_columns(current)}
-    marks = {}
+    marks: dict[str, int] = {}
     for ident in identity_columns(schema):
         latest = now.get(ident.column.lower())
         if latest is None or latest.high_water_mark is None:
             continue
         mark = ident.new_high_water_mark([latest.high_water_mark])
-        if mark != ident.high_water_mark:
+        if mark is not None and mark != ident.high_water_mark:
             marks[ident.column] = mark
     return with_high_water_marks(schema, marks) if marks else dict(schema)
 

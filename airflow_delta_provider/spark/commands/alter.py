@@ -12,16 +12,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.operations.alter import AddConstraint, alter_table, change_from_json
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from airflow_delta_provider.delta.snapshot import Snapshot
+
 
 def run_alter(
-    spark: Any,
+    spark: SparkSession | None,
     table: str,
     change: str | dict[str, Any],
     enable_column_mapping: bool = False,
@@ -51,7 +56,7 @@ def run_alter(
     return CommandResult(table, parsed.operation, None if result is None else result.version, {})
 
 
-def _check_rows(spark: Any, snapshot: Any, change: AddConstraint) -> None:
+def _check_rows(spark: SparkSession, snapshot: Snapshot, change: AddConstraint) -> None:
     """Refuse the constraint unless it is a boolean expression over the table
     and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
     from pyspark.sql import functions as F

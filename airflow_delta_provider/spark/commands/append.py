@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -41,7 +41,7 @@ from airflow_delta_provider.delta.table_features import column_mapping
 # Aliased: run_append's ``table_properties`` argument would shadow the module.
 from airflow_delta_provider.delta import table_properties as table_props
 from airflow_delta_provider.delta.table_features import type_widening
-from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.actions.model import AddFile, Metadata
 from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
@@ -52,7 +52,7 @@ from airflow_delta_provider.delta.errors import (
     UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
-from airflow_delta_provider.delta.table_features.identity_columns import identity_columns
+from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
 from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
@@ -64,6 +64,10 @@ from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.read.scan import scan
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, with_identity_values, written_extreme
 from airflow_delta_provider.spark.write.files import WrittenFiles, conform, write_files
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.transaction.transaction import Transaction
 
 OPERATION = "WRITE"
 #: How many times an append that generated identity values runs when a
@@ -149,9 +153,9 @@ def _append_once(
     table_io = resolve_io(spark, target.storage.location, io)
     snapshot = target.snapshot() if target.exists() else None
 
-    if snapshot is not None and txn_app_id is not None:
+    if snapshot is not None and txn_app_id is not None and txn_version is not None:
         recorded = snapshot.txn_version(txn_app_id)
-        if recorded is not None and recorded >= int(txn_version):  # type: ignore[arg-type]
+        if recorded is not None and recorded >= int(txn_version):
             return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
 
     data = read_source(spark, source, format, options or {}, io=io, storage_options=storage_options)
@@ -184,8 +188,8 @@ def _append_once(
         if metadata is not (snapshot.metadata if snapshot is not None else None):
             txn.update_metadata(metadata)
         txn.add_all([*adds, *removes])
-        if txn_app_id is not None:
-            txn.set_txn(txn_app_id, int(txn_version))  # type: ignore[arg-type]
+        if txn_app_id is not None and txn_version is not None:
+            txn.set_txn(txn_app_id, int(txn_version))
         metrics: dict[str, Any] = {
             "numFiles": len(adds),
             "numOutputRows": sum(a.num_records or 0 for a in adds),
@@ -207,7 +211,9 @@ def _append_once(
     return CommandResult(table, OPERATION, result.version, metrics)
 
 
-def _complete_rows(data: DataFrame, schema: dict[str, Any], data_schema: dict[str, Any]) -> tuple[DataFrame, list]:
+def _complete_rows(
+    data: DataFrame, schema: dict[str, Any], data_schema: dict[str, Any]
+) -> tuple[DataFrame, list[Identity]]:
     """The source rows as the table's columns, with the generated columns it
     lacks computed and values for the identity columns it lacks; and those
     identity columns. A GENERATED ALWAYS identity column the source gives is
@@ -227,14 +233,19 @@ def _complete_rows(data: DataFrame, schema: dict[str, Any], data_schema: dict[st
 
 
 def _record_high_water_marks(
-    txn: Any, target: DeltaTable, adds: list, metadata: Metadata, snapshot: Any, identities: list
+    txn: Transaction,
+    target: DeltaTable,
+    adds: list[AddFile],
+    metadata: Metadata,
+    snapshot: Snapshot | None,
+    identities: list[Identity],
 ) -> Metadata:
     """``metadata`` with the identity columns' new high-water marks, from the
     values written to ``adds``; staged in ``txn``, tagged as delta-spark tags a
     metadata change that only moves the marks."""
     mapping = column_mapping.ColumnMapping.of(metadata.schema_json, metadata.configuration)
     partitions = {c.lower() for c in metadata.partition_columns}
-    marks = {}
+    marks: dict[str, int] = {}
     for ident in identities:
         key = mapping.physical_column(ident.column) if mapping.enabled else ident.column
         extreme = written_extreme(target.storage, adds, key, ident.column.lower() in partitions, ident.step > 0)
@@ -301,7 +312,7 @@ def _check_arguments(
 
 
 def _plan_metadata(
-    snapshot: Any,
+    snapshot: Snapshot | None,
     data_schema: dict[str, Any],
     partition_by: list[str],
     mode: str,
@@ -415,7 +426,7 @@ def _resolve_partition_columns(schema: dict[str, Any], partition_by: list[str]) 
     return out
 
 
-def _append_only(snapshot: Any) -> AppendOnlyViolationError:
+def _append_only(snapshot: Snapshot) -> AppendOnlyViolationError:
     return AppendOnlyViolationError(
         f"table {snapshot.table_root} is append-only (delta.appendOnly=true): overwrite would remove data"
     )

@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from airflow_delta_provider.delta.table_changes import SUMMARY_FILE
 from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_TYPES, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.storage import open_storage, parse_location
+from airflow_delta_provider.delta.storage import TableLocation, TableStorage, open_storage, parse_location
 from airflow_delta_provider.spark.write.change_data import read_changes
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.requests import CHANGES_OUTPUT_FORMATS
@@ -92,7 +92,7 @@ def run_changes(
     return result
 
 
-def _check_output(output: Any, table: Any, storage_options: Mapping[str, str] | None) -> None:
+def _check_output(output: TableLocation, table: TableLocation, storage_options: Mapping[str, str] | None) -> None:
     """Refuse an output folder whose files must not be replaced: the table's
     folder, one inside it or holding it, and a folder with files this command
     did not write (no :data:`SUMMARY_FILE`) or holding any Delta table."""
@@ -112,14 +112,14 @@ def _check_output(output: Any, table: Any, storage_options: Mapping[str, str] | 
         )
 
 
-def _clear(storage: Any) -> None:
+def _clear(storage: TableStorage) -> None:
     """Delete what an earlier try wrote to the output folder."""
     leftovers = [m.path for m in storage.list_tree("") if not m.is_dir]
     if leftovers:
         storage.delete_many(leftovers)
 
 
-def _write_arrow(frame: Any, storage: Any) -> None:
+def _write_arrow(frame: DataFrame, storage: TableStorage) -> None:
     from airflow_delta_provider.spark.write.arrow_writer import write_arrow
 
     write_arrow(frame, storage, frame.columns, [], {}, [])

@@ -8,7 +8,7 @@ and nothing records the token.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.table_features.gate import check_writable
@@ -16,11 +16,14 @@ from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 OPERATION = "CHECKPOINT"
 
 
 def run_checkpoint(
-    spark: Any,
+    spark: SparkSession | None,
     table: str,
     cleanup_logs: bool = False,
     token: str | None = None,

@@ -29,8 +29,10 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.spark.commands.dml import DmlCommand
 from airflow_delta_provider.spark.commands.update import GATHER_CHANGES_ABOVE_FILES
+from airflow_delta_provider.spark.result import CommandResult
 
 
 class DeleteCommand(DmlCommand):
@@ -63,7 +65,7 @@ class DeleteCommand(DmlCommand):
         self.result.rows_changed = deleted
         self.result.rows_copied = total - deleted
 
-    def _write_deleted(self, files: list, deleted: int) -> None:
+    def _write_deleted(self, files: list[AddFile], deleted: int) -> None:
         """Record the rows of ``files`` that match (``deleted`` of them) as ``delete`` changes."""
         from airflow_delta_provider.delta.table_features.change_data_feed import DELETE
         from airflow_delta_provider.spark.write.change_data import with_change_type
@@ -84,7 +86,7 @@ def run_delete(
     token: str | None = None,
     io: str = "auto",
     storage_options: Mapping[str, str] | None = None,
-):
+) -> CommandResult:
     """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult.
 
     ``version`` is None when no row matched (nothing is committed). ``io``:

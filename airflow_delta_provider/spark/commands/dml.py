@@ -31,13 +31,13 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile
+from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile, Metadata
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     InvalidInputError,
@@ -45,6 +45,13 @@ from airflow_delta_provider.delta.errors import (
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.scan.skipping import Predicate
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.transaction.transaction import Transaction
+    from airflow_delta_provider.spark.read.row_tracking import Materialized
+    from airflow_delta_provider.spark.result import CommandResult
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +108,12 @@ class DmlCommand:
         self.token = token
         self.io = check_io(io)  # resolved to hadoop or arrow by prepare()
         self.table = DeltaTable(table, storage_options)
-        self.snapshot: Any = None
-        self.txn: Any = None
+        self.snapshot: Snapshot  # set by prepare()
+        self.txn: Transaction  # set by prepare()
         self.condition: Column | None = None
-        self.predicate: Any = None  # delta.skipping.Predicate, None = not understood / no condition
+        self.predicate: Predicate | None = None  # None = not understood / no condition
         self.candidates: list[AddFile] = []
-        self.tracking: Any = None  # row_tracking.Materialized when rows keep stable ids
+        self.tracking: Materialized | None = None  # set when rows keep stable ids
         self.result = Rewrite()
         self._started = time.monotonic()
 
@@ -146,7 +153,7 @@ class DmlCommand:
     def validate(self, schema: dict[str, Any]) -> None:
         """Command-specific input checks (SET expressions for UPDATE)."""
 
-    def _skipping_predicate(self) -> Any:
+    def _skipping_predicate(self) -> Predicate | None:
         if self.condition_sql is None:
             return None
         from airflow_delta_provider.delta.scan.skipping import Predicate
@@ -225,9 +232,9 @@ class DmlCommand:
     def row_count(self, files: list[AddFile]) -> int:
         """Live rows in ``files``: from stats (less the rows deletion vectors
         hide) where present, counting the rest."""
-        known = [f for f in files if f.num_live_records is not None]
+        known = [n for f in files if (n := f.num_live_records) is not None]
         unknown = [f for f in files if f.num_live_records is None]
-        total = sum(f.num_live_records for f in known)  # type: ignore[misc]
+        total = sum(known)
         if unknown:
             total += self.scan(unknown).count()
         return total
@@ -279,7 +286,9 @@ class DmlCommand:
         per data file they came from (one per :data:`ROWS_PER_CHANGE_FILE`)."""
         return max(1, -(-rows // ROWS_PER_CHANGE_FILE))
 
-    def write_changes(self, frame: DataFrame, schema: Any = None, metadata: Any = None) -> None:
+    def write_changes(
+        self, frame: DataFrame, schema: dict[str, Any] | None = None, metadata: Metadata | None = None
+    ) -> None:
         """Write ``frame`` (the table's columns and ``_change_type``) as change
         data files, to be committed as ``cdc`` actions. ``schema`` and
         ``metadata``: those the commit leaves (default: the snapshot's)."""
@@ -390,7 +399,7 @@ class DmlCommand:
             "rewriteTimeMs": r.rewrite_ms,
         }
 
-    def commit(self):
+    def commit(self) -> CommandResult:
         """Commit the rewrite; with nothing removed, commit nothing (version None)."""
         from airflow_delta_provider.spark.result import CommandResult
 
@@ -417,7 +426,7 @@ class DmlCommand:
             self.result.other_files = []
             self.result.changes = []
 
-    def run(self):
+    def run(self) -> CommandResult:
         """prepare, rewrite, commit; on failure delete what was written, but
         only when the commit surely did not land (see :class:`WrittenFiles`)."""
         from airflow_delta_provider.spark.write.files import WrittenFiles

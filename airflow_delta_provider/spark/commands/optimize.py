@@ -35,6 +35,7 @@ from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.operations.optimize import Bin, plan_bins, target_file_size
 from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filter
+from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.reorg import check_rows_kept
@@ -127,7 +128,7 @@ def run_optimize(
     return CommandResult(table, OPERATION, commit.version, metrics)
 
 
-def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
+def _check_zorder_columns(snapshot: Snapshot, columns: list[str]) -> list[str]:
     """The Z-order columns as the schema spells them; refused: unknown ones,
     partition columns and columns without statistics (nothing to skip by)."""
     from airflow_delta_provider.delta.table_features.clustering import is_clustered
@@ -179,7 +180,7 @@ def _check_zorder_columns(snapshot: Any, columns: list[str]) -> list[str]:
     return out
 
 
-def _files_where(spark: SparkSession, snapshot: Any, where: str | None) -> list[AddFile]:
+def _files_where(spark: SparkSession, snapshot: Snapshot, where: str | None) -> list[AddFile]:
     """The live files of the partitions ``where`` selects (every file without one)."""
     if where is None:
         return snapshot.files

@@ -7,15 +7,18 @@ This needs no Spark: the core plans and commits it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta.operations.restore import OPERATION, restore_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 def run_restore(
-    spark: Any,
+    spark: SparkSession | None,
     table: str,
     version: int | None = None,
     timestamp: str | None = None,

@@ -35,12 +35,14 @@ from typing import Any, Mapping
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.table_features.generated_columns import depends_on, generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import check_not_updated
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over
 from airflow_delta_provider.spark.read.scan import free_name
+from airflow_delta_provider.spark.result import CommandResult
 
 
 #: With deletion vectors, about how many updated rows go into one new file.
@@ -137,7 +139,7 @@ class UpdateCommand(DmlCommand):
         self.mark_deleted(matches)
         self.result.rows_changed = updated
 
-    def _rewrite_files(self, touched: list, updated: int | None) -> list:
+    def _rewrite_files(self, touched: list[AddFile], updated: int | None) -> list[AddFile]:
         written = self.write(self._updated(self.copy_rows(touched)))
         if self.records_changes:  # a second read of the touched files, keeping the matching rows only
             matching = self.scan(touched).filter(self.matched)
@@ -172,7 +174,7 @@ class UpdateCommand(DmlCommand):
         out = frame.select(*columns, self.matched.alias(flag))
         return fill_generated(out, self.snapshot.schema, dict.fromkeys(recomputed, F.col(flag))).drop(flag)
 
-    def _write_images(self, matching) -> None:
+    def _write_images(self, matching: DataFrame) -> None:
         """Record the pre- and post-image of each row of ``matching`` (rows being updated)."""
         from airflow_delta_provider.spark.write.change_data import update_images
 
@@ -223,7 +225,7 @@ def run_update(
     token: str | None = None,
     io: str = "auto",
     storage_options: Mapping[str, str] | None = None,
-):
+) -> CommandResult:
     """UPDATE ``table`` SET ``set_exprs`` [WHERE ``condition``]; a CommandResult.
 
     ``version`` is None when no row matched (nothing is committed). ``io``:

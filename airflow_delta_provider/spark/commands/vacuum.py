@@ -14,7 +14,7 @@ reports.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta import table_properties
@@ -32,6 +32,8 @@ from airflow_delta_provider.delta.operations.vacuum import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from airflow_delta_provider.spark.result import CommandResult
+
 
 #: Above this many files, deletes run on the executors instead of the driver.
 PARALLEL_DELETE_THRESHOLD = 1000
@@ -46,7 +48,7 @@ def run_vacuum(
     enforce_retention: bool = True,
     token: str | None = None,
     storage_options: Mapping[str, str] | None = None,
-):
+) -> CommandResult:
     """VACUUM ``table``; a CommandResult whose version is ``VACUUM END``'s
     (None on a dry run, which carries the planned ``files`` instead).
     ``spark`` may be None: this process then deletes every file itself."""
@@ -109,7 +111,7 @@ def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: Vacuu
         return storage.delete_many(paths)
     absolute = [storage.location.child(p) for p in paths]
 
-    def delete_partition(it: Iterator[str]) -> Iterator[int]:
+    def delete_partition(it: Iterable[str]) -> Iterable[int]:
         # Runs on an executor, which sees the same (shared) filesystem.
         import os
 

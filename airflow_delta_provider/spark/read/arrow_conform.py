@@ -14,7 +14,8 @@ Pure pyarrow: this runs in the executors' Python workers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,7 +43,7 @@ def field_id(field: pa.Field) -> int | None:
     return int(raw) if raw is not None else None
 
 
-def wanted_id(delta_field: dict) -> int | None:
+def wanted_id(delta_field: Mapping[str, Any]) -> int | None:
     """The field id a column mapping ``id``-mode reader matches ``delta_field`` by."""
     value = (delta_field.get("metadata") or {}).get(_WANTED_ID)
     return int(value) if value is not None else None

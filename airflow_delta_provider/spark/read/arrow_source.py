@@ -214,7 +214,7 @@ def _register(spark: SparkSession) -> None:
         key = (sc.pythonExec, tuple(sorted(sc.environment.items())))
     if getattr(spark, "_delta_arrow_source", None) != key:
         spark.dataSource.register(DeltaArrowSource)
-        spark._delta_arrow_source = key  # type: ignore[attr-defined]
+        spark._delta_arrow_source = key  # type: ignore[attr-defined]  # a per-session mark, kept on the session
 
 
 def plan_splits(
@@ -243,8 +243,8 @@ def plan_splits(
             pieces.append((i, 0, None, size))
             continue
         for start in range(0, size, max_split):
-            length = min(max_split, size - start)
-            pieces.append((i, start, length, length))
+            piece = min(max_split, size - start)
+            pieces.append((i, start, piece, piece))
     pieces.sort(key=lambda p: -p[3])  # stable, as Scala's sortBy
     splits: list[list[list[Any]]] = []
     current: list[list[Any]] = []
@@ -302,7 +302,7 @@ def _connect_split_settings(spark: SparkSession) -> dict[str, int]:
         parallelism = int(minimum)
     elif parallelism is None:
         parallelism = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).distinct().count()
-        spark._delta_parallelism = parallelism  # type: ignore[attr-defined]
+        spark._delta_parallelism = parallelism  # type: ignore[attr-defined]  # a per-session cache, kept on the session
     settings["parallelism"] = max(1, int(parallelism))
     return settings
 
@@ -407,8 +407,9 @@ def read_entries(
             elif role == INDEX:
                 fixed[pos] = index
         deleted = None
-        if dv is not None:
-            deleted = np.frombuffer(vectors.read(DeletionVector.from_json(dv), add_path).to_array(), np.uint64)
+        descriptor = DeletionVector.from_json(dv)  # dv: add.deletion_vector.to_json(), or None
+        if descriptor is not None:
+            deleted = np.frombuffer(vectors.read(descriptor, add_path).to_array(), np.uint64)
         if rel is None:  # a file outside the table root, named by an absolute URI
             parent, rel = uri.rsplit("/", 1)
             source = open_storage(parent)
@@ -416,7 +417,7 @@ def read_entries(
             source = storage
         with source.open_input_file(rel) as f:
             for first_row, rows, found in _file_batches(f, [name for _, name in data], start, length, ids):
-                arrays: list[pa.Array] = [None] * len(columns)  # type: ignore[list-item]
+                arrays: list[pa.Array] = [None] * len(columns)
                 for (pos, _name), array in zip(data, found):
                     field_type = target.field(pos).type
                     if array is None:

@@ -196,8 +196,8 @@ def unreachable_reason(exc: BaseException) -> str | None:
         chain.append(current)
         current = current.__cause__ or current.__context__
     for error in chain:
-        if isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.UNAVAILABLE:  # type: ignore[attr-defined]
-            return f"UNAVAILABLE: {error.details()}"  # type: ignore[attr-defined]
+        if isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.UNAVAILABLE:
+            return f"UNAVAILABLE: {error.details()}"
     for error in chain:  # PySpark's wrappers keep only the text
         text = str(error)
         if "StatusCode.UNAVAILABLE" in text:

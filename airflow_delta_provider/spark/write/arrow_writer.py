@@ -351,7 +351,9 @@ def with_field_ids(schema: Any, ids: Mapping[tuple[str, ...], int]) -> Any:
 class _FileWriter:
     """One data file being written by a task."""
 
-    def __init__(self, storage: Any, plan: WritePlan, task: int, values: dict[str, str | None], schema: Any) -> None:
+    def __init__(
+        self, storage: TableStorage, plan: WritePlan, task: int, values: dict[str, str | None], schema: Any
+    ) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 

@@ -33,7 +33,7 @@ import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeAlias
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
@@ -55,27 +55,32 @@ from airflow_delta_provider.delta.partitions import (
     unescape_partition_value,
 )
 from airflow_delta_provider.delta.schema.fields import walk_fields
+from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
+from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.write.generated_columns import generated_checks
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
 from airflow_delta_provider.spark.read.scan import column, spark_schema
 from airflow_delta_provider.spark.write.stats import file_stats, stats_from_footer, stats_json, stats_leaves
 
+#: A table as the writers take it: a snapshot, a DeltaTable, its storage or its root.
+TableTarget: TypeAlias = "Snapshot | DeltaTable | TableStorage | str | os.PathLike[str]"
+
 _SPARK_PART = re.compile(r"^part-(\d+)-.*\.parquet$")
 _VIOLATION_MARK = "[delta-constraint] "
 
 
-def table_root_of(target: Any) -> str:
-    """The table folder of a snapshot, a DeltaTable or a path."""
-    for attr in ("table_root", "root"):
-        value = getattr(target, attr, None)
-        if isinstance(value, str):
-            return value
+def table_root_of(target: TableTarget) -> str:
+    """The table folder of a snapshot, a DeltaTable, a TableStorage or a path."""
+    if isinstance(target, Snapshot):
+        return target.table_root
+    if isinstance(target, (DeltaTable, TableStorage)):
+        return target.root
     return os.fspath(target)
 
 
-def storage_of(target: Any) -> TableStorage:
+def storage_of(target: TableTarget) -> TableStorage:
     """The storage of a table given as a TableStorage, a DeltaTable, a snapshot or a root."""
     if isinstance(target, TableStorage):
         return target
@@ -90,7 +95,7 @@ def storage_of(target: Any) -> TableStorage:
 
 def write_files(
     df: DataFrame,
-    target: Any,
+    target: TableTarget,
     schema: Mapping[str, Any],
     partition_columns: Sequence[str],
     *,
@@ -187,7 +192,7 @@ def _write_hadoop(
         _remove_staging(storage, staging)
 
 
-def delete_written_files(target: Any, adds: Iterable[AddFile]) -> None:
+def delete_written_files(target: TableTarget, adds: Iterable[AddFile]) -> None:
     """Remove data files written for a commit that did not happen.
 
     ``target`` is the table (a TableStorage, a DeltaTable, a snapshot or a root).
@@ -225,7 +230,7 @@ class WrittenFiles:
     deletion vector file.
     """
 
-    def __init__(self, table: Any, adds: list[AddFile], other_files: list[str] | None = None) -> None:
+    def __init__(self, table: TableTarget, adds: list[AddFile], other_files: list[str] | None = None) -> None:
         self.table = table
         self.adds = adds
         self.other_files = other_files if other_files is not None else []

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -26,6 +26,10 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity
 from airflow_delta_provider.spark.read.scan import column, spark_schema
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.actions.model import AddFile
+    from airflow_delta_provider.delta.storage import TableStorage
 
 #: monotonically_increasing_id() puts the partition index above bit 33.
 _ROW_BITS = 33
@@ -38,7 +42,10 @@ def _expression(spark: SparkSession, name: str, sql: str, dtype: Any) -> Column:
     from pyspark.errors import AnalysisException, ParseException
 
     try:
-        value = F.expr(sql).cast(dtype)
+        value = F.expr(sql).cast(dtype)  # classic Spark parses here, Spark Connect in the select below
+    except PySparkException as exc:
+        raise InvalidInputError(f"generation expression of column {name} does not parse: {sql}") from exc
+    try:
         spark.range(0).select(value)
     except ParseException as exc:
         raise InvalidInputError(f"generation expression of column {name} does not parse: {sql}") from exc
@@ -99,7 +106,7 @@ def generated_over(schema: Mapping[str, Any], name: str, replacements: Mapping[s
     sql = generation_expressions(schema)[name]
     by_lower = {k.lower(): (k, v) for k, v in replacements.items()}
 
-    def swap(node: exp.Expression) -> exp.Expression:
+    def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and len(node.parts) == 1 and node.name.lower() in by_lower:
             column_name, text = by_lower[node.name.lower()]
             typed = f"CAST(({text}) AS {struct[column_name].dataType.simpleString()})"
@@ -150,7 +157,9 @@ def _with_known_partitions(df: DataFrame) -> tuple[DataFrame, int]:
         return df.repartition(partitions), partitions
 
 
-def written_extreme(storage: Any, adds: list[Any], key: str, is_partition: bool, positive: bool) -> int | None:
+def written_extreme(
+    storage: TableStorage, adds: list[AddFile], key: str, is_partition: bool, positive: bool
+) -> int | None:
     """The largest (``positive``) or smallest value of column ``key`` (its
     physical name) in the written files ``adds``: from their stats where they
     hold it, else read from the file (a column beyond the stats columns)."""

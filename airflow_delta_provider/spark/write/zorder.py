@@ -15,7 +15,7 @@ files carry no min/max).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -83,7 +83,7 @@ def zorder_key(frame: DataFrame, columns: Sequence[str]) -> Column:
     return key
 
 
-def _below(value: Column):
+def _below(value: Column) -> Callable[[Column], Column]:
     """``edge -> edge < value``, for ``F.filter`` (which reads the lambda's parameters)."""
     return lambda edge: edge < value
 
