@@ -14,7 +14,7 @@ from airflow_delta_provider.utils.package_zip import build_package_zip, package_
 def test_zip_holds_the_core_and_the_spark_commands_only(tmp_path: Path) -> None:
     names = zipfile.ZipFile(build_package_zip(tmp_path)).namelist()
     assert "airflow_delta_provider/__init__.py" in names
-    assert "airflow_delta_provider/delta/actions.py" in names
+    assert "airflow_delta_provider/delta/actions/model.py" in names
     assert any(n.startswith("airflow_delta_provider/spark/") for n in names)
     assert not [n for n in names if n.split("/")[1] in ("hooks", "operators", "sensors", "triggers")]
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
