@@ -1,4 +1,4 @@
-"""MERGE (spark/commands/merge.py): the same rows and counts as deltalake's own
+"""MERGE (spark/commands/merge/): the same rows and counts as deltalake's own
 ``merge()`` on an identical copy, for each combination of clauses; bad input
 changes nothing; the fast paths rewrite only what they must; conflicts follow
 the isolation level the clauses imply."""
@@ -22,7 +22,13 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.operations.merge_clauses import parse_clauses
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.merge.command import MergeCommand, run_merge
+from airflow_delta_provider.spark.commands.merge.command import run_merge
+from airflow_delta_provider.spark.commands.merge.commit import commit
+from airflow_delta_provider.spark.commands.merge.files import KeptFrames
+from airflow_delta_provider.spark.commands.merge.plan import MergePlan, plan_merge
+from airflow_delta_provider.spark.commands.merge.rewrite import rewrite
+from airflow_delta_provider.spark.commands.merge.touched import find_touched_files
+from airflow_delta_provider.spark.write.files import WrittenFiles
 
 from .dml_support import (
     deltalake_table,
@@ -50,6 +56,12 @@ def source_rows(ids: list[int | None], *, extra: bool = False) -> pa.Table:
     if extra:
         columns["extra"] = pa.array([f"x{k}" for k in range(n)], pa.string())
     return pa.table(columns)
+
+
+def plan(spark, path: str, source: str, on: str, clauses: list[dict]) -> MergePlan:
+    """The MERGE's plan (its persisted source released at once: these tests read the plan only)."""
+    with KeptFrames() as keep:
+        return plan_merge(spark, path, source, on, clauses, keep=keep)
 
 
 def write_source(tmp_path: Path, table: pa.Table, name: str = "source") -> str:
@@ -204,22 +216,20 @@ def test_only_touched_files_are_rewritten(spark, tmp_path):
 def test_source_key_range_prunes_target_files(spark, tmp_path):
     """Keys 16..20 lie in the second file only: the touched-file scan reads just that file."""
     path = deltalake_table(tmp_path / "t", batches=4)
-    command = MergeCommand(spark, path, write_source(tmp_path, source_rows([16, 20])), ON, UPSERT)
-    command.prepare()
-    assert len(command.candidates) == 1
-    assert command.candidates[0].num_records == 15
+    candidates = plan(spark, path, write_source(tmp_path, source_rows([16, 20])), ON, UPSERT).candidates.files
+    assert len(candidates) == 1
+    assert candidates[0].num_records == 15
 
 
 def test_source_keys_prune_files_one_by_one(spark, tmp_path):
     """Keys 16 and 50 span files 2 to 4 by their min and max, but file 3 (30..44) holds neither."""
     path = deltalake_table(tmp_path / "t", batches=4)
-    command = MergeCommand(spark, path, write_source(tmp_path, source_rows([16, 50, None])), ON, UPSERT)
-    command.prepare()
+    planned = plan(spark, path, write_source(tmp_path, source_rows([16, 50, None])), ON, UPSERT)
     bounds = sorted(
-        (f.parsed_stats()["minValues"]["id"], f.parsed_stats()["maxValues"]["id"]) for f in command.candidates
+        (f.parsed_stats()["minValues"]["id"], f.parsed_stats()["maxValues"]["id"]) for f in planned.candidates.files
     )
     assert bounds == [(15, 29), (45, 59)]
-    assert [str(p) for p in command.txn._read_predicates] == [
+    assert [str(p) for p in planned.txn._read_predicates] == [
         "(`id` >= 16 AND `id` <= 50)"
     ]  # conflicts judge the range
 
@@ -227,9 +237,8 @@ def test_source_keys_prune_files_one_by_one(spark, tmp_path):
 def test_target_only_conjunct_prunes_partitions(spark, tmp_path):
     path = deltalake_table(tmp_path / "t", ["part"])
     on = "t.id = s.id AND t.part = 'a'"
-    command = MergeCommand(spark, path, write_source(tmp_path, source_rows([1, 2, 3])), on, UPSERT)
-    command.prepare()
-    assert command.candidates and {f.partition_values["part"] for f in command.candidates} == {"a"}
+    candidates = plan(spark, path, write_source(tmp_path, source_rows([1, 2, 3])), on, UPSERT).candidates.files
+    assert candidates and {f.partition_values["part"] for f in candidates} == {"a"}
 
 
 def test_untouched_matched_file_is_not_rewritten_and_its_match_not_inserted(spark, tmp_path):
@@ -493,15 +502,17 @@ def test_concurrent_append_conflicts_with_an_inserting_merge_only(spark, tmp_pat
 
     for clauses, conflicts in ((UPSERT, True), (CASES["update-only"], False)):
         path = deltalake_table(tmp_path / f"t{conflicts}")
-        command = MergeCommand(spark, path, write_source(tmp_path, source_rows([1, 70]), f"s{conflicts}"), ON, clauses)
-        command.prepare()
-        command.rewrite()
-        write_deltalake(path, source_rows([500]), mode="append")
-        if conflicts:
-            with pytest.raises(ConcurrentAppendError):
-                command.commit()
-        else:
-            assert command.commit().version == 4
+        source = write_source(tmp_path, source_rows([1, 70]), f"s{conflicts}")
+        with KeptFrames() as keep:
+            planned = plan_merge(spark, path, source, ON, clauses, keep=keep)
+            ledger = WrittenFiles(planned.target.table.storage, [])
+            rewritten = rewrite(planned, find_touched_files(planned, keep), ledger)
+            write_deltalake(path, source_rows([500]), mode="append")
+            if conflicts:
+                with pytest.raises(ConcurrentAppendError):
+                    commit(planned, rewritten)
+            else:
+                assert commit(planned, rewritten).version == 4
 
 
 @pytest.fixture
