@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.spark.read.scan import spark_schema
+from airflow_delta_provider.spark.read.files import spark_schema
 
 def empty_frame(spark: SparkSession, schema: Mapping[str, Any]) -> DataFrame:
     """A DataFrame with the table's columns and no rows, for analysis only."""

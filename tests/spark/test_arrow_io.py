@@ -26,7 +26,9 @@ from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
-from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, read_files, scan, table_location
+from airflow_delta_provider.spark.read.file_reads import read_files
+from airflow_delta_provider.spark.read.files import table_location
+from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, scan
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture

@@ -325,7 +325,7 @@ class DmlCommand:
 
     def matching_rows(self) -> dict[str, Any]:
         """Per candidate file (``add.path``), the row indexes of its live rows that match."""
-        from airflow_delta_provider.spark.read.deletion_vectors import matching_row_indexes
+        from airflow_delta_provider.spark.read.file_reads import matching_row_indexes
 
         start = time.monotonic()
         try:

@@ -41,7 +41,7 @@ from airflow_delta_provider.delta.table_features.identity_columns import check_n
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over
-from airflow_delta_provider.spark.read.scan import free_name
+from airflow_delta_provider.spark.read.files import free_name
 from airflow_delta_provider.spark.result import CommandResult
 
 
@@ -112,7 +112,7 @@ class UpdateCommand(DmlCommand):
         from pyspark import StorageLevel
 
         from airflow_delta_provider.spark.read.deletion_vectors import row_indexes_by_file
-        from airflow_delta_provider.spark.read.scan import match_frame
+        from airflow_delta_provider.spark.read.file_reads import match_frame
 
         start = time.monotonic()
         hidden = self.tracking.names if self.tracking is not None else ()

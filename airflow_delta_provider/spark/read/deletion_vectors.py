@@ -1,21 +1,22 @@
 """Deletion vectors in the Spark engine: leaving deleted rows out of a read,
-and finding the row indexes a DELETE or UPDATE marks.
+and grouping the row indexes a DELETE or UPDATE marks by file.
 
 A row of a data file is identified by the file and its *row index*, its
 position in the parquet file, which Spark 4 reads as
 ``_metadata.row_index`` (``hadoop`` I/O) and the ``arrow`` source computes
-from the row groups it reads (:mod:`.arrow_scan`).
+from the row groups it reads (:mod:`.arrow_source`).
 
 - :func:`drop_deleted_rows` removes the rows a file's vector deletes from a
   ``hadoop`` read: the deleted ``(file key, row index)`` pairs, decoded in the
   driver from the vectors (:mod:`airflow_delta_provider.delta.actions.deletion_vectors`),
   are a small frame that the read is anti-joined with, broadcast. No Python
-  runs per row; the file key is a long (``xxhash64`` of Spark's file path),
-  as in the touched-file count.
-- :func:`matching_row_indexes` returns, per file, the row indexes of the live
-  rows that match a condition: one Spark job reading the condition's columns,
-  the file key and the row index; only the matching pairs reach the driver
-  (:func:`row_indexes_by_file`).
+  runs per row; the file key is a long (``xxhash64`` of Spark's file path,
+  :func:`~.files.file_keys`), as in the touched-file count.
+- :func:`row_indexes_by_file` turns the (file key, row index) pairs of the
+  live rows that match a condition (:func:`~.file_reads.match_frame`, one
+  Spark job reading the condition's columns, the file key and the row
+  index) into sorted row indexes per file; only the matching pairs reach
+  the driver. :func:`~.file_reads.matching_row_indexes` does both steps.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError
+from airflow_delta_provider.spark.read.files import file_keys, key_column
 
 #: Above this many deleted rows in one read, the deleted-rows frame is no longer
 #: forced into a broadcast (Spark's planner decides).
@@ -51,8 +53,6 @@ def drop_deleted_rows(
         return read
     import pyarrow as pa
 
-    from airflow_delta_provider.spark.read.scan import file_keys, key_column
-
     by_path = {path: uri for uri, path in uris.items()}
     keys, hashed = file_keys(uris)
     key_of = {path: key for key, path in keys.items()}
@@ -74,27 +74,9 @@ def drop_deleted_rows(
     return keyed.join(deleted, condition, "left_anti").drop(key_name)
 
 
-def matching_row_indexes(
-    spark: SparkSession,
-    snapshot: Any,
-    files: Sequence[AddFile],
-    condition: Column | None,
-    io: str,
-) -> dict[str, np.ndarray]:
-    """Per file (``add.path``), the sorted row indexes of its live rows that
-    match ``condition`` (None: every live row); files without a match are
-    left out."""
-    from airflow_delta_provider.spark.read.scan import match_frame
-
-    files = list(files)
-    if not files:
-        return {}
-    return row_indexes_by_file(*match_frame(spark, snapshot, files, condition, io))
-
-
 def row_indexes_by_file(frame: DataFrame, key_name: str, row_name: str, by_key: dict[Any, str]) -> dict[str, np.ndarray]:
     """Per file (``add.path``), the sorted row indexes in ``frame``
-    (:func:`~airflow_delta_provider.spark.read.scan.match_frame`'s); only the
+    (:func:`~.file_reads.match_frame`'s); only the
     two columns reach the driver."""
     table = frame.select(f"`{key_name}`", f"`{row_name}`").toArrow()
     keys = table.column(key_name).to_numpy(zero_copy_only=False)
@@ -115,4 +97,4 @@ def row_indexes_by_file(frame: DataFrame, key_name: str, row_name: str, by_key: 
     return out
 
 
-__all__ = ["BROADCAST_MAX_ROWS", "drop_deleted_rows", "matching_row_indexes", "row_indexes_by_file"]
+__all__ = ["BROADCAST_MAX_ROWS", "drop_deleted_rows", "row_indexes_by_file"]

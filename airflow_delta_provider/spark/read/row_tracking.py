@@ -11,7 +11,7 @@ does them (``RowId``, ``RowCommitVersion``, ``MaterializedRowTrackingColumn``):
 
 :func:`tracked_rows` reads files with both (the core's ``add`` actions give
 ``baseRowId`` and ``defaultRowCommitVersion``; a broadcast join on the file
-key of :func:`~.scan.match_frame` brings them to the rows, in both I/O
+key of :func:`~.file_reads.match_frame` brings them to the rows, in both I/O
 modes). :func:`read_with_row_tracking` is the reader's view: the table's
 columns plus a ``_metadata`` struct of ``row_id`` and ``row_commit_version``.
 
@@ -39,7 +39,9 @@ from pyspark.sql.types import LongType, StructField, StructType
 from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.spark.read.scan import column, free_name, match_frame, spark_schema
+from airflow_delta_provider.spark.read.file_reads import match_frame
+from airflow_delta_provider.spark.read.files import column, free_name, spark_schema, table_location
+from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 
 #: The struct column :func:`read_with_row_tracking` adds, and its fields (delta-spark's names).
 METADATA_COLUMN = "_metadata"
@@ -105,7 +107,7 @@ def with_stable_ids(
     files: Sequence[AddFile],
     names: Materialized,
 ) -> DataFrame:
-    """A :func:`~.scan.match_frame` frame (read ``with_data`` and the
+    """A :func:`~.file_reads.match_frame` frame (read ``with_data`` and the
     materialized columns as ``extra_columns``) with those columns holding
     each row's stable row id and row commit version; its other columns kept."""
     taken = {n.lower() for n in frame.columns}
@@ -138,9 +140,6 @@ def read_with_row_tracking(
     ``row_commit_version``, as delta-spark exposes them. A table whose
     schema has a ``_metadata`` column, or without row tracking enabled, is
     an InvalidInputError."""
-    from airflow_delta_provider.spark.runtime.io_mode import resolve_io
-    from airflow_delta_provider.spark.read.scan import table_location
-
     if any(f["name"].lower() == METADATA_COLUMN for f in snapshot.schema["fields"]):
         raise InvalidInputError(f"the table has a column named {METADATA_COLUMN}: row tracking cannot be shown")
     mode = resolve_io(spark, table_location(snapshot), io)

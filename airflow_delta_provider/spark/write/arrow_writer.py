@@ -43,7 +43,7 @@ from airflow_delta_provider.delta.partitions import encode_path
 from airflow_delta_provider.delta.storage import TableStorage
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.read.arrow_source import worker_root
-from airflow_delta_provider.spark.read.scan import column
+from airflow_delta_provider.spark.read.files import column
 from airflow_delta_provider.spark.runtime.session import is_connect
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 

@@ -36,7 +36,8 @@ from airflow_delta_provider.delta.table_features.change_data_feed import (
 )
 from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.read.scan import column, free_name, scan, spark_schema
+from airflow_delta_provider.spark.read.files import column, free_name, spark_schema
+from airflow_delta_provider.spark.read.scan import scan
 
 _CHANGE_TYPE_FIELD = {"name": CHANGE_TYPE_COLUMN, "type": "string", "nullable": True, "metadata": {}}
 

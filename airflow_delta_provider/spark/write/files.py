@@ -61,7 +61,7 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.write.generated_columns import generated_checks
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
-from airflow_delta_provider.spark.read.scan import column, spark_schema
+from airflow_delta_provider.spark.read.files import column, spark_schema
 from airflow_delta_provider.spark.write.stats import file_stats, stats_from_footer, stats_json, stats_leaves
 
 #: A table as the writers take it: a snapshot, a DeltaTable, its storage or its root.

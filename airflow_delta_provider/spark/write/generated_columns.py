@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity
-from airflow_delta_provider.spark.read.scan import column, spark_schema
+from airflow_delta_provider.spark.read.files import column, spark_schema
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.actions.model import AddFile

@@ -8,15 +8,11 @@ import pytest
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import to_absolute
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.read import files as files_module
 from airflow_delta_provider.spark.read import scan as scan_module
-from airflow_delta_provider.spark.read.scan import (
-    FILE_COLUMN,
-    count_matches,
-    file_uri,
-    read_files,
-    scan,
-    xxhash64,
-)
+from airflow_delta_provider.spark.read.file_reads import literal_reads, partition_groups, read_files
+from airflow_delta_provider.spark.read.files import URI_COLUMN, file_uri, xxhash64
+from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, scan
 
 from tests.spark.commands.dml_support import (
     SHADOWING_KINDS,
@@ -202,7 +198,7 @@ def test_count_matches_maps_odd_file_names_to_their_add_path(spark, golden_dir):
 def test_count_matches_stays_exact_when_file_keys_collide(spark, partitioned, monkeypatch):
     from pyspark.sql import functions as F
 
-    monkeypatch.setattr(scan_module, "xxhash64", lambda text: 7)  # every file, one key
+    monkeypatch.setattr(files_module, "xxhash64", lambda text: 7)  # every file, one key
     got = count_matches(spark, partitioned, partitioned.files, F.expr("v % 5 = 1"))
     assert got == _expected_counts(partitioned, lambda r: r["v"] % 5 == 1)
 
@@ -210,9 +206,9 @@ def test_count_matches_stays_exact_when_file_keys_collide(spark, partitioned, mo
 def test_touched_file_reads_only_the_condition_columns(spark, partitioned):
     from pyspark.sql import functions as F
 
-    groups = scan_module._partition_groups(partitioned.files)
-    reads = scan_module._literal_reads(spark, partitioned, groups, uri_column=scan_module._URI_COLUMN)
-    frame = reads[0].filter(F.expr("v > 3")).groupBy(F.xxhash64(scan_module._URI_COLUMN)).count()
+    groups = partition_groups(partitioned.files)
+    reads = literal_reads(spark, partitioned, groups, uri_column=URI_COLUMN)
+    frame = reads[0].filter(F.expr("v > 3")).groupBy(F.xxhash64(URI_COLUMN)).count()
     plan = frame._jdf.queryExecution().executedPlan().toString()
     assert "ReadSchema: struct<v:bigint>" in plan
 

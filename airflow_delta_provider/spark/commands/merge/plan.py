@@ -53,7 +53,7 @@ from airflow_delta_provider.spark.commands.merge.files import Target
 from airflow_delta_provider.spark.commands.merge.prune import Candidates, prune
 from airflow_delta_provider.spark.commands.merge.rows import MergeRows
 from airflow_delta_provider.spark.commands.merge.schema import merge_schema_of
-from airflow_delta_provider.spark.read.scan import spark_schema
+from airflow_delta_provider.spark.read.files import spark_schema
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
 #: The operation a MERGE commits as.

@@ -54,7 +54,7 @@ from airflow_delta_provider.delta.operations.merge_clauses import (
 )
 from airflow_delta_provider.spark.conditions import analyse
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over, with_identity_values
-from airflow_delta_provider.spark.read.scan import free_name, spark_schema
+from airflow_delta_provider.spark.read.files import free_name, spark_schema
 from airflow_delta_provider.spark.write.files import conform_column
 
 #: The action of a target row no clause acts on: it stays as it is.

@@ -57,7 +57,7 @@ def find_touched_files(plan: MergePlan, keep: Callable[[DataFrame], DataFrame]) 
     Unmatched rows are counted by file and action. For an equi-join that
     inserts, the matched pairs (their keys and actions only) are kept
     (``keep``) for the inserts."""
-    from airflow_delta_provider.spark.read.scan import match_frame
+    from airflow_delta_provider.spark.read.file_reads import match_frame
 
     if plan.insert_only or not plan.candidates.files:
         return Touched()
