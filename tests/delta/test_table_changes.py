@@ -1,6 +1,6 @@
 """The core of the change data feed: which files hold a range's changes, and
 the errors for ranges that cannot be read. No Spark, no data files: the log
-alone decides (tests/spark/test_change_data.py reads the rows)."""
+alone decides (tests/spark/read/test_table_changes.py reads the rows)."""
 
 from __future__ import annotations
 

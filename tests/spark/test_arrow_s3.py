@@ -263,7 +263,7 @@ def test_change_data_feed_in_the_bucket(spark, bucket, tmp_path):
     bucket as parquet: the same rows as on a local copy in ``hadoop`` mode."""
     from deltalake import write_deltalake
 
-    from airflow_delta_provider.spark.write.change_data import read_changes
+    from airflow_delta_provider.spark.read.table_changes import read_changes
     from airflow_delta_provider.spark.commands.changes import run_changes
 
     local = str(tmp_path / "local")

@@ -2,7 +2,7 @@
 
 ``python -m airflow_delta_provider.spark changes TABLE --start N [--end M]
 --output URI --output-format parquet`` reads the changed rows of versions
-``N`` to ``M`` (:func:`~airflow_delta_provider.spark.write.change_data.read_changes`)
+``N`` to ``M`` (:func:`~airflow_delta_provider.spark.read.table_changes.read_changes`)
 and writes them to ``URI``, replacing what a failed earlier try left there,
 so a retried task writes the same output. Each row has the table's columns,
 ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
@@ -31,7 +31,7 @@ from airflow_delta_provider.delta.table_changes import SUMMARY_FILE
 from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_TYPES, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import TableLocation, TableStorage, open_storage, parse_location
-from airflow_delta_provider.spark.write.change_data import read_changes
+from airflow_delta_provider.spark.read.table_changes import read_changes
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.requests import CHANGES_OUTPUT_FORMATS
 from airflow_delta_provider.spark.result import CommandResult

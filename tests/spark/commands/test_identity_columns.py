@@ -317,7 +317,7 @@ def test_a_declared_schema_for_an_existing_table_is_refused(spark, tmp_path):
     assert state(path) == before
 
 
-def test_merge_inserting_identity_values_into_a_change_feed_table_is_refused(spark, tmp_path):
+def test_merge_inserting_identity_values_into_a_change_data_feed_table_is_refused(spark, tmp_path):
     from airflow_delta_provider.delta.errors import UnsupportedFeatureError
 
     path = create(str(tmp_path / "t"))

@@ -234,7 +234,7 @@ def test_restore_brings_back_the_rows_ids_and_versions_and_the_mark_never_falls(
 def test_row_tracking_and_the_change_data_feed_together(spark, tmp_path, io):
     """UPDATE, DELETE and MERGE keep stable ids and record their changes, the
     change files without the materialized columns."""
-    from airflow_delta_provider.spark.write.change_data import read_changes
+    from airflow_delta_provider.spark.read.table_changes import read_changes
 
     path = make(spark, tmp_path, io, {**ON, "delta.enableChangeDataFeed": "true"})
     before = tracked(spark, path, io)

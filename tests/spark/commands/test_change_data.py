@@ -1,6 +1,6 @@
-"""The change data feed: UPDATE, DELETE and MERGE write ``cdc`` files on a
-table with ``delta.enableChangeDataFeed``, and the changes read back through
-our reader equal what delta-rs (``load_cdf``) reads, row for row and change
+"""Change data: UPDATE, DELETE and MERGE write ``cdc`` files on a table with
+``delta.enableChangeDataFeed``, and the changes read back through our
+reader equal what delta-rs (``load_cdf``) reads, row for row and change
 type for change type."""
 
 from __future__ import annotations
@@ -12,68 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
-from airflow_delta_provider.delta.table_features.features import listed_features
+from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.write.change_data import read_changes
-from airflow_delta_provider.spark.commands.alter import run_alter
+from airflow_delta_provider.delta.table_features.features import listed_features
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
+from airflow_delta_provider.spark.read.table_changes import read_changes
 
-from .arrow_support import arrow_workers  # noqa: F401 - the fixture
-
-CDF = {"delta.enableChangeDataFeed": "true"}
-DV = {"delta.enableDeletionVectors": "true"}
-
-
-def source(tmp_path: Path, name: str, rows: list[tuple[int, str, int]]) -> str:
-    folder = tmp_path / name
-    folder.mkdir()
-    ids, parts, amounts = zip(*rows) if rows else ((), (), ())
-    data = pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "part": pa.array(parts, pa.string()),
-            "amount": pa.array(amounts, pa.int64()),
-        }
-    )
-    pq.write_table(data, folder / "a.parquet")
-    return str(folder)
-
-
-def cdf_table(spark, tmp_path: Path, properties: dict | None = None, partition_by=None) -> str:
-    path = str(tmp_path / "t")
-    seed = source(tmp_path, "seed", [(i, "a" if i % 2 else "b", i * 10) for i in range(1, 11)])
-    run_append(
-        spark, path, seed, format="parquet", partition_by=partition_by, table_properties={**CDF, **(properties or {})}
-    )
-    return path
-
-
-def ours(spark, path: str, start: int, end: int | None = None) -> list[tuple]:
-    frame = read_changes(spark, path, start, end).frame
-    rows = frame.select("id", "part", "amount", "_change_type", "_commit_version").collect()
-    return sorted((tuple(r) for r in rows), key=repr)
-
-
-def theirs(path: str, start: int, end: int | None = None) -> list[tuple]:
-    from deltalake import DeltaTable as RsTable
-
-    table = rs_changes(RsTable(path), start, end)
-    rows = table.select(["id", "part", "amount", "_change_type", "_commit_version"]).to_pylist()
-    return sorted((tuple(r.values()) for r in rows), key=repr)
-
-
-def rs_changes(table, start: int, end: int | None = None) -> pa.Table:
-    """delta-rs's change data feed as a pyarrow table."""
-    return pa.RecordBatchReader.from_stream(table.load_cdf(starting_version=start, ending_version=end)).read_all()
-
-
-def cdc_actions(path: str, version: int) -> list[dict]:
-    text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
-    return [json.loads(line)["cdc"] for line in text.splitlines() if '"cdc"' in line]
+from tests.spark.change_data_feed_support import CDF, DV, cdc_actions, cdf_table, ours, rs_changes, source, theirs
 
 
 @pytest.mark.parametrize(
@@ -150,26 +98,6 @@ def test_append_writes_no_change_files(spark, tmp_path):
     assert ours(spark, path, version) == theirs(path, version) == [(11, "a", 110, "insert", version)]
 
 
-def test_a_range_that_is_not_recorded_is_refused_by_name(spark, tmp_path):
-    path = str(tmp_path / "t")
-    run_append(spark, path, source(tmp_path, "seed", [(1, "a", 1)]), format="parquet")
-    run_alter(spark, path, {"set_properties": CDF})  # version 1
-    run_update(spark, path, None, {"amount": "2"})  # version 2
-    with pytest.raises(ChangeDataUnavailableError, match="not recorded for version 0"):
-        read_changes(spark, path, 0)
-    assert ours(spark, path, 1) == [(1, "a", 1, "update_preimage", 2), (1, "a", 2, "update_postimage", 2)]
-    with pytest.raises(ChangeDataUnavailableError, match="after the latest version 2"):
-        read_changes(spark, path, 3)
-    with pytest.raises(ChangeDataUnavailableError, match="end version 9 is after"):
-        read_changes(spark, path, 1, 9)
-    with pytest.raises(InvalidInputError, match="before the start version"):
-        read_changes(spark, path, 2, 1)
-    (Path(path) / "_delta_log" / f"{0:020d}.json").unlink()  # log cleanup took version 0
-    (Path(path) / "_delta_log" / f"{1:020d}.json").rename(Path(path) / "_delta_log" / "keep")
-    with pytest.raises(ChangeDataUnavailableError, match="version 1 .* no longer in the log"):
-        read_changes(spark, path, 1)
-
-
 def test_the_golden_change_data_feed_table_accepts_writes(spark, golden_copy):
     """``commit-info-containing-arbitrary-operationParams-types``: delta-spark's
     writer-7 table with ``changeDataFeed`` on."""
@@ -192,55 +120,6 @@ def theirs_any(path: str, version: int) -> list[tuple]:
     table = rs_changes(RsTable(path), version)
     columns = [c for c in table.column_names if c != "_commit_timestamp"]
     return sorted((tuple(r.values()) for r in table.select(columns).to_pylist()), key=repr)
-
-
-@pytest.mark.parametrize("io", ["hadoop", "arrow"])
-def test_changes_are_written_to_a_folder_with_the_rows_per_change_type(spark, tmp_path, io, request):
-    if io == "arrow":
-        request.getfixturevalue("arrow_workers")
-    from airflow_delta_provider.delta.table_changes import read_summary
-    from airflow_delta_provider.spark.commands.changes import run_changes
-
-    path = cdf_table(spark, tmp_path, {"delta.enableDeletionVectors": "true"} if io == "arrow" else {})
-    run_update(spark, path, "id = 1", {"amount": "0"}, io=io)
-    run_delete(spark, path, "id = 2", io=io)
-    output = tmp_path / "out"
-    run_changes(spark, path, 1, 1, str(output), io=io)  # an earlier try
-    (output / "stale.parquet").write_bytes(b"left by a failed try")
-    result = run_changes(spark, path, 1, None, str(output), io=io)
-    assert (result.operation, result.version) == ("CHANGES", 2)
-    assert result.metrics["changes"] == {"insert": 0, "delete": 1, "update_preimage": 1, "update_postimage": 1}
-    written = pq.read_table(output)
-    assert sorted(written["id"].to_pylist()) == [1, 1, 2] and not (output / "stale.parquet").exists()
-    assert written.schema.names == ["id", "part", "amount", "_change_type", "_commit_version", "_commit_timestamp"]
-    assert read_summary(str(output))["metrics"]["changes"] == result.metrics["changes"]
-    if io == "hadoop":
-        run_changes(spark, path, 1, 1, str(tmp_path / "csv"), "csv", io=io)
-        assert (tmp_path / "csv").is_dir() and any(p.suffix == ".csv" for p in (tmp_path / "csv").iterdir())
-    else:
-        with pytest.raises(InvalidInputError, match="arrow I/O, which writes parquet only"):
-            run_changes(spark, path, 1, 1, str(tmp_path / "csv"), "csv", io=io)
-
-
-def test_an_output_folder_inside_the_table_or_of_another_table_is_refused(spark, tmp_path):
-    from airflow_delta_provider.spark.commands.changes import run_changes
-
-    path = cdf_table(spark, tmp_path)
-    before = sorted(p.relative_to(path) for p in Path(path).rglob("*"))
-    for output in (path, str(Path(path) / "changes"), str(tmp_path)):  # the table, inside it, holding it
-        with pytest.raises(InvalidInputError, match="lies inside or holds the table"):
-            run_changes(spark, path, 0, None, output)
-    foreign = tmp_path / "reports"
-    foreign.mkdir()
-    (foreign / "q3.csv").write_text("keep me")
-    with pytest.raises(InvalidInputError, match="files an earlier CHANGES run did not write"):
-        run_changes(spark, path, 0, None, str(foreign))
-    assert (foreign / "q3.csv").read_text() == "keep me"
-    (tmp_path / "other").mkdir()
-    other = cdf_table(spark, tmp_path / "other")
-    with pytest.raises(InvalidInputError, match="holds a Delta table"):
-        run_changes(spark, path, 0, None, other)
-    assert sorted(p.relative_to(path) for p in Path(path).rglob("*")) == before
 
 
 @pytest.mark.parametrize(
@@ -267,23 +146,6 @@ def test_merge_records_changes_on_every_path(spark, tmp_path, clauses, expected)
     got = ours(spark, path, version)
     assert got == theirs(path, version)
     assert {t: sorted((r[0], r[2]) for r in got if r[3] == t) for t in {r[3] for r in got}} == expected
-
-
-def test_commit_timestamps_are_the_in_commit_timestamps(spark, tmp_path):
-    path = cdf_table(spark, tmp_path, {"delta.enableInCommitTimestamps": "true"})
-    version = run_delete(spark, path, "id = 4").version
-    (row,) = read_changes(spark, path, version).frame.collect()
-    ict = DeltaTable(path).history(limit=1)[0]["inCommitTimestamp"]
-    assert int(row["_commit_timestamp"].timestamp() * 1000) == ict
-
-
-def test_a_range_of_no_data_change_is_empty_with_the_feed_columns(spark, tmp_path):
-    path = cdf_table(spark, tmp_path)
-    version = run_alter(spark, path, {"set_properties": {"delta.appendOnly": "false"}}).version
-    frame = read_changes(spark, path, version).frame
-    assert frame.count() == 0
-    assert frame.columns == ["id", "part", "amount", "_change_type", "_commit_version", "_commit_timestamp"]
-    assert ours(spark, path, version) == theirs(path, version) == []
 
 
 @pytest.mark.parametrize("expression", ["rand()", "uuid()", "current_timestamp()"])
