@@ -7,8 +7,9 @@ shape: :class:`DeltaTable` (:mod:`.table`) opens :class:`Snapshot` s
 the actions to commit.
 
 One folder per concept: :mod:`.actions`, :mod:`.log`, :mod:`.checkpoint`,
-:mod:`.schema`, :mod:`.table_features`, :mod:`.transaction`,
-:mod:`.operations`, :mod:`.scan` (file skipping) and :mod:`.storage`.
+:mod:`.schema`, :mod:`.table_features`, :mod:`.expressions`,
+:mod:`.scan` (file skipping, the MERGE condition), :mod:`.transaction`,
+:mod:`.operations` and :mod:`.storage`.
 Beside them: the table properties (:mod:`.table_properties`), partition
 values (:mod:`.partitions`), the changes of a version range
 (:mod:`.table_changes`), the errors (:mod:`.errors`, re-exported here) and

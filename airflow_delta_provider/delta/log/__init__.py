@@ -1,1 +1,3 @@
-"""The log: reading ``_delta_log`` files, the segment of one version, replay, checkpoint reading and sidecars."""
+"""The log: reading ``_delta_log`` files (:mod:`.store`), the segment of one
+version (:mod:`.segment`), replay (:mod:`.replay`), checkpoint reading and
+sidecars, and the probe for the latest version (:mod:`.version_probe`)."""
