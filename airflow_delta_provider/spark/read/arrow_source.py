@@ -3,7 +3,7 @@
 Spark 4's Python Data Source API (:class:`DeltaArrowSource`) stands in for
 Spark's parquet reader, so no Hadoop connector is needed: each task opens
 the table's store with :func:`~airflow_delta_provider.delta.storage.open_storage`
-(credentials from the worker's environment, see :mod:`.worker_env`), reads
+(credentials from the worker's environment, see :mod:`~airflow_delta_provider.spark.runtime.worker_env`), reads
 its files with pyarrow and yields Arrow record batches of exactly the
 declared schema.
 
@@ -204,7 +204,7 @@ def _register(spark: SparkSession) -> None:
     """Register :class:`DeltaArrowSource` with the workers' current environment.
 
     A registration carries the environment and Python of its moment
-    (:mod:`.worker_env`), so it is renewed whenever either changed.
+    (:mod:`~airflow_delta_provider.spark.runtime.worker_env`), so it is renewed whenever either changed.
     """
     forward_store_env(spark)
     if is_connect(spark):  # the server's workers: one registration per session

@@ -19,7 +19,7 @@ A command that copies rows to new files (UPDATE, DELETE, MERGE, OPTIMIZE)
 reads them with :func:`tracked_rows` and writes the id (and, for rows it
 does not change, the commit version) into the materialized columns of the
 new files, named in the table configuration: physical columns outside the
-table schema, passed to :func:`~.write.write_files` as ``hidden_columns``.
+table schema, passed to :func:`~airflow_delta_provider.spark.write.files.write_files` as ``hidden_columns``.
 A changed row's version is written NULL, so it reads as the new file's
 ``defaultRowCommitVersion``: the version of the commit that changed it.
 New rows (APPEND, MERGE inserts) get no materialized values: their ids are

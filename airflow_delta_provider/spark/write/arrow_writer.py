@@ -319,7 +319,7 @@ def split_runs(
 def with_field_ids(schema: Any, ids: Mapping[tuple[str, ...], int]) -> Any:
     """``schema`` (Arrow) with ``PARQUET:field_id`` on each field whose path
     (through structs; ``element``, ``key``, ``value`` through lists and
-    maps, as :func:`~airflow_delta_provider.delta.schema.types.walk_fields` names
+    maps, as :func:`~airflow_delta_provider.delta.schema.fields.walk_fields` names
     them) has an id."""
     import pyarrow as pa
 
