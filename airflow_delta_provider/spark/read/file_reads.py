@@ -81,9 +81,9 @@ def read_files(spark: SparkSession, schema: StructType, paths: Sequence[str]) ->
             spark.conf.set(_DISCOVERY_THRESHOLD, saved)
 
 
-def partition_groups(files: Sequence[AddFile]) -> dict[tuple, list[AddFile]]:
+def partition_groups(files: Sequence[AddFile]) -> dict[tuple[Any, ...], list[AddFile]]:
     """``files`` grouped by their partition values, in first-seen order."""
-    groups: dict[tuple, list[AddFile]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[AddFile]] = defaultdict(list)
     for f in files:
         groups[tuple(sorted(f.partition_values.items()))].append(f)
     return groups
@@ -92,7 +92,7 @@ def partition_groups(files: Sequence[AddFile]) -> dict[tuple, list[AddFile]]:
 def literal_reads(
     spark: SparkSession,
     snapshot: Any,
-    groups: dict[tuple, list[AddFile]],
+    groups: dict[tuple[Any, ...], list[AddFile]],
     *,
     uri_column: str | None = None,
     row_index_column: str | None = None,
@@ -303,7 +303,7 @@ def match_frame(
             row_index_column=row_name,
         )
         by_position: dict[Any, str] = {i: f.path for i, f in enumerate(files)}
-        kept = [*data, quote(key_name), quote(row_name)]
+        kept: list[Column | str] = [*data, quote(key_name), quote(row_name)]
         return frame.filter(matched).select(*kept), key_name, row_name, by_position
     uri_column = free_name(URI_COLUMN, taken)
     groups = partition_groups(files)
