@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile, Metadata, RemoveFile, parse_commit
+from airflow_delta_provider.delta.actions.model import Action, AddCDCFile, AddFile, Metadata, RemoveFile, parse_commit
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
 from airflow_delta_provider.delta.table_features.change_data_feed import DELETE, INSERT
 
@@ -73,7 +73,7 @@ class ChangeRange:
 
     def file_counts(self) -> dict[str, int]:
         """How many files of each kind (``cdc``, ``insert``, ``delete``) hold the changes."""
-        return dict(Counter("cdc" if f.is_change_data else f.change_type for f in self.files))
+        return dict(Counter("cdc" if f.is_change_data else str(f.change_type) for f in self.files))
 
 
 def changes_between(table: DeltaTable, start: int, end: int | None = None) -> ChangeRange:
@@ -121,7 +121,7 @@ def _check_recorded(table: DeltaTable, version: int, metadata: Metadata) -> None
         )
 
 
-def _commit_changes(version: int, timestamp_ms: int, actions: list) -> list[ChangeFile]:
+def _commit_changes(version: int, timestamp_ms: int, actions: list[Action]) -> list[ChangeFile]:
     cdc = [a for a in actions if isinstance(a, AddCDCFile)]
     if cdc:
         return [ChangeFile(version, timestamp_ms, None, cdc_as_add(a)) for a in cdc]

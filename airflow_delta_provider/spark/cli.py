@@ -30,7 +30,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from airflow_delta_provider import requests
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
@@ -230,14 +230,14 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def _fail(exc: BaseException) -> None:
+def _fail(exc: BaseException) -> NoReturn:
     """One line on stderr, exit code 2."""
     sys.stdout.flush()
     print(f"{type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr, flush=True)
     raise SystemExit(EXIT_BAD_INPUT)
 
 
-def _crash(exc: BaseException) -> None:
+def _crash(exc: BaseException) -> NoReturn:
     """An unexpected failure: the traceback, then one summary line last; exit code 1.
 
     The Airflow hook reads the last ``ClassName: message`` line of stderr,

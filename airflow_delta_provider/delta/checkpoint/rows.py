@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.actions.model import DeletionVector, action_to_json
+from airflow_delta_provider.delta.actions.model import Action, DeletionVector, action_to_json
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -247,7 +247,7 @@ def _dv_array(dvs: list[DeletionVector | None]) -> pa.Array:
 
 def non_file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The non-file actions of ``snapshot``, each as a one-key JSON object."""
-    actions = [snapshot.protocol, snapshot.metadata, *snapshot.txn_actions, *snapshot.domain_metadata.values()]
+    actions: list[Action] = [snapshot.protocol, snapshot.metadata, *snapshot.txn_actions, *snapshot.domain_metadata.values()]
     return [action_to_json(a) for a in actions]
 
 
@@ -255,4 +255,5 @@ def file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The live files and unexpired tombstones as checkpoint JSON actions."""
     adds = [replace(f, data_change=False, stats=f.stats_json(), stats_parsed=None) for f in snapshot.files]
     removes = [replace(r, data_change=False, stats=None, tags=None) for r in snapshot.tombstones]
-    return [action_to_json(a) for a in (*adds, *removes)]
+    actions: list[Action] = [*adds, *removes]
+    return [action_to_json(a) for a in actions]

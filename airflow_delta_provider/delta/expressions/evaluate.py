@@ -31,7 +31,7 @@ from airflow_delta_provider.delta.expressions.tree import (
 
 T, F, N = "T", "F", "N"
 #: A set of truth values: "T" (TRUE), "F" (FALSE), "N" (NULL).
-Truths = frozenset
+Truths = frozenset[str]
 ANY: Truths = frozenset((T, F, N))
 NONE: Truths = frozenset()
 

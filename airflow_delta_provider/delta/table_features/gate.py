@@ -16,6 +16,8 @@ constraints (3), the change data feed and generated columns (4,
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow_delta_provider.delta.actions.model import Metadata, Protocol
 from airflow_delta_provider.delta.errors import UnsupportedFeatureError
 from airflow_delta_provider.delta.schema.fields import uses_type, walk_fields
@@ -78,7 +80,7 @@ def _active_features(metadata: Metadata | None) -> set[str] | None:
     return used
 
 
-def _field_metadata_keys(schema: dict) -> set[str]:
+def _field_metadata_keys(schema: dict[str, Any]) -> set[str]:
     return {key for _, f in walk_fields(schema) for key in (f.get("metadata") or {})}
 
 

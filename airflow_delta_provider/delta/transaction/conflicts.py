@@ -17,7 +17,7 @@ write, since nothing it could change bears on it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from airflow_delta_provider.delta.table_features import gate as features
 from airflow_delta_provider.delta.actions.model import (
@@ -134,7 +134,7 @@ class ReadSet:
     changes_metadata: bool
     changes_protocol: bool
     domains: set[str]
-    schema: dict
+    schema: dict[str, Any]
     partition_columns: list[str]
     canonical: Callable[[str], str]
     is_empty: bool = False

@@ -126,7 +126,7 @@ class Transaction:
         self.txn_id = str(uuid.uuid4())
         if snapshot is not None:
             features.check_writable(snapshot.protocol, snapshot.metadata)
-        self._actions: list[AddFile | RemoveFile] = []
+        self._actions: list[AddFile | RemoveFile | AddCDCFile] = []
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
         self._txns: dict[str, Txn] = {}
@@ -380,7 +380,7 @@ class Transaction:
                     f"the table is partitioned by {sorted(partition_columns)}"
                 )
 
-    def _commit_info(self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None) -> dict:
+    def _commit_info(self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None) -> dict[str, Any]:
         info: dict[str, Any] = {
             "timestamp": int(time.time() * 1000),
             "operation": self.operation,

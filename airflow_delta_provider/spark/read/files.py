@@ -20,7 +20,7 @@ build on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -36,9 +36,9 @@ KEY_COLUMN = "__delta_file_key"
 ROW_INDEX_COLUMN = "__delta_row_index"
 
 
-def spark_schema(schema: dict[str, Any]) -> StructType:
+def spark_schema(schema: Mapping[str, Any]) -> StructType:
     """A Spark StructType from Delta schema JSON (the two share one JSON form)."""
-    return StructType.fromJson(schema)
+    return StructType.fromJson(dict(schema))
 
 
 def data_schema(schema: dict[str, Any], partition_columns: Iterable[str]) -> StructType:
