@@ -75,7 +75,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
         """The server's ``sc://`` URL, built by the Spark provider's own hook (it holds the token)."""
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-        return SparkConnectHook(conn_id=self.conn_id).get_connection_url()  # type: ignore[arg-type]
+        return SparkConnectHook(conn_id=self.conn_id).get_connection_url()  # type: ignore[arg-type]  # the provider types conn_id as str; ours may be None until a task sets it
 
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None

@@ -45,7 +45,7 @@ EXIT_BAD_INPUT = 2
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors follow the one-line error convention."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise InvalidInputError(f"{self.prog}: {message}")
 
 

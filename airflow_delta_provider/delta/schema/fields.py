@@ -70,7 +70,7 @@ def leaf_fields(
 
     def walk(fields: list[dict[str, Any]], prefix: FieldPath) -> None:
         for f in fields:
-            if not unlimited and len(out) >= limit:  # type: ignore[operator]
+            if limit is not None and not unlimited and len(out) >= limit:
                 return
             if not prefix and f["name"].lower() in skip:
                 continue

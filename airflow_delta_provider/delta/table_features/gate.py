@@ -166,7 +166,7 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
     if metadata is not None and change_data_feed.is_required(metadata):
         needed.add(CHANGE_DATA_FEED)
     if metadata is not None:  # columns that use them (delta-spark's ``actionUsesFeature``)
-        needed |= _active_features(metadata) & {GENERATED_COLUMNS, IDENTITY_COLUMNS}  # type: ignore[operator]
+        needed |= (_active_features(metadata) or set()) & {GENERATED_COLUMNS, IDENTITY_COLUMNS}
     return needed
 
 

@@ -138,7 +138,7 @@ class Transaction:
         self._canonical = PathCanonicalizer(table.root)
         # The row id high-water mark to assign above, and the protocol a winner left in force.
         supported = snapshot is not None and row_tracking.is_supported(snapshot.protocol)
-        self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if supported else -1  # type: ignore[union-attr]
+        self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if snapshot and supported else -1
         self._winner_protocol: Protocol | None = None
         #: Whether every row this commit copies or updates keeps its stable row
         #: id (and every copied row its commit version): the commitInfo tag
@@ -249,7 +249,7 @@ class Transaction:
         backfill = self._row_tracking_backfill()
         protocol = self._protocol or (DEFAULT_PROTOCOL if creating else None)
         if self._metadata is not None:  # new table properties may need table features
-            current = protocol or self.read_snapshot.protocol  # type: ignore[union-attr]
+            current = self._protocol_in_force(protocol, winner=False)
             upgraded = features.protocol_for(current, self._metadata)
             if upgraded != current or protocol is not None:
                 protocol = upgraded
@@ -257,15 +257,15 @@ class Transaction:
                     self._protocol = protocol  # a protocol change for the conflict checks too
         if protocol is not None:
             features.check_writable(protocol, self.metadata)
-        version = 0 if creating else self.read_snapshot.version + 1  # type: ignore[union-attr]
+        version = 0 if self.read_snapshot is None else self.read_snapshot.version + 1
         store = self.table.log_store
         for attempt in range(1, max_attempts + 1):
             info = self._commit_info(metrics, token, user_metadata)
-            in_force = protocol or self._winner_protocol or self.read_snapshot.protocol  # type: ignore[union-attr]
-            if row_tracking.enabled(in_force, self.metadata):  # type: ignore[arg-type]
+            in_force = self._protocol_in_force(protocol)
+            if self.metadata is not None and row_tracking.enabled(in_force, self.metadata):
                 flag = "true" if self.row_tracking_preserved else "false"
                 info["tags"] = {**info.get("tags", {}), row_tracking.PRESERVED_TAG: flag}
-            ict = self._in_commit_timestamp(version, info["timestamp"], protocol or self.read_snapshot.protocol)  # type: ignore[union-attr]
+            ict = self._in_commit_timestamp(version, info["timestamp"], self._protocol_in_force(protocol, winner=False))
             if ict is not None:
                 info = {"timestamp": info["timestamp"], "inCommitTimestamp": ict, **info}
             actions: list[Action] = [CommitInfo(info)]
@@ -277,9 +277,10 @@ class Transaction:
             actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
                 return CommitResult(version, info, attempt, self._due_after(version))
-            version = self._resolve_conflicts(version)
-            if isinstance(version, CommitResult):
-                return version
+            resolved = self._resolve_conflicts(version)
+            if isinstance(resolved, CommitResult):
+                return resolved
+            version = resolved
         raise CommitFailedError(f"gave up after {max_attempts} commit attempts on {self.table.uri}")
 
     def _row_tracking_backfill(self) -> list[AddFile]:
@@ -296,7 +297,7 @@ class Transaction:
         self._metadata = row_tracking.with_materialized_names(self._metadata, previous)
         if snap is None or not table_properties.row_tracking_enabled(self._metadata):
             return []
-        if table_properties.row_tracking_enabled(previous) and row_tracking.is_supported(snap.protocol):  # type: ignore[arg-type]
+        if table_properties.row_tracking_enabled(snap.metadata) and row_tracking.is_supported(snap.protocol):
             return []
         touched = {(self._canonical(a.path), getattr(a, "dv_id", None)) for a in self._actions}
         files = [f for f in snap.files if (self._canonical(f.path), f.dv_id) not in touched]
@@ -306,13 +307,23 @@ class Transaction:
             self.read_files(readds)
         return [replace(f, stats=f.stats_json(), stats_parsed=None) for f in readds]
 
+    def _protocol_in_force(self, staged: Protocol | None, *, winner: bool = True) -> Protocol:
+        """The protocol a commit writes under: the staged one, else (with
+        ``winner``) the one a winning commit left, else the read snapshot's.
+        A new table always stages one."""
+        if staged is not None:
+            return staged
+        if winner and self._winner_protocol is not None:
+            return self._winner_protocol
+        assert self.read_snapshot is not None, "a transaction creating a table stages its protocol"
+        return self.read_snapshot.protocol
+
     def _file_actions(self, version: int, protocol: Protocol | None, backfill: list[AddFile]) -> list[Action]:
         """The staged adds and removes (and backfill re-adds) as committed at
         ``version``: with row ids and commit versions when the protocol in
         force has row tracking, the new high-water mark first."""
         files: list[AddFile | RemoveFile | AddCDCFile] = [*self._actions, *backfill]
-        snap = self.read_snapshot
-        in_force = protocol or self._winner_protocol or snap.protocol  # type: ignore[union-attr]
+        in_force = self._protocol_in_force(protocol)
         if not row_tracking.assigns_row_ids(in_force, self.metadata):
             return list(files)
         assigned, mark = row_tracking.assign(files, self._row_id_mark, version)
@@ -326,7 +337,7 @@ class Transaction:
         one that turns them off drops those)."""
         assert self._metadata is not None
         snap = self.read_snapshot
-        in_force = protocol or snap.protocol  # type: ignore[union-attr]
+        in_force = self._protocol_in_force(protocol, winner=False)
         previous = snap.metadata if snap is not None else None
         md = type_widening.stamp_preview_version(self._metadata, previous, in_force, version)
         return in_commit_timestamps.record_enablement(md, previous, version, ict)

@@ -57,9 +57,9 @@ class Target:
     def row_count(self, files: Sequence[AddFile]) -> int:
         """Live rows in ``files``: from stats (less the rows deletion vectors
         hide) where present, counting the rest."""
-        known = [f for f in files if f.num_live_records is not None]
-        unknown = [f for f in files if f.num_live_records is None]
-        total = sum(f.num_live_records for f in known)  # type: ignore[misc]  # None filtered out above
+        counts = [f.num_live_records for f in files]
+        unknown = [f for f, n in zip(files, counts) if n is None]
+        total = sum(n for n in counts if n is not None)
         if unknown:
             total += self.scan(unknown).count()
         return total
