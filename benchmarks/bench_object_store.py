@@ -28,10 +28,10 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -39,9 +39,9 @@ sys.path.insert(0, str(HERE))
 
 import bench_snapshot_load as logs  # noqa: E402  (the log builder)
 
+from airflow_delta_provider.delta.log.version_probe import VersionProbe  # noqa: E402
 from airflow_delta_provider.delta.storage import ObjectStorage, open_storage  # noqa: E402
 from airflow_delta_provider.delta.table import DeltaTable  # noqa: E402
-from airflow_delta_provider.delta.log.version_probe import VersionProbe  # noqa: E402
 
 
 @contextmanager

@@ -36,9 +36,9 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -55,9 +55,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -421,7 +422,7 @@ def expected_checks(op: str, contender: str, out: dict[str, Any], sizes: Sizes, 
 def _quiet(spark: Any) -> None:
     """Collect garbage on both sides so one run's garbage does not land on the next."""
     gc.collect()
-    spark._jvm.System.gc()  # noqa: SLF001 - the JVM is local
+    spark._jvm.System.gc()
 
 
 def prepare(op: str, base: Path, work: Path, name: str, orphans: int) -> Path:

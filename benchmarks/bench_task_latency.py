@@ -93,13 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     repeat = 3 if args.quick else args.repeat
     vacuum_sizes = args.vacuum_files or ([1_000] if args.quick else [1_000, 20_000])
 
-    from tests.spark_connect_server import ConnectServer
-
     from airflow_delta_provider.operators.delta import (
         DeltaCheckpointOperator,
         DeltaUpdateOperator,
         DeltaVacuumOperator,
     )
+    from tests.spark_connect_server import ConnectServer
 
     airflow_env.migrate_db()
     work = Path(tempfile.mkdtemp(prefix="bench-latency-"))

@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.abspath(".."))
 
-from airflow_delta_provider import __version__  # noqa: E402
+from airflow_delta_provider import __version__
 
 project = "airflow-delta-provider"
 author = "airflow-delta-provider contributors"

@@ -16,4 +16,4 @@ values (:mod:`.partitions`), the changes of a version range
 the command line (:mod:`.cli`).
 """
 
-from airflow_delta_provider.delta.errors import *  # noqa: F401,F403
+from airflow_delta_provider.delta.errors import *  # noqa: F403

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, NoReturn, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 from urllib.parse import unquote
 
 from airflow_delta_provider.delta.actions.model import AddFile

@@ -23,8 +23,9 @@ import posixpath
 import re
 import struct
 import unicodedata
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from airflow_delta_provider.delta.errors import InvalidInputError

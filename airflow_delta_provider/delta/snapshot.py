@@ -15,8 +15,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.table_features import gate as features
-from airflow_delta_provider.delta.table_features.features import listed_features
 from airflow_delta_provider.delta.actions.model import (
     AddFile,
     DomainMetadata,
@@ -26,13 +24,15 @@ from airflow_delta_provider.delta.actions.model import (
     Txn,
     parse_commit,
 )
-from airflow_delta_provider.delta.log.checkpoint_reader import apply_checkpoint
-from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
-from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
 from airflow_delta_provider.delta.errors import CorruptLogError
+from airflow_delta_provider.delta.log.checkpoint_reader import apply_checkpoint
+from airflow_delta_provider.delta.log.replay import LogReplay
 from airflow_delta_provider.delta.log.segment import LogSegment
 from airflow_delta_provider.delta.log.store import LogStore, commit_name
-from airflow_delta_provider.delta.log.replay import LogReplay
+from airflow_delta_provider.delta.table_features import gate as features
+from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
+from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
+from airflow_delta_provider.delta.table_features.features import listed_features
 
 if TYPE_CHECKING:
     from pyroaring import BitMap64

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from airflow_delta_provider.delta.actions.model import CommitInfo, parse_commit
 from airflow_delta_provider.delta.errors import (

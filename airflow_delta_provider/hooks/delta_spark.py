@@ -524,7 +524,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
                 )
                 if done.returncode != 0:
                     self.log.warning("Post-submit command exited with code %d: %s", done.returncode, command)
-            except Exception as err:  # noqa: BLE001 - a post-submit command never fails the task
+            except Exception as err:
                 self.log.warning("Post-submit command %s failed: %s", command, err)
 
 

@@ -202,8 +202,8 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         return self._openlineage(self._seen_version)
 
     def _openlineage(self, version: int | None) -> Any:
-        from airflow_delta_provider.utils.storage_connection import storage_settings
         from airflow_delta_provider.lineage.build import sensor_lineage  # imports no OpenLineage itself
+        from airflow_delta_provider.utils.storage_connection import storage_settings
 
         return sensor_lineage(self.table_path, version, lambda: storage_settings(self.storage_conn_id))
 

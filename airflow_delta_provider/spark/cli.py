@@ -28,9 +28,9 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, NoReturn
 
 from airflow_delta_provider import requests
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
@@ -91,7 +91,7 @@ def main(
         result = execute(request, spark)
     except DeltaError as exc:
         _fail(exc)
-    except Exception as exc:  # noqa: BLE001 - reported, then the process fails
+    except Exception as exc:
         _crash(exc)
     print(result.to_json(), flush=True)
     return EXIT_OK

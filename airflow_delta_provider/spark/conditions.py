@@ -9,7 +9,8 @@ a job. Spark errors become :class:`InvalidInputError`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -18,6 +19,7 @@ from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.spark.read.files import spark_schema
+
 
 def empty_frame(spark: SparkSession, schema: Mapping[str, Any]) -> DataFrame:
     """A DataFrame with the table's columns and no rows, for analysis only."""

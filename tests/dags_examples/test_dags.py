@@ -57,6 +57,7 @@ def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeyp
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.variable import Variable
     from deltalake import DeltaTable, write_deltalake
+
     from tests.airflow_env import run_dag, task_states, xcom
 
     monkeypatch.setenv("DELTA_DEMO_DATA", str(tmp_path))
@@ -126,6 +127,7 @@ def test_the_maintenance_dag_runs_with_real_spark_submit(tmp_path, monkeypatch) 
     import pyarrow as pa
     from airflow.dag_processing.dagbag import DagBag
     from deltalake import DeltaTable, write_deltalake
+
     from tests.airflow_env import run_dag, task_states, xcom
 
     monkeypatch.setenv("DELTA_DEMO_DATA", str(tmp_path))

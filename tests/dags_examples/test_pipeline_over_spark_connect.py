@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tests.airflow_env import run_dag, task_states, xcom
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"

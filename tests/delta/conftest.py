@@ -23,9 +23,10 @@ import os
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

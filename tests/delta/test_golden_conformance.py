@@ -23,10 +23,9 @@ the Scala test that made the table and is written out next to it.
 
 from __future__ import annotations
 
-import os
-
 import datetime as dt
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -256,11 +255,11 @@ def test_plain_table_matches_delta_rs_at_every_version(
         # Same rows, where an oracle can read the data files.
         try:
             expected = rs.to_pyarrow_table()
-        except Exception as exc:  # noqa: BLE001 -- delta-rs's own reading limits
+        except Exception as exc:
             if version == latest:
                 try:
                     expected = _duckdb_rows(duckdb_delta, path)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     unreadable.append(f"v{version}: {type(exc).__name__}")
                     continue
             else:
@@ -340,8 +339,9 @@ def _rs_rows_with_dvs(rs: Any) -> Any:
 
 def _rs_deleted_rows(rs: Any) -> dict[str, list[int]]:
     """Absolute file path -> the row indexes delta-kernel's selection vectors drop."""
-    import pyarrow as pa
     from urllib.parse import unquote, urlparse
+
+    import pyarrow as pa
 
     out = {}
     for row in pa.table(rs.deletion_vectors()).to_pylist():

@@ -14,16 +14,16 @@ import time
 import pyarrow as pa
 import pytest
 
+from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import (
     ConcurrentDeleteDeleteError,
     TableNotFoundError,
     VersionNotFoundError,
 )
-from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
-from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
 from airflow_delta_provider.delta.log.version_probe import VersionProbe
+from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
+from airflow_delta_provider.delta.table import DeltaTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 DAY_MS = 86_400_000

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.log.version_probe import VersionProbe
+from airflow_delta_provider.delta.storage import open_storage
 from tests.delta_logs import count_log_calls, write_commit, write_log
 from tests.storage_servers import upload_tree
 

@@ -10,11 +10,11 @@ from dataclasses import replace
 import pytest
 
 from airflow_delta_provider.delta.actions.model import AddCDCFile, AddFile, Metadata, Protocol
+from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
+from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_changes import SUMMARY_FILE, changes_between, read_summary
 from airflow_delta_provider.delta.table_features.change_data_feed import DELETE, INSERT
-from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
 from airflow_delta_provider.delta.table_features.features import listed_features
-from airflow_delta_provider.delta.table import DeltaTable
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
 CDF = {"delta.enableChangeDataFeed": "true"}

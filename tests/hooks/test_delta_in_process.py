@@ -11,11 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
-from tests.spark_connect_server import wait_until
-from tests.storage_servers import free_port
 
 from airflow_delta_provider import requests
 from airflow_delta_provider.hooks.delta_in_process import PYTHON_ENGINE_OPERATIONS, DeltaInProcessHook
+from tests.spark_connect_server import wait_until
+from tests.storage_servers import free_port
 
 TOKEN_SECRET = "connect-token-s3cr3t"
 
@@ -91,7 +91,7 @@ def test_on_kill_interrupts_the_running_operation(connect_conn, tmp_path) -> Non
     def run() -> None:
         try:
             outcome["result"] = hook.run("update", table, ["--condition", slow, "--set", "amount = 0"], token="k")
-        except BaseException as exc:  # noqa: BLE001 - inspected below
+        except BaseException as exc:
             outcome["error"] = exc
 
     thread = threading.Thread(target=run)

@@ -13,7 +13,6 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from tests.airflow_env import SPARK_TEST_CONF
 from airflow.providers.apache.spark.hooks import spark_submit
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -21,6 +20,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 import airflow_delta_provider
 from airflow_delta_provider.delta.actions.model import TOKEN_TAG
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook, SparkTarget, application_path, operation_token
+from tests.airflow_env import SPARK_TEST_CONF
 
 POPEN = "airflow.providers.apache.spark.hooks.spark_submit.subprocess.Popen"
 
@@ -276,7 +276,7 @@ def test_on_kill_stops_the_running_spark_submit(cache_dir: Path) -> None:
     def run() -> None:
         try:
             op.hook.run("checkpoint", "/t")
-        except BaseException as err:  # noqa: BLE001 - the thread hands it to the test
+        except BaseException as err:
             failed.append(err)
 
     with mock.patch(POPEN, side_effect=spark_submit):

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.airflow_env import SPARK_TEST_CONF
 
 from airflow_delta_provider.hooks.delta_spark import application_path
+from tests.airflow_env import SPARK_TEST_CONF
 
 _PROBE = r"""
 import importlib.abc, importlib.metadata, json, sys

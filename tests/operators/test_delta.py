@@ -15,23 +15,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
 from airflow_delta_provider.delta.actions.model import TOKEN_TAG
 from airflow_delta_provider.hooks.delta_spark import application_path
 from airflow_delta_provider.operators.delta import (
     DeltaAlterTableOperator,
     DeltaAppendOperator,
+    DeltaChangesOperator,
     DeltaCheckpointOperator,
     DeltaDeleteOperator,
     DeltaMergeOperator,
     DeltaOptimizeOperator,
     DeltaPurgeDeletionVectorsOperator,
-    DeltaChangesOperator,
     DeltaRestoreOperator,
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
+from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
 needs_spark = pytest.mark.skipif(not Path(application_path()).is_file(), reason="the Spark CLI is not there yet")
 

@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operators.delta import (
@@ -31,6 +29,7 @@ from airflow_delta_provider.operators.delta import (
 )
 from airflow_delta_provider.sensors.delta_table import DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
+from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
 CONN_ID = "lake_s3"
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
 from airflow_delta_provider.hooks.delta_spark import application_path
 from airflow_delta_provider.operators.delta import DeltaAppendOperator
+from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
 pytestmark = pytest.mark.skipif(
     not Path(application_path()).is_file(), reason="the Spark CLI is not there yet"

@@ -13,7 +13,6 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow_delta_provider.delta.errors import InvalidInputError, TableNotFoundError
 from airflow_delta_provider.sensors.delta_table import BASELINE_STATE_KEY, DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
-
 from tests.delta_logs import BASE_TS, write_commit, write_log
 
 

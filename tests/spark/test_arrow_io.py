@@ -20,12 +20,12 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.errors import InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.read.arrow_source import arrow_read, plan_splits
 from airflow_delta_provider.spark.cli import build_parser, main
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
+from airflow_delta_provider.spark.read.arrow_source import arrow_read, plan_splits
 from airflow_delta_provider.spark.read.file_reads import read_files
 from airflow_delta_provider.spark.read.files import table_location
 from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, scan

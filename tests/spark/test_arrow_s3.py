@@ -28,12 +28,11 @@ from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.runtime.io_mode import hadoop_filesystem_available
-from airflow_delta_provider.spark.write.stats import stats_leaves
 from airflow_delta_provider.spark.write.files import _publish
-
-from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
+from airflow_delta_provider.spark.write.stats import stats_leaves
 from tests.storage_servers import upload_tree
 
+from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from .commands.dml_support import _sorted, deltalake_table, rows_deltalake
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")
@@ -263,8 +262,8 @@ def test_change_data_feed_in_the_bucket(spark, bucket, tmp_path):
     bucket as parquet: the same rows as on a local copy in ``hadoop`` mode."""
     from deltalake import write_deltalake
 
-    from airflow_delta_provider.spark.read.table_changes import read_changes
     from airflow_delta_provider.spark.commands.changes import run_changes
+    from airflow_delta_provider.spark.read.table_changes import read_changes
 
     local = str(tmp_path / "local")
     data = pa.table({"id": pa.array(range(10), pa.int64()), "part": ["a", "b"] * 5})

@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.operations.alter import (
@@ -26,6 +25,7 @@ from airflow_delta_provider.delta.operations.alter import (
     alter_table,
 )
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update

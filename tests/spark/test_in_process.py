@@ -21,14 +21,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.spark_connect_server import wait_until
-from tests.storage_servers import free_port
 
 from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError, OperationInterruptedError
 from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.spark.cli import SPARK_ERROR_LOGGERS, build_parser, execute
 from airflow_delta_provider.spark.in_process import InProcessCommand
 from airflow_delta_provider.spark.runtime.remote_session import CONNECT_MODE_VARIABLE, redact_url
+from tests.spark_connect_server import wait_until
+from tests.storage_servers import free_port
 
 from .commands.dml_support import rows_rs, state
 
@@ -186,7 +186,7 @@ def _run_in_thread(command: InProcessCommand) -> tuple[threading.Thread, dict]:
     def target() -> None:
         try:
             outcome["result"] = command.run()
-        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        except BaseException as exc:
             outcome["error"] = exc
 
     thread = threading.Thread(target=target)
@@ -294,6 +294,7 @@ def test_an_update_over_connect_on_s3(fresh_spark_connect, s3_bucket, tmp_path, 
     no S3 filesystem in the server's Spark and picks arrow."""
     from deltalake import DeltaTable as RsTable
     from deltalake import write_deltalake
+
     from tests.storage_servers import upload_tree
 
     server = fresh_spark_connect(env=s3_bucket.env)

@@ -18,11 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import SchemaMismatchError
-from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.schema.widening import TYPE_CHANGES_KEY
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
@@ -97,7 +97,7 @@ def _assert_delta_rs_refuses(path: str) -> None:
     from deltalake import DeltaTable as RsTable
     from deltalake import QueryBuilder
 
-    with pytest.raises(Exception, match="TypeWidening"):  # noqa: PT011 - delta-rs's own error types
+    with pytest.raises(Exception, match="TypeWidening"):
         QueryBuilder().register("t", RsTable(path)).execute("SELECT * FROM t").read_all()
 
 

@@ -12,7 +12,6 @@ from airflow_delta_provider.triggers.delta_table import (
     DeltaTableEventTrigger,
     DeltaTableVersionTrigger,
 )
-
 from tests.delta_logs import BASE_TS, delete_commits, write_commit, write_log
 
 

@@ -318,10 +318,10 @@ def _parse_bitmap(payload: bytes, where: str) -> BitMap64:
 
 __all__ = [
     "DV_FILE_PREFIX",
-    "DeletionVectorFile",
-    "DeletionVectorReader",
     "PORTABLE_MAGIC",
     "Z85_ALPHABET",
+    "DeletionVectorFile",
+    "DeletionVectorReader",
     "deleted_row_indexes",
     "dv_file_name",
     "dv_location",

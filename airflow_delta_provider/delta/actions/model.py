@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Iterable, Iterator, Mapping
-
+from typing import Any, ClassVar
 
 EMPTY_SCHEMA_STRING = '{"type":"struct","fields":[]}'
 
@@ -502,6 +502,7 @@ def serialize_commit(actions: Iterable[Action]) -> bytes:
 
 
 __all__ = [
+    "TOKEN_TAG",
     "Action",
     "AddCDCFile",
     "AddFile",
@@ -512,7 +513,6 @@ __all__ = [
     "Metadata",
     "Protocol",
     "RemoveFile",
-    "TOKEN_TAG",
     "Txn",
     "action_from_json",
     "action_to_json",

@@ -14,8 +14,9 @@ actions into sidecar files (:data:`SIDECAR_SCHEMA`).
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -32,8 +32,8 @@ from airflow_delta_provider.delta.checkpoint.rows import (
     parquet_bytes,
 )
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.log.store import SIDECAR_DIR, LogStore, v2_checkpoint_name
 from airflow_delta_provider.delta.log.sidecars import SidecarFile, sidecar_action_path, sidecar_name
+from airflow_delta_provider.delta.log.store import SIDECAR_DIR, LogStore, v2_checkpoint_name
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot

@@ -14,7 +14,8 @@ sidecars. Every file is read through the table's storage.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,9 +23,9 @@ import pyarrow.parquet as pq
 
 from airflow_delta_provider.delta.actions.model import Action, action_from_json
 from airflow_delta_provider.delta.errors import CorruptCheckpointError
-from airflow_delta_provider.delta.log.store import LogFile, LogStore
 from airflow_delta_provider.delta.log.replay import ACTION_COLUMNS, LogReplay
 from airflow_delta_provider.delta.log.sidecars import SidecarFile, read_sidecar
+from airflow_delta_provider.delta.log.store import LogFile, LogStore
 
 _V2_COLUMNS = ("checkpointMetadata", "sidecar")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable, Mapping
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa

@@ -12,8 +12,9 @@ storage. A sidecar that is missing, unreadable or elsewhere is a
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 import pyarrow as pa

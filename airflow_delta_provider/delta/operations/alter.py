@@ -29,10 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from airflow_delta_provider.delta.table_features import column_mapping
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.table_features import check_constraints as constraints
-from airflow_delta_provider.delta.table_features.clustering import clustering_columns
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.schema.arrow import to_arrow_type
@@ -46,6 +43,9 @@ from airflow_delta_provider.delta.schema.types import (
     struct_field,
     struct_type,
 )
+from airflow_delta_provider.delta.table_features import check_constraints as constraints
+from airflow_delta_provider.delta.table_features import column_mapping
+from airflow_delta_provider.delta.table_features.clustering import clustering_columns
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot

@@ -29,14 +29,14 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from airflow_delta_provider.delta.actions.model import AddFile, Metadata, RemoveFile
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
+from airflow_delta_provider.delta.actions.model import AddFile, Metadata, RemoveFile
 from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError, UnsupportedFeatureError
-from airflow_delta_provider.delta.table_features.gate import merge_protocols
-from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
+from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features.gate import merge_protocols
 from airflow_delta_provider.delta.transaction.transaction import CommitResult
 
 OPERATION = "RESTORE"
@@ -158,8 +158,8 @@ def restore_table(
 
 def _with_current_high_water_marks(restored: Metadata, latest: Metadata) -> Metadata:
     """The restored metadata, its identity high-water marks never behind the latest ones."""
-    from airflow_delta_provider.delta.table_features import identity_columns as identity
     from airflow_delta_provider.delta.schema.types import schema_string
+    from airflow_delta_provider.delta.table_features import identity_columns as identity
 
     schema = identity.keep_high_water_marks(restored.schema_json, latest.schema_json)
     if schema == restored.schema_json:

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
-from airflow_delta_provider.delta.actions.model import AddFile, RemoveFile
 from airflow_delta_provider.delta.actions.deletion_vectors import dv_location
+from airflow_delta_provider.delta.actions.model import AddFile, RemoveFile
 from airflow_delta_provider.delta.errors import InvalidInputError, RetentionTooShortError
 from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.storage import ObjectMeta, TableStorage, parse_location

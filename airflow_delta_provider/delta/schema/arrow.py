@@ -9,18 +9,19 @@ in Arrow field metadata, JSON-encoded, so a round trip keeps it.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
 from airflow_delta_provider.delta.schema.types import (
-    DeltaType,
     ELEMENT,
     KEY,
     MAX_DECIMAL_PRECISION,
-    Schema,
     VALUE,
+    DeltaType,
+    Schema,
     canonical_primitive,
     fields_of,
     is_decimal,

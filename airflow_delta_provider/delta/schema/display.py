@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from airflow_delta_provider.delta.schema.types import DeltaType, ELEMENT, KEY, VALUE, fields_of, kind_of, type_name
+from airflow_delta_provider.delta.schema.types import ELEMENT, KEY, VALUE, DeltaType, fields_of, kind_of, type_name
 
 
 def tree_string(schema: Mapping[str, Any]) -> str:

@@ -12,19 +12,20 @@ They follow delta-spark:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError
 from airflow_delta_provider.delta.schema import widening
 from airflow_delta_provider.delta.schema.display import tree_string
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
 from airflow_delta_provider.delta.schema.types import (
-    DeltaType,
     ELEMENT,
-    FieldPath,
     KEY,
-    Schema,
     VALUE,
+    DeltaType,
+    FieldPath,
+    Schema,
     as_nullable,
     canonical_primitive,
     fields_of,

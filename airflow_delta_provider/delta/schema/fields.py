@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from airflow_delta_provider.delta.schema.types import (
-    DeltaType,
     ELEMENT,
-    FieldPath,
     KEY,
     VALUE,
+    DeltaType,
+    FieldPath,
     canonical_primitive,
     fields_of,
     is_primitive,

@@ -3,7 +3,8 @@ without column mapping cannot store (delta-spark ``SchemaUtils.checkFieldNames``
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.schema.fields import walk_fields

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 

@@ -31,11 +31,11 @@ from typing import Any
 from airflow_delta_provider.delta.errors import CorruptLogError
 from airflow_delta_provider.delta.schema.fields import walk_fields
 from airflow_delta_provider.delta.schema.types import (
-    DeltaType,
     ELEMENT,
-    FieldPath,
     KEY,
     VALUE,
+    DeltaType,
+    FieldPath,
     format_path,
     is_decimal,
     parse_decimal,

@@ -372,13 +372,13 @@ class ObjectStorage(TableStorage):
     def _call(self, action: str, path: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(self._store, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - translated, never swallowed
+        except Exception as exc:
             raise self._error(action, path, exc) from None
 
     async def _call_async(self, action: str, path: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return await fn(self._store, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - translated, never swallowed
+        except Exception as exc:
             raise self._error(action, path, exc) from None
 
     # --- listing ---------------------------------------------------------------
@@ -400,7 +400,7 @@ class ObjectStorage(TableStorage):
         try:
             async for batch in obs.list(self._store, prefix, offset=offset, chunk_size=1000):
                 out.extend(_direct_children(batch, prefix, offset))
-        except Exception as exc:  # noqa: BLE001 - translated
+        except Exception as exc:
             raise self._error("listing", folder, exc) from None
         out.sort(key=lambda m: m.path)
         return out
@@ -472,7 +472,7 @@ class ObjectStorage(TableStorage):
             # object_store retries a request whose answer was lost; the retry
             # then meets the object its first attempt created.
             return self._holds(path, data)
-        except Exception as exc:  # noqa: BLE001 - the outcome is settled by reading back
+        except Exception as exc:
             error = self._error("writing", path, exc)
             if isinstance(error, (StorageNotFoundError, StorageAccessDeniedError)):
                 raise error from None  # refused outright: nothing was created
@@ -502,7 +502,7 @@ class ObjectStorage(TableStorage):
             return True
         except oe.AlreadyExistsError:
             return self._holds(path, data)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise CommitFailedError(f"{error}; a second attempt failed too: {_message(exc)}") from None
 
     def _holds(self, path: str, data: bytes) -> bool:
@@ -529,12 +529,12 @@ class ObjectStorage(TableStorage):
         except oe.AlreadyExistsError:
             _ATOMIC_CREATE_CHECKED[key] = True
             return
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self._error("probing the atomic create of", probe, exc) from None
         finally:
             try:
                 obs.delete(self._store, probe)
-            except Exception:  # noqa: BLE001 - a leftover hidden probe file is harmless
+            except Exception:
                 pass
         raise UnsafeStorageError(
             f"the store behind {self.root} does not honour an atomic create (a second "
@@ -605,7 +605,7 @@ def _make_store(location: TableLocation, options: StoreOptions) -> Any:
         from airflow_delta_provider.delta.errors import InvalidInputError
 
         raise InvalidInputError(f"storage options for {location.uri}: {_message(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - e.g. no credentials found for the store
+    except Exception as exc:
         raise StorageError(f"cannot open {location.uri}: {_message(exc)}") from None
 
 

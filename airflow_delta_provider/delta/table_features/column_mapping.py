@@ -30,10 +30,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_delta_provider.delta.actions.model import Metadata
-from airflow_delta_provider.delta.table_properties import COLUMN_MAPPING_MODE
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
 from airflow_delta_provider.delta.schema.fields import transform_fields, walk_fields
 from airflow_delta_provider.delta.schema.types import schema_string
+from airflow_delta_provider.delta.table_properties import COLUMN_MAPPING_MODE
 
 MODE_KEY = COLUMN_MAPPING_MODE
 MAX_ID_KEY = "delta.columnMapping.maxColumnId"
@@ -290,7 +290,6 @@ def _check_sibling_physical_names(schema: Mapping[str, Any]) -> None:
 
 
 __all__ = [
-    "ColumnMapping",
     "ID",
     "ID_KEY",
     "MAX_ID_KEY",
@@ -300,6 +299,7 @@ __all__ = [
     "NONE",
     "PARQUET_FIELD_ID_KEY",
     "PHYSICAL_NAME_KEY",
+    "ColumnMapping",
     "apply",
     "assign",
     "check_mapping",

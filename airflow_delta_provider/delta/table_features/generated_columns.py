@@ -14,9 +14,9 @@ partition (delta-spark's ``OptimizablePartitionExpression``).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
-
+from typing import Any
 
 GENERATION_EXPRESSION = "delta.generationExpression"
 
@@ -142,9 +142,9 @@ def derived_comparison(kind: str, source_type: str, op: str, value: Any, tz: dt.
 
 __all__ = [
     "DERIVATION_KINDS",
-    "check_resolvable",
     "GENERATION_EXPRESSION",
     "PartitionDerivation",
+    "check_resolvable",
     "depends_on",
     "derived_comparison",
     "generation_expressions",

@@ -23,8 +23,9 @@ As in delta-spark (``IdentityColumn.scala``):
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
 
@@ -145,7 +146,6 @@ def keep_high_water_marks(schema: Mapping[str, Any], current: Mapping[str, Any])
 
 
 __all__ = [
-    "keep_high_water_marks",
     "ALLOW_EXPLICIT_INSERT",
     "COMMIT_TAG",
     "HIGH_WATER_MARK",
@@ -155,5 +155,6 @@ __all__ = [
     "check_explicit_insert",
     "check_not_updated",
     "identity_columns",
+    "keep_high_water_marks",
     "with_high_water_marks",
 ]

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Iterable, Mapping, TypeVar
+from typing import TypeVar
 
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata, Metadata, Protocol

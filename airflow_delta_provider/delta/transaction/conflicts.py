@@ -16,10 +16,10 @@ write, since nothing it could change bears on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from airflow_delta_provider.delta.table_features import gate as features
 from airflow_delta_provider.delta.actions.model import (
     Action,
     AddFile,
@@ -39,6 +39,7 @@ from airflow_delta_provider.delta.errors import (
     ProtocolChangedError,
     UnsupportedFeatureError,
 )
+from airflow_delta_provider.delta.table_features import gate as features
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.scan.skipping import Predicate

@@ -31,8 +31,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider import __version__
 from airflow_delta_provider.delta import table_properties

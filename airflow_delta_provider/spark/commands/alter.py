@@ -61,8 +61,8 @@ def _check_rows(spark: SparkSession, snapshot: Snapshot, change: AddConstraint) 
     and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
     from pyspark.sql import functions as F
 
-    from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns
     from airflow_delta_provider.delta.scan.merge_condition import nondeterministic_calls
+    from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns
     from airflow_delta_provider.spark.conditions import parse_condition
     from airflow_delta_provider.spark.read.scan import scan
 

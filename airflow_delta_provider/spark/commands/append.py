@@ -31,39 +31,39 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from airflow_delta_provider.delta.table_features import column_mapping
 # Aliased: run_append's ``table_properties`` argument would shadow the module.
 from airflow_delta_provider.delta import table_properties as table_props
-from airflow_delta_provider.delta.table_features import type_widening
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata
-from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
-    InvalidInputError,
     IdentityHighWaterMarkConflictError,
+    InvalidInputError,
     MetadataChangedError,
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
-from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
 from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
 from airflow_delta_provider.delta.schema.types import VARIANT, as_nullable, schema_string, type_name
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
-from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.delta.table_features import column_mapping, type_widening
+from airflow_delta_provider.delta.table_features import identity_columns as identity_module
+from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
+from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
 from airflow_delta_provider.spark.read.scan import scan
-from airflow_delta_provider.spark.write.generated_columns import fill_generated, with_identity_values, written_extreme
+from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
 from airflow_delta_provider.spark.write.files import WrittenFiles, conform, write_files
+from airflow_delta_provider.spark.write.generated_columns import fill_generated, with_identity_values, written_extreme
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot

@@ -27,14 +27,14 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from airflow_delta_provider.delta.table_changes import SUMMARY_FILE
-from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_TYPES, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import TableLocation, TableStorage, open_storage, parse_location
-from airflow_delta_provider.spark.read.table_changes import read_changes
-from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
+from airflow_delta_provider.delta.table_changes import SUMMARY_FILE
+from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_TYPE_COLUMN, CHANGE_TYPES
 from airflow_delta_provider.requests import CHANGES_OUTPUT_FORMATS
+from airflow_delta_provider.spark.read.table_changes import read_changes
 from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
 
 OPERATION = "CHANGES"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
-from airflow_delta_provider.delta.table_features.gate import check_writable
 from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features.gate import check_writable
 from airflow_delta_provider.spark.result import CommandResult
 
 if TYPE_CHECKING:

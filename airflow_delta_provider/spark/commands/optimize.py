@@ -39,8 +39,8 @@ from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.reorg import check_rows_kept
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 OPERATION = "OPTIMIZE"
@@ -113,7 +113,7 @@ def run_optimize(
             for future in futures:
                 try:  # every bin's files are kept track of, so a failure removes them all
                     adds.extend(replace(a, data_change=False) for a in future.result())
-                except Exception as exc:  # noqa: BLE001 - the first is raised below
+                except Exception as exc:
                     failures.append(exc)
                     for rest in futures:  # bins not started yet: no point in writing them
                         rest.cancel()

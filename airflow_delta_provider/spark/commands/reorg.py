@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -27,8 +27,8 @@ from pyspark.sql import SparkSession
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.result import CommandResult
+from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
 OPERATION = "REORG"
 

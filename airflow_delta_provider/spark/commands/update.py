@@ -30,7 +30,8 @@ files, and marked deleted in their old files' deletion vectors
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,10 +41,9 @@ from airflow_delta_provider.delta.table_features.generated_columns import depend
 from airflow_delta_provider.delta.table_features.identity_columns import check_not_updated
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.dml import DmlCommand, elapsed_ms
-from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over
 from airflow_delta_provider.spark.read.files import free_name
 from airflow_delta_provider.spark.result import CommandResult
-
+from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over
 
 #: With deletion vectors, about how many updated rows go into one new file.
 ROWS_PER_UPDATED_FILE = 2_000_000

@@ -18,8 +18,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.storage import TableStorage
-from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.operations.vacuum import (
     VacuumPlan,
     absolute_path,
@@ -28,6 +26,8 @@ from airflow_delta_provider.delta.operations.vacuum import (
     list_table,
     plan_vacuum,
 )
+from airflow_delta_provider.delta.storage import TableStorage
+from airflow_delta_provider.delta.table import DeltaTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

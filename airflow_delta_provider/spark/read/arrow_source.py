@@ -43,11 +43,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions.model import AddFile
-from airflow_delta_provider.delta.table_properties import parse_byte_size
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import encode_path, relative_to_root, to_absolute
 from airflow_delta_provider.delta.schema.types import as_nullable
 from airflow_delta_provider.delta.storage import TableLocation
+from airflow_delta_provider.delta.table_properties import parse_byte_size
 from airflow_delta_provider.spark.runtime.session import is_connect
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
@@ -382,8 +382,8 @@ def read_entries(
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from airflow_delta_provider.delta.actions.model import DeletionVector
     from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
+    from airflow_delta_provider.delta.actions.model import DeletionVector
     from airflow_delta_provider.delta.partitions import parse_partition_value
     from airflow_delta_provider.delta.storage import open_storage
     from airflow_delta_provider.spark.read.arrow_conform import conform_array, constant, relabel_by_field_id, wanted_id
@@ -502,8 +502,8 @@ def _row_groups(metadata: Any, start: int, length: int | None) -> list[int]:
 
 
 __all__ = [
-    "DeltaArrowSource",
     "SOURCE_NAME",
+    "DeltaArrowSource",
     "arrow_read",
     "arrow_read_parquet",
     "plan_splits",

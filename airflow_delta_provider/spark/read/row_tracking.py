@@ -36,9 +36,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.spark.read.file_reads import match_frame
 from airflow_delta_provider.spark.read.files import column, free_name, spark_schema, table_location
 from airflow_delta_provider.spark.runtime.io_mode import resolve_io

@@ -20,6 +20,7 @@ from typing import Any
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
 from airflow_delta_provider.requests import IO_MODES
+
 HADOOP = "hadoop"
 ARROW = "arrow"
 
@@ -111,7 +112,7 @@ def _server_filesystem_available(spark: Any, location: TableLocation) -> bool:
     probe = f"{location.spark_uri().rstrip('/')}/{_PROBE_PATH}"
     try:
         spark.read.format("text").load(probe).schema  # noqa: B018 - resolving the path is the probe
-    except Exception as exc:  # noqa: BLE001 - the server's error text is the answer
+    except Exception as exc:
         return _NO_FILESYSTEM.search(str(exc)) is None
     return True
 

@@ -37,7 +37,11 @@ from airflow_delta_provider.delta.errors import (
     EngineUnavailableError,
     InvalidInputError,
 )
-from airflow_delta_provider.spark.runtime.session import REQUIRED_CONF, SPARK_DEFAULT_REDACTION_REGEX, check_spark_version
+from airflow_delta_provider.spark.runtime.session import (
+    REQUIRED_CONF,
+    SPARK_DEFAULT_REDACTION_REGEX,
+    check_spark_version,
+)
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +155,7 @@ def close(session: Any) -> None:
     """Release the server-side session; a server already gone is no error."""
     try:
         session.stop()
-    except Exception:  # noqa: BLE001, S110 - nothing is left to release
+    except Exception:
         pass
 
 

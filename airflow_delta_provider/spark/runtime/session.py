@@ -56,7 +56,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyspark
 from pyspark.sql import SparkSession

@@ -39,9 +39,9 @@ from pyspark.sql import DataFrame
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import StorageError
+from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.delta.partitions import encode_path
 from airflow_delta_provider.delta.storage import TableStorage
-from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.spark.read.arrow_source import worker_root
 from airflow_delta_provider.spark.read.files import column
 from airflow_delta_provider.spark.runtime.session import is_connect
@@ -196,7 +196,7 @@ def _connect_tag(spark: Any, tag: str) -> Iterator[None]:
 def _interrupt_tag(spark: Any, tag: str) -> None:
     try:
         spark.interruptTag(tag)
-    except Exception as exc:  # noqa: BLE001 - a server gone has no task left to stop
+    except Exception as exc:
         log.warning("could not interrupt the operations tagged %s: %s", tag, exc)
 
 

@@ -31,9 +31,10 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, Iterable, Mapping, Sequence, TypeAlias
+from typing import Any, TypeAlias
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
@@ -41,10 +42,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions.model import AddFile
-from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_DATA_DIR, CHANGE_TYPE_COLUMN
-from airflow_delta_provider.delta.table_features.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
-from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns, table_constraints
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
+from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
     encode_path,
@@ -58,10 +57,12 @@ from airflow_delta_provider.delta.schema.fields import walk_fields
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
-from airflow_delta_provider.spark.write.generated_columns import generated_checks
-from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
+from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_DATA_DIR, CHANGE_TYPE_COLUMN
+from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns, table_constraints
+from airflow_delta_provider.delta.table_features.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
 from airflow_delta_provider.spark.read.files import column, spark_schema
+from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
+from airflow_delta_provider.spark.write.generated_columns import generated_checks
 from airflow_delta_provider.spark.write.stats import file_stats, stats_from_footer, stats_json, stats_leaves
 
 #: A table as the writers take it: a snapshot, a DeltaTable, its storage or its root.
@@ -240,7 +241,7 @@ class WrittenFiles:
         """Mark the start of the commit: from here only CommitFailedError deletes."""
         self._committing = True
 
-    def __enter__(self) -> WrittenFiles:  # noqa: PYI034 - not meant for subclassing
+    def __enter__(self) -> WrittenFiles:
         return self
 
     def __exit__(

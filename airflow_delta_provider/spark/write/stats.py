@@ -35,7 +35,8 @@ import datetime as _dt
 import decimal
 import json
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow.parquet as pq
 

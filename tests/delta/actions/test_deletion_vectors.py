@@ -18,15 +18,13 @@ import struct
 import time
 import uuid
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pyarrow as pa
 import pytest
 from pyroaring import BitMap, BitMap64
 
-from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, RemoveFile
-from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.actions.deletion_vectors import (
     PORTABLE_MAGIC,
     Z85_ALPHABET,
@@ -37,7 +35,9 @@ from airflow_delta_provider.delta.actions.deletion_vectors import (
     relative_dv_path,
     z85_decode,
 )
-from airflow_delta_provider.delta.errors import CorruptDeletionVectorError, CorruptLogError, UnsupportedFeatureError
+from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, RemoveFile
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+from airflow_delta_provider.delta.errors import CorruptDeletionVectorError, CorruptLogError
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata
-from airflow_delta_provider.delta.errors import VersionNotFoundError
 from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
+from airflow_delta_provider.delta.errors import VersionNotFoundError
 from airflow_delta_provider.delta.table import DeltaTable
 from tests.delta_logs import local_log_path
 

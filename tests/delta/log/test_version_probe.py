@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from airflow_delta_provider.delta.log.version_probe import VersionProbe
-
 from tests.delta_logs import BASE_TS, delete_commits, write_last_checkpoint, write_log
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     MetadataChangedError,
@@ -31,6 +30,7 @@ from airflow_delta_provider.delta.operations.alter import (
     parse_column_path,
 )
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import column_mapping as cm
 
 DATA = pa.table(
     {

@@ -20,10 +20,9 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     VersionNotFoundError,
 )
-from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.operations.restore import plan_restore, restore_table
+from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.table import DeltaTable
-
 from tests.delta.test_on_every_backend import SCHEMA, append, ids_of, rows
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, RemoveFile
 from airflow_delta_provider.delta.errors import RetentionTooShortError
-from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.operations.vacuum import (
     STAGING_PREFIX,
     ListedEntry,
@@ -23,6 +22,7 @@ from airflow_delta_provider.delta.operations.vacuum import (
     plan_vacuum,
     relative_path,
 )
+from airflow_delta_provider.delta.storage import open_storage
 
 HOUR = 3_600_000
 WEEK = 7 * 24 * HOUR

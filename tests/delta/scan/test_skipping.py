@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata, parse_commit
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import decode_path, parse_partition_values
-from airflow_delta_provider.delta.schema.arrow import to_arrow_type
 from airflow_delta_provider.delta.scan.skipping import Predicate, matches_partition, partition_filter, prune_files
+from airflow_delta_provider.delta.schema.arrow import to_arrow_type
 
 duckdb = pytest.importorskip("duckdb")
 

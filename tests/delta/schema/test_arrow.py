@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
 from airflow_delta_provider.delta.schema.arrow import from_arrow_schema, from_arrow_type, to_arrow_schema, to_arrow_type
 from airflow_delta_provider.delta.schema.types import schema_string
-from tests.delta.schema.builders import array, field, golden_metadata, GOLDEN_SCHEMA_TABLES, map_, SCHEMAS, struct
+from tests.delta.schema.builders import GOLDEN_SCHEMA_TABLES, SCHEMAS, array, field, golden_metadata, map_, struct
 
 
 @pytest.mark.parametrize("table", GOLDEN_SCHEMA_TABLES)

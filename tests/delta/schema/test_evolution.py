@@ -11,8 +11,7 @@ from airflow_delta_provider.delta.schema.display import tree_string
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.fields import column_names, field_by_name
 from airflow_delta_provider.delta.schema.types import as_nullable
-from tests.delta.schema.builders import array, field, map_, SCHEMAS, struct
-
+from tests.delta.schema.builders import SCHEMAS, array, field, map_, struct
 
 TABLE = struct(
     field("id", "long", nullable=False),

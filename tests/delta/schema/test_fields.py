@@ -8,7 +8,7 @@ import json
 import pytest
 
 from airflow_delta_provider.delta.schema.fields import column_names, field_by_name, leaf_fields
-from tests.delta.schema.builders import array, field, flatten_keys, GOLDEN_STATS_TABLES, map_, struct
+from tests.delta.schema.builders import GOLDEN_STATS_TABLES, array, field, flatten_keys, map_, struct
 
 
 @pytest.mark.parametrize("table", GOLDEN_STATS_TABLES)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from airflow_delta_provider.delta.table_features import column_mapping as cm
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata, Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
-from airflow_delta_provider.delta.table_features.gate import check_writable, protocol_for
 from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import column_mapping as cm
+from airflow_delta_provider.delta.table_features.gate import check_writable, protocol_for
 
 
 def field(name, type_, **metadata):

@@ -9,13 +9,13 @@ import datetime as dt
 import pytest
 
 from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 from airflow_delta_provider.delta.table_features.generated_columns import (
     PartitionDerivation,
     derived_comparison,
     generation_expressions,
     partition_derivations,
 )
-from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 
 UTC = dt.timezone.utc
 
@@ -145,8 +145,8 @@ def test_a_column_a_generated_column_reads_cannot_be_dropped_or_renamed(tmp_path
     """ALTER (core) refuses what would leave a generation expression dangling; nothing is committed."""
     from airflow_delta_provider.delta.actions.model import Metadata, Protocol
     from airflow_delta_provider.delta.errors import InvalidInputError
-    from airflow_delta_provider.delta.schema.types import schema_string
     from airflow_delta_provider.delta.operations.alter import DropColumns, RenameColumn, alter_table
+    from airflow_delta_provider.delta.schema.types import schema_string
     from airflow_delta_provider.delta.table import DeltaTable
 
     table = DeltaTable(str(tmp_path / "t"))

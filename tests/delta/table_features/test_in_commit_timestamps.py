@@ -84,7 +84,7 @@ def test_four_concurrent_writers_get_strictly_increasing_timestamps(tmp_path):
         try:
             for i in range(5):
                 append(DeltaTable(str(tmp_path)), f"w{n}-{i}.parquet")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]

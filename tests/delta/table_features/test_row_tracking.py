@@ -12,11 +12,11 @@ from dataclasses import replace
 
 import pytest
 
-from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata, Metadata
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import ConcurrentAppendError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import row_tracking
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
 ON = {"delta.enableRowTracking": "true"}

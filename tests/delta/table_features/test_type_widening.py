@@ -13,7 +13,6 @@ import pyarrow as pa
 import pytest
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.table_features import type_widening
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata, Protocol
 from airflow_delta_provider.delta.errors import (
     InvalidInputError,
@@ -21,12 +20,13 @@ from airflow_delta_provider.delta.errors import (
     SchemaMismatchError,
     UnsupportedTypeChangeError,
 )
-from airflow_delta_provider.delta.table_features.gate import protocol_for, required_features
+from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 from airflow_delta_provider.delta.schema.evolution import merge_schemas
 from airflow_delta_provider.delta.schema.types import schema_string, struct_field, struct_type
 from airflow_delta_provider.delta.schema.widening import TYPE_CHANGES_KEY
-from airflow_delta_provider.delta.scan.skipping import Predicate, prune_files
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import type_widening
+from airflow_delta_provider.delta.table_features.gate import protocol_for, required_features
 
 KEY = TYPE_CHANGES_KEY
 

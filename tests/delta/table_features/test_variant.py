@@ -16,18 +16,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_delta_provider.delta.actions.model import Metadata, Protocol
+from airflow_delta_provider.delta.errors import SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.schema.arrow import to_arrow_schema, to_arrow_type
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.types import struct_field, struct_type
-from airflow_delta_provider.delta.actions.model import Metadata, Protocol
-from airflow_delta_provider.delta.errors import SchemaMismatchError, UnsupportedFeatureError
+from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.gate import (
     check_readable,
     check_writable,
     protocol_for,
     required_features,
 )
-from airflow_delta_provider.delta.table import DeltaTable
 
 GOLDEN = "spark-variant-checkpoint"
 #: The protocol a reader-1/writer-2 table moves to, as delta-spark upgrades it.

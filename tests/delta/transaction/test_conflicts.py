@@ -18,7 +18,6 @@ from airflow_delta_provider.delta.actions.model import (
     RemoveFile,
     Txn,
 )
-from airflow_delta_provider.delta.transaction.conflicts import ReadSet, WinningCommit, check_conflicts
 from airflow_delta_provider.delta.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
@@ -30,6 +29,7 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.scan.skipping import Predicate
+from airflow_delta_provider.delta.transaction.conflicts import ReadSet, WinningCommit, check_conflicts
 
 ROOT = "/data/t"
 SCHEMA = {

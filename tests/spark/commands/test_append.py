@@ -165,7 +165,7 @@ def test_two_concurrent_appends_both_land(spark, tmp_path, make_table):
     def go(src):
         try:
             results.append(run_append(spark, path, src, "parquet").version)
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=go, args=(s,)) for s in sources]

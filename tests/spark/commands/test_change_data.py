@@ -20,7 +20,6 @@ from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge.command import run_merge
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.read.table_changes import read_changes
-
 from tests.spark.change_data_feed_support import CDF, DV, cdc_actions, cdf_table, ours, rs_changes, source, theirs
 
 

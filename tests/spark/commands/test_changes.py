@@ -11,7 +11,6 @@ import pytest
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
-
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 from tests.spark.change_data_feed_support import cdf_table
 

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.table_features import identity_columns as identity
 from airflow_delta_provider.delta.actions.model import Metadata, Protocol
 from airflow_delta_provider.delta.errors import (
     IdentityHighWaterMarkConflictError,
@@ -22,6 +21,7 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import identity_columns as identity
 from airflow_delta_provider.spark.commands import append as append_module
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.merge.command import run_merge
@@ -214,7 +214,7 @@ def test_two_threads_appending_never_share_a_value(spark, tmp_path):
     def work(src: str) -> None:
         try:
             run_append(spark, path, src)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(s,)) for s in sources]

@@ -529,6 +529,7 @@ def backend(storage_backend, monkeypatch, spark):
 def test_upsert_on_every_backend(spark, tmp_path, backend):
     """The same MERGE on a local copy and on the store: the same rows, read back by deltalake."""
     from deltalake import DeltaTable as RsTable
+
     from tests.storage_servers import upload_tree
 
     from .dml_support import _sorted

@@ -199,9 +199,9 @@ def test_bad_input_leaves_table_untouched(spark, tmp_path, condition, updates, e
 
 
 def _set_property(path: str, key: str, value: str) -> None:
-    from airflow_delta_provider.delta.table import DeltaTable
-
     from dataclasses import replace
+
+    from airflow_delta_provider.delta.table import DeltaTable
 
     table = DeltaTable(path)
     snap = table.snapshot()

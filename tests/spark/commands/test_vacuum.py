@@ -12,8 +12,8 @@ import uuid
 import pytest
 
 from airflow_delta_provider.delta.errors import RetentionTooShortError, UnsupportedFeatureError
-from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
+from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands import vacuum as vacuum_cmd
 from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 

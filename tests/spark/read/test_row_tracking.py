@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.merge.command import run_merge
@@ -22,7 +22,6 @@ from airflow_delta_provider.spark.commands.optimize import run_optimize
 from airflow_delta_provider.spark.commands.reorg import run_reorg_purge
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.read.scan import scan
-
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")

@@ -13,7 +13,6 @@ from airflow_delta_provider.spark.read import scan as scan_module
 from airflow_delta_provider.spark.read.file_reads import literal_reads, partition_groups, read_files
 from airflow_delta_provider.spark.read.files import URI_COLUMN, file_uri, xxhash64
 from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, scan
-
 from tests.spark.commands.dml_support import (
     SHADOWING_KINDS,
     SHADOWING_LAYOUTS,

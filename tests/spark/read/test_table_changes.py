@@ -16,7 +16,6 @@ from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.read.table_changes import read_changes
-
 from tests.spark.change_data_feed_support import CDF, cdf_table, ours, source, theirs
 
 

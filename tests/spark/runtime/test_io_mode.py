@@ -7,8 +7,8 @@ import pytest
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.spark.read.arrow_source import worker_root
-from airflow_delta_provider.spark.runtime.io_mode import check_io, hadoop_filesystem_available, resolve_io
 from airflow_delta_provider.spark.read.files import file_uri, hadoop_path
+from airflow_delta_provider.spark.runtime.io_mode import check_io, hadoop_filesystem_available, resolve_io
 
 
 def test_auto_picks_hadoop_locally_and_arrow_without_a_connector(spark, tmp_path):

@@ -15,7 +15,6 @@ from airflow_delta_provider.delta.errors import InvariantViolationError
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.write.files import STAGING_PREFIX, write_files
-
 from tests.spark.conftest import disk_files, table_rows
 
 NAME = re.compile(r"^part-\d{5}-[0-9a-f-]{36}\.c000\.snappy\.parquet$")

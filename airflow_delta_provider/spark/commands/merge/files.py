@@ -133,7 +133,7 @@ class KeptFrames:
         self._frames.append(kept)
         return kept
 
-    def __enter__(self) -> KeptFrames:  # noqa: PYI034 - not meant for subclassing
+    def __enter__(self) -> KeptFrames:
         return self
 
     def __exit__(

@@ -42,8 +42,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
-from airflow_delta_provider.delta.table_features.identity_columns import Identity, check_explicit_insert, check_not_updated, identity_columns
 from airflow_delta_provider.delta.operations.merge_clauses import (
     DELETE,
     INSERT,
@@ -52,10 +50,17 @@ from airflow_delta_provider.delta.operations.merge_clauses import (
     NOT_MATCHED_BY_SOURCE,
     MergeClause,
 )
+from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
+from airflow_delta_provider.delta.table_features.identity_columns import (
+    Identity,
+    check_explicit_insert,
+    check_not_updated,
+    identity_columns,
+)
 from airflow_delta_provider.spark.conditions import analyse
-from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over, with_identity_values
 from airflow_delta_provider.spark.read.files import free_name, spark_schema
 from airflow_delta_provider.spark.write.files import conform_column
+from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over, with_identity_values
 
 #: The action of a target row no clause acts on: it stays as it is.
 COPY = -1

@@ -10,9 +10,9 @@ from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.errors import SchemaMismatchError
 from airflow_delta_provider.delta.operations.merge_clauses import MergeClause
-from airflow_delta_provider.delta.schema.types import schema_string
-from airflow_delta_provider.delta.schema.names import check_column_names
 from airflow_delta_provider.delta.schema.evolution import merge_schemas
+from airflow_delta_provider.delta.schema.names import check_column_names
+from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table_features import column_mapping, type_widening
 
