@@ -22,9 +22,12 @@ java:
 test: $(STAMP) java
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-# Static checks (settings in setup.cfg's [mypy] section).
+# Static checks: ruff (pyproject.toml), mypy (setup.cfg [mypy]) and the import
+# contracts (setup.cfg [importlinter]: layers, no cycles).
 lint: $(STAMP)
+	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 demo: $(STAMP) java
 	bash dags_examples/run_demo.sh
