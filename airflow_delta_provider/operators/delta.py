@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseHook, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
@@ -236,7 +237,10 @@ class DeltaSparkOperator(BaseOperator):
         ti = context["ti"]
         token = operation_token(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         dag_run = context.get("dag_run")
-        request = self.request(token)
+        try:
+            request = self.request(token)
+        except ValueError as exc:  # a rendered argument of the wrong kind: no retry mends it
+            raise AirflowFailException(f"{type(self).__name__}: {exc}") from None
         # The hook runs [operation, table, *arguments, "--token", token]: request.to_argv().
         result = self.hook.run(
             request.operation,

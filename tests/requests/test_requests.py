@@ -267,3 +267,20 @@ def test_templated_arguments_reach_the_request_once_rendered() -> None:
     assert update.request().condition == "day = '2026-11-27'"
     for request in (changes.request(TOKEN), update.request(TOKEN)):
         assert parse_request(request.to_argv()) == request
+
+
+def test_a_rendered_value_of_the_wrong_kind_fails_the_task_without_a_retry(tmp_path) -> None:
+    """A template that renders a non-number where a version is needed: the task
+    fails for good (no retry mends it), names the argument, and runs nothing."""
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    changes = DeltaChangesOperator(
+        task_id="c", table_path=str(tmp_path / "t"), start_version="{{ params.start }}", output_path=str(tmp_path / "o")
+    )
+    changes.render_template_fields({"params": {"start": "yesterday"}})
+    ti = SimpleNamespace(dag_id="d", task_id="c", run_id="r", map_index=-1)
+    with pytest.raises(AirflowFailException, match="start_version must be a version number, not 'yesterday'"):
+        changes.execute({"ti": ti})  # type: ignore[arg-type]
+    assert not (tmp_path / "o").exists()
