@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict:
     out: dict = {"rows": rows, "files": files, "repeat": args.repeat, "results": {}}
     for op in ("delete", "update"):
         times: dict[str, list[float]] = {name: [] for name in contenders}
-        for name, (fn, base) in contenders.items():  # warm-up, untimed
+        for fn, base in contenders.values():  # warm-up, untimed
             fn(op, ops.fresh_copy(base, work, "t"))
         for _ in range(args.repeat):
             for name, (fn, base) in contenders.items():

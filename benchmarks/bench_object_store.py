@@ -162,7 +162,7 @@ def run(quick: bool, reps: int, data_dir: Path) -> dict:
             for what, after in (("nothing new", latest), ("one new version", latest - 1)):
                 with RequestCounter() as counter:
                     poke(probe, after)
-                row[what] = {"requests": counter.count, "seconds": median_time(lambda a=after: poke(probe, a), reps)}
+                row[what] = {"requests": counter.count, "seconds": median_time(lambda p=probe, a=after: poke(p, a), reps)}
             out["poke"][label] = row
     return out
 

@@ -58,7 +58,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -198,7 +198,7 @@ def build_dataset(spark: Any, root: Path, rows: int, files: int, append_rows: in
 class _one_partition_per_file:
     """Make Spark read each parquet file as one partition (no packing, no splitting)."""
 
-    KEYS = {"spark.sql.files.maxPartitionBytes": str(1 << 40), "spark.sql.files.openCostInBytes": str(1 << 40)}
+    KEYS: ClassVar[dict[str, str]] = {"spark.sql.files.maxPartitionBytes": str(1 << 40), "spark.sql.files.openCostInBytes": str(1 << 40)}
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark

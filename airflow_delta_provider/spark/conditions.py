@@ -67,7 +67,9 @@ def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: s
             raise InvalidInputError(
                 f"invalid condition {condition!r}: it is of type {dtype.simpleString()}, not boolean"
             )
-        frame.filter(col).schema  # WHERE-only rules (no aggregates, no generators)
+        # Reading .schema makes Spark analyse the plan, which enforces the
+        # WHERE-only rules (no aggregates, no generators); the value is not needed.
+        _ = frame.filter(col).schema
         return col
 
     return analyse("condition", condition, build)
@@ -105,7 +107,7 @@ def parse_assignments(
 
         def build(sql: str = sql, dtype: DataType = dtype) -> Column:
             col = F.expr(sql).cast(dtype)
-            frame.select(col.alias("v")).schema
+            _ = frame.select(col.alias("v")).schema  # analyse the plan: resolves and checks the cast
             return col
 
         out[name] = analyse(f"SET expression for {name}", sql, build)

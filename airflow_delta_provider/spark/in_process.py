@@ -22,6 +22,7 @@ the session's Spark operations; what was not committed stays uncommitted.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -129,10 +130,8 @@ class InProcessCommand:
             self._interrupted = True
             session = self._session
         if session is not None:
-            try:
+            with contextlib.suppress(Exception):
                 session.interruptAll()
-            except Exception:
-                pass
             close(session)
 
 

@@ -49,7 +49,7 @@ def run(capsys, *argv: str) -> tuple[int, object, str]:
 
 
 def test_describe_latest(table, capsys):
-    t, f1, f2 = table
+    t, _, _ = table
     code, doc, err = run(capsys, "describe", t.root)
     snap = t.snapshot()
     assert code == 0 and err == ""
@@ -73,7 +73,7 @@ def test_describe_latest(table, capsys):
 
 
 def test_describe_paths_are_uri_decoded(table, capsys):
-    t, f1, f2 = table
+    t, f1, _ = table
     _, doc, _ = run(capsys, "describe", t.root, "--version", "0")
     paths = {f["partitionValues"]["p"]: f["path"] for f in doc["files"]}
     assert "%" in f1.path  # the log spells it URI-encoded ...
@@ -83,7 +83,7 @@ def test_describe_paths_are_uri_decoded(table, capsys):
 
 
 def test_describe_by_version(table, capsys):
-    t, f1, f2 = table
+    t, _, _ = table
     code, doc, _ = run(capsys, "describe", t.root, "--version", "0")
     assert code == 0 and doc["version"] == 0
     assert doc["numFiles"] == 2 and doc["numRecords"] == 4

@@ -310,7 +310,7 @@ def test_missing_protocol_or_metadata_is_corrupt_naming_it(tmp_path, missing, na
 def test_unparseable_commit_is_corrupt(tmp_path):
     write(tmp_path, 0, protocol(), metadata())
     (tmp_path / "_delta_log" / f"{1:020d}.json").write_text('{"add": {"path": "x", "partitionVal')
-    with pytest.raises(CorruptLogError, match="00000000000000000001.json"):
+    with pytest.raises(CorruptLogError, match=r"00000000000000000001\.json"):
         DeltaTable(tmp_path).snapshot()
 
 

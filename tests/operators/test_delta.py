@@ -93,7 +93,7 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
         "--clauses", '[{"when": "matched", "update": "*"}]', "--target-alias", "t", "--source-alias", "s",
         "--source-version", "7", "--merge-schema", "--option", "k=v",
     ]  # fmt: skip
-    with pytest.raises(ValueError, match="clause 1.*exactly one action"):
+    with pytest.raises(ValueError, match=r"clause 1.*exactly one action"):
         DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses=[{"when": "matched"}])
     with pytest.raises(ValueError, match="source_version needs"):
         DeltaMergeOperator(

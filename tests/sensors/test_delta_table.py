@@ -123,7 +123,8 @@ def test_sets_the_result_as_outlet_event_extra(tmp_path):
     from airflow.sdk import Asset
 
     class Accessor:
-        extra: dict = {}
+        def __init__(self) -> None:
+            self.extra: dict = {}
 
     table = write_log(tmp_path / "t", 2)
     asset = Asset(name="orders", uri=f"file://{table}")
@@ -168,7 +169,7 @@ def test_reads_a_table_written_by_delta_rs(tmp_path):
 @pytest.mark.parametrize("after_version", [None, 3])
 def test_missing_table_fails_with_its_path(tmp_path, after_version):
     path = tmp_path / "nowhere"
-    with pytest.raises(TableNotFoundError, match="nowhere.*wait_for_creation"):
+    with pytest.raises(TableNotFoundError, match=r"nowhere.*wait_for_creation"):
         _sensor(path, after_version=after_version).poke({})
 
 

@@ -47,18 +47,22 @@ def test_a_poke_sends_the_same_requests_at_100_and_10000_versions(
             return result, list(requests)
 
         assert not sensor.poke({}).is_done  # the first poke also sees that the table exists
-        idle, idle_sent = count(lambda: sensor.poke({}))
+        idle, idle_sent = count(lambda sensor=sensor: sensor.poke({}))
         (found, _), async_idle_sent = count(
-            lambda: asyncio.run(poll_once_async(probe, n - 1, table_seen=True, wait_for_creation=False))
+            lambda probe=probe, n=n: asyncio.run(
+                poll_once_async(probe, n - 1, table_seen=True, wait_for_creation=False)
+            )
         )
         assert not idle.is_done and found is None
 
         write_commit(tmp_path, n)
         name = f"_delta_log/{n:020d}.json"
         open_storage(uri, direct).put(name, (tmp_path / name).read_bytes())
-        new, new_sent = count(lambda: sensor.poke({}))
+        new, new_sent = count(lambda sensor=sensor: sensor.poke({}))
         (info, _), async_new_sent = count(
-            lambda: asyncio.run(poll_once_async(probe, n - 1, table_seen=True, wait_for_creation=False))
+            lambda probe=probe, n=n: asyncio.run(
+                poll_once_async(probe, n - 1, table_seen=True, wait_for_creation=False)
+            )
         )
         assert new.is_done and new.xcom_value["version"] == n and info.version == n
         # Nothing but the log's tail is asked for.

@@ -122,7 +122,7 @@ def test_append_creates_a_table_from_a_parquet_folder_in_the_bucket(spark, bucke
     run_append(spark, uri, bucket.uri("src"), "parquet", partition_by=["p"])
     run_append(spark, local, str(source), "parquet", partition_by=["p"], io="hadoop")
     _same_change(bucket, uri, local)
-    with pytest.raises(InvalidInputError, match="csv source .*io=arrow"):
+    with pytest.raises(InvalidInputError, match=r"csv source .*io=arrow"):
         run_append(spark, uri, bucket.uri("src"), "csv")
 
 

@@ -164,7 +164,7 @@ def test_server_settings_are_skipped_by_name_and_session_settings_apply(spark_co
     assert "spark.executor.memory" in caplog.text and "ignored" in caplog.text
     # 200 rows rewritten at most 10 to a file: the session setting reached the server.
     assert result["metrics"]["numAddedFiles"] == 20
-    with pytest.raises(InvalidInputError, match="spark.sql.shuffle.partitions"):
+    with pytest.raises(InvalidInputError, match=r"spark\.sql\.shuffle\.partitions"):
         _connect(spark_connect, ["update", table, "--set", "val = 'y'"], conf={"spark.sql.shuffle.partitions": "x"})
 
 

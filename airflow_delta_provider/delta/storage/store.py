@@ -23,6 +23,7 @@ store named and no secret in the message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import uuid
@@ -331,10 +332,8 @@ class LocalStorage(TableStorage):
 
 
 def _unlink_quietly(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 # --- object stores ------------------------------------------------------------------
@@ -532,10 +531,8 @@ class ObjectStorage(TableStorage):
         except Exception as exc:
             raise self._error("probing the atomic create of", probe, exc) from None
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 obs.delete(self._store, probe)
-            except Exception:
-                pass
         raise UnsafeStorageError(
             f"the store behind {self.root} does not honour an atomic create (a second "
             "PUT with If-None-Match: * of the same key succeeded), so two writers could both "
@@ -551,10 +548,8 @@ class ObjectStorage(TableStorage):
     def delete(self, path: str) -> None:
         import obstore as obs
 
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self._call("deleting", path, obs.delete, path)
-        except FileNotFoundError:
-            pass
 
     def delete_many(self, paths: Iterable[str]) -> int:
         import obstore as obs

@@ -26,7 +26,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import pyspark
@@ -153,10 +153,8 @@ def retry_policies() -> list[Any]:
 
 def close(session: Any) -> None:
     """Release the server-side session; a server already gone is no error."""
-    try:
+    with suppress(Exception):
         session.stop()
-    except Exception:
-        pass
 
 
 def redact_url(url: str) -> str:

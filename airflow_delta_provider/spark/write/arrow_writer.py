@@ -30,9 +30,10 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -311,7 +312,7 @@ def split_runs(
             changed = step if changed is None else pc.or_(changed, step)
         starts += [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
     starts.append(n)
-    for start, end in zip(starts, starts[1:]):
+    for start, end in pairwise(starts):
         values = {c: serialize_partition_value(columns[c][start].as_py(), types[c]) for c in partition_columns}
         yield values, batch.slice(start, end - start)
 
@@ -426,14 +427,10 @@ class _FileWriter:
 
     def abort(self) -> None:
         """Drop a file that will not be finished (its marker stays for the driver)."""
-        try:
+        with suppress(OSError):
             self.writer.close()
-        except OSError:
-            pass
-        try:
+        with suppress(FileNotFoundError):
             os.remove(self.local)
-        except FileNotFoundError:
-            pass
 
 
 def _result_arrow_schema() -> Any:

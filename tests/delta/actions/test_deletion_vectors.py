@@ -293,7 +293,7 @@ def test_bad_bitmap_is_a_corrupt_vector(tmp_path, payload, cardinality, message)
 
 def test_bad_inline_vector_is_a_corrupt_vector():
     storage = open_storage("/nonexistent-root")
-    with pytest.raises(CorruptDeletionVectorError, match="inline deletion vector of f.parquet: inline data is not Z85"):
+    with pytest.raises(CorruptDeletionVectorError, match=r"inline deletion vector of f\.parquet: inline data is not Z85"):
         read_deletion_vector(storage, DeletionVector("i", "abc", 3, 1), "f.parquet")
     short = inline_dv([1])
     with pytest.raises(CorruptDeletionVectorError, match="the descriptor says 400"):

@@ -102,7 +102,7 @@ def test_checkpoint_policy_v2_upgrades_the_protocol_as_delta_spark_does(before, 
     assert protocol_for(before, _md(V2)) == after
     assert protocol_for(after, _md(V2)) == after
     assert protocol_for(before, _md({"delta.checkpointPolicy": "classic"})) == before
-    with pytest.raises(InvalidInputError, match="delta.checkpointPolicy"):
+    with pytest.raises(InvalidInputError, match=r"delta\.checkpointPolicy"):
         protocol_for(before, _md({"delta.checkpointPolicy": "v3"}))
 
 
@@ -110,7 +110,7 @@ def test_the_policy_property_is_checked_and_lowercased_when_set():
     from airflow_delta_provider.delta.table_properties import with_properties
 
     assert with_properties(_md({}), {"delta.checkpointPolicy": "V2"}).configuration == V2
-    with pytest.raises(InvalidInputError, match="delta.checkpointPolicy must be one of classic, v2"):
+    with pytest.raises(InvalidInputError, match=r"delta\.checkpointPolicy must be one of classic, v2"):
         with_properties(_md({}), {"delta.checkpointPolicy": "v3"})
 
 
@@ -342,7 +342,8 @@ def test_a_damaged_sidecar_is_a_typed_error_naming_it(table, damage):
         with open(path, "wb") as f:
             f.write(b"not parquet at all")
     else:
-        data = open(path, "rb").read()
+        with open(path, "rb") as f:
+            data = f.read()
         with open(path, "wb") as f:
             f.write(data[: len(data) // 2])
     with pytest.raises(CorruptSidecarError) as err:

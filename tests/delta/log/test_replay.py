@@ -126,5 +126,5 @@ def test_a_torn_checkpoint_is_reported_as_corrupt(tmp_path):
     pq.write_table(pa.table({"txn": pa.array([{"appId": "a", "version": 1}])}), torn)
     torn.write_bytes(torn.read_bytes()[: torn.stat().st_size // 2])
     store = LogStore(resolve_table(tmp_path))
-    with pytest.raises(CorruptCheckpointError, match="00000000000000000001.checkpoint.parquet"):
+    with pytest.raises(CorruptCheckpointError, match=r"00000000000000000001\.checkpoint\.parquet"):
         apply_checkpoint(store, store.list_from(0), LogReplay(str(tmp_path)))

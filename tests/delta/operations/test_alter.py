@@ -321,7 +321,7 @@ def test_constraints_are_found_by_name_whatever_its_case_and_guard_their_columns
     with pytest.raises(InvalidInputError, match="already exists"):
         AddConstraint("mycheck", "id > 0").apply(md)
     assert "delta.constraints.MyCheck" not in DropConstraint("MYCHECK").apply(md).configuration
-    with pytest.raises(InvalidInputError, match="CHECK constraint.*MyCheck read it"):
+    with pytest.raises(InvalidInputError, match=r"CHECK constraint.*MyCheck read it"):
         plan(md, DropColumns((("s", "x"),)))
 
 

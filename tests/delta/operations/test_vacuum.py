@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, RemoveFile
-from airflow_delta_provider.delta.errors import RetentionTooShortError
+from airflow_delta_provider.delta.errors import InvalidInputError, RetentionTooShortError
 from airflow_delta_provider.delta.operations.vacuum import (
     STAGING_PREFIX,
     ListedEntry,
@@ -133,7 +133,7 @@ def test_relative_path_on_object_store_root():
 def test_absolute_path_refuses_escapes_and_the_log():
     assert absolute_path("/t", "a/b.parquet") == "/t/a/b.parquet"
     for bad in ("../x", "/etc/passwd", "_delta_log/00000000000000000000.json", "a/../../x"):
-        with pytest.raises(Exception):
+        with pytest.raises(InvalidInputError, match="not a data path under the table root"):
             absolute_path("/t", bad)
 
 

@@ -144,9 +144,11 @@ def test_a_store_without_atomic_create_gets_no_commit(stoppable_s3, new_table, m
     for key, value in stoppable_s3.env.items():
         monkeypatch.setenv(key, value)
     storage = open_storage(stoppable_s3.uri("t"))
-    with stoppable_s3.ignoring_if_none_match():
-        with pytest.raises(UnsafeStorageError, match="does not honour an atomic create") as info:
-            new_table(stoppable_s3.uri("t"), pa.schema([("id", pa.int64())]))
+    with (
+        stoppable_s3.ignoring_if_none_match(),
+        pytest.raises(UnsafeStorageError, match="does not honour an atomic create") as info,
+    ):
+        new_table(stoppable_s3.uri("t"), pa.schema([("id", pa.int64())]))
     assert "127.0.0.1" in str(info.value) or "s3://" in str(info.value)
     assert storage.list_tree("") == []  # no commit, and the probe object is gone
     with pytest.raises(TableNotFoundError):

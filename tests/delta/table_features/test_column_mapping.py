@@ -72,7 +72,7 @@ def test_physical_schema_renames_every_level_and_id_mode_adds_parquet_field_ids(
 def test_paths_and_partition_values_translate_both_ways():
     mapping = cm.ColumnMapping.of(NESTED, NAME)
     assert mapping.physical_path(("S", "X")) == ("col-s", "col-x")
-    with pytest.raises(InvalidInputError, match="s.nope"):
+    with pytest.raises(InvalidInputError, match=r"s\.nope"):
         mapping.physical_path(("s", "nope"))
     assert mapping.logical_partition_values({"col-p": "a"}, ["p"]) == {"p": "a"}
     assert mapping.physical_partition_values({"p": "a"}) == {"col-p": "a"}

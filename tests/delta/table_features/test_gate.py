@@ -39,7 +39,7 @@ def test_reader3_with_only_vacuum_protocol_check_is_readable():
 
 def test_column_mapping_at_reader_2_is_readable_and_an_unknown_mode_is_refused():
     check_readable(Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "name"}, created_time=0))
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping.mode='position'"):
+    with pytest.raises(UnsupportedFeatureError, match=r"columnMapping\.mode='position'"):
         check_readable(
             Protocol(2, 5), Metadata.new(SCHEMA, (), {"delta.columnMapping.mode": "position"}, created_time=0)
         )

@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from itertools import pairwise
 
 import pytest
 
@@ -96,7 +97,7 @@ def test_four_concurrent_writers_get_strictly_increasing_timestamps(tmp_path):
     latest = table.snapshot().version
     assert latest == 20
     stamps = [ict(table, v) for v in range(latest + 1)]
-    assert all(a < b for a, b in zip(stamps, stamps[1:]))
+    assert all(a < b for a, b in pairwise(stamps))
 
 
 def test_time_travel_and_history_use_them_not_file_times(tmp_path):
@@ -160,7 +161,7 @@ def test_a_restore_keeps_the_enablement_this_table_recorded(tmp_path):
     restore_table(table, version=2)  # v6, v2's metadata says "since 1"
     assert table.snapshot().metadata.configuration[table_properties.ICT_ENABLEMENT_VERSION] == "4"
     times = [ts for _, ts in table.commit_timestamps()]
-    assert all(a < b for a, b in zip(times, times[1:]))
+    assert all(a < b for a, b in pairwise(times))
 
 
 # --- the feature's functions ------------------------------------------------------------

@@ -9,6 +9,7 @@ import json
 import time
 import uuid
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 
@@ -202,7 +203,7 @@ def test_enabling_on_an_existing_table_backfills_its_files(tmp_path):
     assert len(readds) == 3 and not any(a["dataChange"] for a in readds)
     snap = table.snapshot()
     bases = [(base, rows) for base, rows, _ in ranges(snap)]
-    assert bases[0][0] == 0 and all(b + n == nb for (b, n), (nb, _) in zip(bases, bases[1:]))
+    assert bases[0][0] == 0 and all(b + n == nb for (b, n), (nb, _) in pairwise(bases))
     assert row_tracking.high_water_mark(snap.domain_metadata) == 5
     assert all(r[2] == version for r in ranges(snap))
     assert row_tracking.enabled(snap.protocol, snap.metadata)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -48,8 +49,8 @@ def test_creates_a_partitioned_table_then_appends(spark, tmp_path, duckdb_delta)
 
 
 @pytest.mark.parametrize("fmt, write", [
-    ("csv", lambda t, p: open(os.path.join(p, "a.csv"), "w").write("id,name\n1,x\n2,y\n")),
-    ("json", lambda t, p: open(os.path.join(p, "a.json"), "w").write('{"id":1,"name":"x"}\n{"id":2,"name":"y"}\n')),
+    ("csv", lambda t, p: Path(p, "a.csv").write_text("id,name\n1,x\n2,y\n")),
+    ("json", lambda t, p: Path(p, "a.json").write_text('{"id":1,"name":"x"}\n{"id":2,"name":"y"}\n')),
 ])
 def test_csv_and_json_sources(spark, tmp_path, fmt, write):
     src = tmp_path / "src"

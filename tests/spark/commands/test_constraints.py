@@ -109,7 +109,7 @@ def test_dropping_it_lets_such_rows_in(spark, table, tmp_path):
 
 def test_a_column_a_constraint_reads_cannot_be_renamed(spark, table):
     run_alter(spark, table, POSITIVE)
-    with pytest.raises(InvalidInputError, match="CHECK constraint.*amount_positive read it"):
+    with pytest.raises(InvalidInputError, match=r"CHECK constraint.*amount_positive read it"):
         run_alter(spark, table, {"rename_column": {"column": "amount", "to": "total"}}, enable_column_mapping=True)
 
 
@@ -137,6 +137,6 @@ def test_the_cli_starts_spark_only_to_add_one(spark, table, capsys):
 
 def test_a_nondeterministic_constraint_is_refused(spark, table):
     before = state(table)
-    with pytest.raises(InvalidInputError, match="deterministic.*rand"):
+    with pytest.raises(InvalidInputError, match=r"deterministic.*rand"):
         run_alter(spark, table, {"add_constraint": {"name": "coin", "expression": "rand() > 0.5"}})
     assert state(table) == before

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -180,10 +181,12 @@ def test_concurrent_vectors_on_one_file_conflict(spark, tables):
 
     # The re-added file is data added where this DELETE read: ConcurrentAppend,
     # which delta-spark's checker also finds first.
-    with pytest.raises(ConcurrentModificationError):
-        with WrittenFiles(slow.table.storage, slow.result.added, slow.result.other_files) as written:
-            written.committing()
-            slow.commit()
+    with (
+        pytest.raises(ConcurrentModificationError),
+        WrittenFiles(slow.table.storage, slow.result.added, slow.result.other_files) as written,
+    ):
+        written.committing()
+        slow.commit()
     assert state(dv)[:2] == before[:2] and not os.path.exists(os.path.join(dv, slow.result.other_files[0]))
     ids = {r[0] for r in rows_rs(dv)}
     assert 5 not in ids and 4 in ids
@@ -195,12 +198,12 @@ def test_a_corrupt_vector_is_named_and_nothing_is_written(spark, tables, damage)
     run_delete(spark, dv, "id = 1")
     vector = next(f for f in os.listdir(dv) if f.endswith(".bin"))
     target = os.path.join(dv, vector)
-    data = bytearray(open(target, "rb").read())
+    data = bytearray(Path(target).read_bytes())
     if damage == "missing":
         os.remove(target)
     else:
         data[-1 if damage == "crc" else 5] ^= 0xFF  # the checksum, or the bitmap's magic number
-        open(target, "wb").write(bytes(data))
+        Path(target).write_bytes(bytes(data))
     before = state(dv)
     for run in (lambda: run_delete(spark, dv, "id = 2"), lambda: run_update(spark, dv, "id = 2", {"val": "0"})):
         with pytest.raises(CorruptDeletionVectorError, match=vector):
@@ -282,7 +285,8 @@ def test_a_file_without_stats_gets_num_records_from_its_footer(spark, tables, du
 
     dv, cow = tables
     log = os.path.join(dv, "_delta_log", f"{0:020d}.json")
-    lines = [json.loads(line) for line in open(log)]
+    with open(log) as fh:
+        lines = [json.loads(line) for line in fh]
     for action in lines:
         action.get("add", {}).pop("stats", None)
     with open(log, "w") as fh:

@@ -205,7 +205,7 @@ def test_the_target_size_comes_from_the_caller_then_the_table_then_128_mib() -> 
     assert target_file_size({}) == 128 << 20
     assert target_file_size({"delta.targetFileSize": "32mb"}) == 32 << 20
     assert target_file_size({"delta.targetFileSize": "32mb"}, 1000) == 1000
-    with pytest.raises(InvalidInputError, match="delta.targetFileSize"):
+    with pytest.raises(InvalidInputError, match=r"delta\.targetFileSize"):
         target_file_size({"delta.targetFileSize": "big"})
 
 

@@ -273,7 +273,7 @@ def test_spark_vacuum_never_deletes_live_or_retained_files(
         condition = _CONDITIONS[seed % len(_CONDITIONS)].format(k=seed % 7)
         tomb_ms = int(time.time() * 1000) - tomb_ages_h[i % len(tomb_ages_h)] * HOUR_MS - _MARGIN_MS
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(dml, "now_ms", lambda: tomb_ms)  # the removes' deletionTimestamp
+            mp.setattr(dml, "now_ms", lambda tomb_ms=tomb_ms: tomb_ms)  # the removes' deletionTimestamp
             if step == "append":
                 append(1 + seed % 6)
             elif step == "update":

@@ -35,7 +35,7 @@ def test_a_range_that_is_not_recorded_is_refused_by_name(spark, tmp_path):
         read_changes(spark, path, 2, 1)
     (Path(path) / "_delta_log" / f"{0:020d}.json").unlink()  # log cleanup took version 0
     (Path(path) / "_delta_log" / f"{1:020d}.json").rename(Path(path) / "_delta_log" / "keep")
-    with pytest.raises(ChangeDataUnavailableError, match="version 1 .* no longer in the log"):
+    with pytest.raises(ChangeDataUnavailableError, match=r"version 1 .* no longer in the log"):
         read_changes(spark, path, 1)
 
 

@@ -21,7 +21,7 @@ def test_auto_picks_hadoop_locally_and_arrow_without_a_connector(spark, tmp_path
         pytest.skip("this Spark has hadoop-aws")
     assert resolve_io(spark, "s3://bucket/t", "auto") == "arrow"
     assert resolve_io(spark, "abfss://c@acct.dfs.core.windows.net/t", "auto") == "arrow"
-    with pytest.raises(InvalidInputError, match="s3a://.*io=arrow"):
+    with pytest.raises(InvalidInputError, match=r"s3a://.*io=arrow"):
         resolve_io(spark, "s3://bucket/t", "hadoop")
 
 
