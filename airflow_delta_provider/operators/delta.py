@@ -29,29 +29,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_delta_provider import requests
+from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
-from airflow_delta_provider.requests import (
-    APPEND_FORMATS,
-    APPEND_MODES,
-    CHANGES_OUTPUT_FORMATS,
-    IO_MODES,
-    MERGE_SOURCE_FORMATS,
-    PYTHON_ENGINE_OPERATIONS,
-    AlterRequest,
-    AppendRequest,
-    ChangesRequest,
-    CheckpointRequest,
-    DeleteRequest,
-    MergeRequest,
-    OperationRequest,
-    OptimizeRequest,
-    ReorgRequest,
-    RestoreRequest,
-    UpdateRequest,
-    VacuumRequest,
-)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -116,7 +98,7 @@ class DeltaSparkOperator(BaseOperator):
     """
 
     #: The request this operator builds (one frozen dataclass per operation).
-    request_class: ClassVar[type[OperationRequest]]
+    request_class: ClassVar[type[requests.OperationRequest]]
     #: The Spark CLI command this operator runs: its request's operation.
     operation: ClassVar[str]
 
@@ -152,13 +134,13 @@ class DeltaSparkOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if io not in IO_MODES:
-            raise ValueError(f"io must be one of {IO_MODES}, not {io!r}")
+        if io not in requests.IO_MODES:
+            raise ValueError(f"io must be one of {requests.IO_MODES}, not {io!r}")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-        if engine == "python" and getattr(self, "operation", None) not in PYTHON_ENGINE_OPERATIONS:
+        if engine == "python" and getattr(self, "operation", None) not in requests.PYTHON_ENGINE_OPERATIONS:
             raise ValueError(
-                f"engine='python' runs only {', '.join(PYTHON_ENGINE_OPERATIONS)}; {self.operation} needs Spark"
+                f"engine='python' runs only {', '.join(requests.PYTHON_ENGINE_OPERATIONS)}; {self.operation} needs Spark"
             )
         self.table_path = table_path
         self.conn_id = conn_id
@@ -180,7 +162,7 @@ class DeltaSparkOperator(BaseOperator):
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
 
-    def request(self, token: str | None = None) -> OperationRequest:
+    def request(self, token: str | None = None) -> requests.OperationRequest:
         """The request of this task, from its (rendered) arguments; ``token`` names its change."""
         return self.request_class(
             table=self.table_path, io=self.io, debug=self.debug, token=token, **self._request_fields()
@@ -295,7 +277,7 @@ class DeltaUpdateOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    request_class = UpdateRequest
+    request_class = requests.UpdateRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "updates", "condition")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -323,7 +305,7 @@ class DeltaDeleteOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    request_class = DeleteRequest
+    request_class = requests.DeleteRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "condition")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -367,7 +349,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         ``delta.identity.allowExplicitInsert``); the source may leave those out.
     """
 
-    request_class = AppendRequest
+    request_class = requests.AppendRequest
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
@@ -376,8 +358,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "options",
         "table_properties",
     )
-    _FORMATS = APPEND_FORMATS
-    _MODES = APPEND_MODES
+    _FORMATS = requests.APPEND_FORMATS
+    _MODES = requests.APPEND_MODES
 
     def __init__(
         self,
@@ -467,7 +449,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
     :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
     """
 
-    request_class = MergeRequest
+    request_class = requests.MergeRequest
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
@@ -481,7 +463,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
         "on": "sql",
         "clauses": "json",
     }
-    _FORMATS = MERGE_SOURCE_FORMATS
+    _FORMATS = requests.MERGE_SOURCE_FORMATS
 
     def __init__(
         self,
@@ -546,7 +528,7 @@ class DeltaCheckpointOperator(DeltaSparkOperator):
         table's log retention (``delta.logRetentionDuration``).
     """
 
-    request_class = CheckpointRequest
+    request_class = requests.CheckpointRequest
 
     def __init__(self, *, cleanup_logs: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -566,7 +548,7 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         (delta-spark's ``retentionDurationCheck``).
     """
 
-    request_class = VacuumRequest
+    request_class = requests.VacuumRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "retention_hours")
 
     def __init__(
@@ -614,7 +596,7 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
         this share of their rows (default 0: every file with a vector).
     """
 
-    request_class = ReorgRequest
+    request_class = requests.ReorgRequest
 
     def __init__(self, *, min_deleted_ratio: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -651,7 +633,7 @@ class DeltaChangesOperator(DeltaSparkOperator):
         (``parquet`` only with ``io="arrow"``).
     """
 
-    request_class = ChangesRequest
+    request_class = requests.ChangesRequest
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "start_version",
@@ -669,8 +651,8 @@ class DeltaChangesOperator(DeltaSparkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if output_format not in CHANGES_OUTPUT_FORMATS:
-            raise ValueError(f"output_format must be one of {CHANGES_OUTPUT_FORMATS}, not {output_format!r}")
+        if output_format not in requests.CHANGES_OUTPUT_FORMATS:
+            raise ValueError(f"output_format must be one of {requests.CHANGES_OUTPUT_FORMATS}, not {output_format!r}")
         self.start_version = start_version
         self.end_version = end_version
         self.output_path = output_path
@@ -710,17 +692,6 @@ def _version(value: int | str, name: str) -> int:
         raise ValueError(f"{name} must be a version number, not {value!r}") from None
 
 
-#: The kinds of change :class:`DeltaAlterTableOperator` takes (one per task).
-ALTER_CHANGES = (
-    "add_columns",
-    "rename_column",
-    "drop_columns",
-    "alter_column",
-    "set_properties",
-    "unset_properties",
-    "add_constraint",
-    "drop_constraint",
-)
 
 
 class DeltaAlterTableOperator(DeltaSparkOperator):
@@ -747,7 +718,7 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         then need column mapping support (reader version 2).
     """
 
-    request_class = AlterRequest
+    request_class = requests.AlterRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -781,7 +752,7 @@ class DeltaRestoreOperator(DeltaSparkOperator):
         this time (ISO 8601; UTC unless it has a zone). (templated)
     """
 
-    request_class = RestoreRequest
+    request_class = requests.RestoreRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "version", "timestamp")
 
     def __init__(self, *, version: int | str | None = None, timestamp: str | None = None, **kwargs: Any) -> None:
@@ -817,7 +788,7 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         partition columns). (templated)
     """
 
-    request_class = OptimizeRequest
+    request_class = requests.OptimizeRequest
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "zorder_by")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,

@@ -2,8 +2,9 @@
 
 A request field carries an :class:`Argument` in its dataclass metadata: its
 kind (a value, a switch, a repeated option, ...), its flag, its help text and
-how its text becomes a value. The argv writer (:mod:`.base`) and the argparse
-builder (:mod:`.parser`) both read it, so a field is described once.
+how its text becomes a value. The argv writer (:mod:`.base`) reads it, and
+it adds itself to the argparse parser (:meth:`Argument.add_to`, called by
+:mod:`.parser`), so a field is described once.
 
 The builders (:func:`option`, :func:`switch`, ...) return ``dataclasses.field``
 objects with the right default: ``None`` for an optional value, ``False``
@@ -12,6 +13,7 @@ for a switch, ``()`` for a repeated option, none at all when required.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +54,33 @@ class Argument:
 
     def flag_for(self, name: str) -> str:
         return self.flag or "--" + name.replace("_", "-")
+
+    def add_to(self, target: Any, field: dataclasses.Field[Any]) -> None:
+        """Add ``field`` to an argparse parser (or group) in this form."""
+        if self.kind == POSITIONAL:
+            target.add_argument(field.name, help=self.help)
+            return
+        names = [self.flag_for(field.name)]
+        common: dict[str, Any] = {"dest": self.dest or field.name, "help": self.help}
+        if self.required:
+            common["required"] = True
+        kind = self.kind
+        if kind == SWITCH:
+            target.add_argument(*names, action="store_true", **common)
+        elif kind == NEGATED_SWITCH:
+            target.add_argument(*names, action="store_false", **common)
+        elif kind == REPEATED:
+            target.add_argument(*names, action="append", default=[], metavar=self.metavar, **common)
+        elif kind == PAIRS:
+            target.add_argument(*names, action="append", type=_key_value, default=[], metavar=self.metavar, **common)
+        elif kind == JOINED:
+            target.add_argument(*names, type=_column_list, default=[], metavar=self.metavar, **common)
+        else:
+            default = None if field.default is dataclasses.MISSING else field.default
+            target.add_argument(
+                *names, type=self.parse, choices=self.choices, default=default, metavar=self.metavar,
+                **common,
+            )  # fmt: skip
 
 
 def argument_of(field: dataclasses.Field[Any]) -> Argument:
@@ -138,6 +167,20 @@ def number_text(value: float) -> str:
 def split_columns(text: str) -> tuple[str, ...]:
     """``"a, b"`` -> ``("a", "b")``: comma-separated names, blanks dropped."""
     return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _column_list(text: str) -> list[str]:
+    columns = list(split_columns(text))
+    if not columns:
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got {text!r}")
+    return columns
 
 
 __all__ = [

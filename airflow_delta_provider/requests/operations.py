@@ -212,24 +212,3 @@ REQUESTS: dict[str, type[OperationRequest]] = {
 OPERATIONS = tuple(REQUESTS)
 #: Operations the core runs with no Spark at all (``engine="python"``).
 PYTHON_ENGINE_OPERATIONS = tuple(op for op, cls in REQUESTS.items() if cls.runs_without_spark)
-
-__all__ = [
-    "APPEND_FORMATS",
-    "APPEND_MODES",
-    "CHANGES_OUTPUT_FORMATS",
-    "MERGE_SOURCE_FORMATS",
-    "OPERATIONS",
-    "PYTHON_ENGINE_OPERATIONS",
-    "REQUESTS",
-    "AlterRequest",
-    "AppendRequest",
-    "ChangesRequest",
-    "CheckpointRequest",
-    "DeleteRequest",
-    "MergeRequest",
-    "OptimizeRequest",
-    "ReorgRequest",
-    "RestoreRequest",
-    "UpdateRequest",
-    "VacuumRequest",
-]

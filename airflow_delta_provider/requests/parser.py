@@ -8,21 +8,10 @@ its one-line error convention); nothing here knows about Spark.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from airflow_delta_provider.requests.base import OperationRequest
-from airflow_delta_provider.requests.fields import (
-    JOINED,
-    NEGATED_SWITCH,
-    PAIRS,
-    POSITIONAL,
-    REPEATED,
-    SWITCH,
-    argument_of,
-    split_columns,
-)
+from airflow_delta_provider.requests.fields import argument_of
 from airflow_delta_provider.requests.operations import REQUESTS
 
 #: The argparse attribute that names the operation.
@@ -59,49 +48,7 @@ def _add_fields(command: argparse.ArgumentParser, request_class: type[OperationR
     table, *common = request_class.common_fields()
     for field in (table, *request_class.operation_fields(), *common):  # --help lists the operation's own first
         target = group if group is not None and field.name in request_class.exactly_one_of else command
-        _add_field(target, field)
-
-
-def _add_field(target: Any, field: dataclasses.Field[Any]) -> None:
-    argument = argument_of(field)
-    if argument.kind == POSITIONAL:
-        target.add_argument(field.name, help=argument.help)
-        return
-    names = [argument.flag_for(field.name)]
-    common: dict[str, Any] = {"dest": argument.dest or field.name, "help": argument.help}
-    if argument.required:
-        common["required"] = True
-    kind = argument.kind
-    if kind == SWITCH:
-        target.add_argument(*names, action="store_true", **common)
-    elif kind == NEGATED_SWITCH:
-        target.add_argument(*names, action="store_false", **common)
-    elif kind == REPEATED:
-        target.add_argument(*names, action="append", default=[], metavar=argument.metavar, **common)
-    elif kind == PAIRS:
-        target.add_argument(*names, action="append", type=_key_value, default=[], metavar=argument.metavar, **common)
-    elif kind == JOINED:
-        target.add_argument(*names, type=_column_list, default=[], metavar=argument.metavar, **common)
-    else:
-        default = None if field.default is dataclasses.MISSING else field.default
-        target.add_argument(
-            *names, type=argument.parse, choices=argument.choices, default=default, metavar=argument.metavar,
-            **common,
-        )  # fmt: skip
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
-
-
-def _column_list(text: str) -> list[str]:
-    columns = list(split_columns(text))
-    if not columns:
-        raise argparse.ArgumentTypeError(f"expected column names separated by commas, got {text!r}")
-    return columns
+        argument_of(field).add_to(target, field)
 
 
 __all__ = ["COMMAND", "build_parser", "parse_request", "request_from_namespace"]

@@ -233,8 +233,10 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     from airflow_delta_provider.operators import delta as operators
     from airflow_delta_provider.spark.runtime import io_mode
 
-    assert operators.IO_MODES is io_mode.IO_MODES is requests.IO_MODES
-    assert operators.CHANGES_OUTPUT_FORMATS is requests.CHANGES_OUTPUT_FORMATS
+    # The operators read the request layer's lists and keep no copy of their own.
+    assert operators.requests is requests
+    assert not {"IO_MODES", "CHANGES_OUTPUT_FORMATS", "OPERATIONS"} & set(vars(operators))
+    assert io_mode.IO_MODES is requests.IO_MODES
     assert delta_operation.OPERATIONS is requests.OPERATIONS == tuple(REQUESTS)
     assert delta_in_process.PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
     assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore")

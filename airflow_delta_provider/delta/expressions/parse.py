@@ -19,7 +19,7 @@ Lowering never fails: what it does not understand becomes
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -122,6 +122,14 @@ def referenced_columns(sql: str) -> set[str] | None:
     any column)."""
     tree = parse_sql(sql)
     return None if tree is None else {name.lower() for name in column_roots(tree)}
+
+
+def columns_missing(sql: str, schema: Mapping[str, Any]) -> list[str]:
+    """The top-level columns ``sql`` reads that ``schema`` (Delta schema
+    JSON) lacks, sorted; a schema change must not leave an expression of
+    the table (a CHECK constraint, a generation expression) reading one."""
+    have = {f["name"].lower() for f in schema.get("fields", ())}
+    return sorted((referenced_columns(sql) or set()) - have)
 
 
 def has_subquery(node: Expression) -> bool:

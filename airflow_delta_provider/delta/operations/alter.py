@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
+from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
 from airflow_delta_provider.delta.schema.arrow import to_arrow_type
 from airflow_delta_provider.delta.schema.fields import walk_fields
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
@@ -521,11 +522,11 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
     ``{"alter_column": {"column", "comment"?, "nullable"?}}``,
     ``{"set_properties": {...}}``, ``{"unset_properties": [...], "if_exists"?}``,
     ``{"add_constraint": {"name", "expression"}}``, ``{"drop_constraint": {"name", "if_exists"?}}``."""
-    kinds = [k for k in spec if k in _KINDS]
-    extra = set(spec) - set(_KINDS) - {"if_exists"}
+    kinds = [k for k in spec if k in ALTER_CHANGES]
+    extra = set(spec) - set(ALTER_CHANGES) - {"if_exists"}
     if len(kinds) != 1 or extra:
         raise InvalidInputError(
-            f"a schema change names exactly one of {', '.join(_KINDS)}; got {json.dumps(dict(spec))}"
+            f"a schema change names exactly one of {', '.join(ALTER_CHANGES)}; got {json.dumps(dict(spec))}"
         )
     kind = kinds[0]
     value = spec[kind]
@@ -551,17 +552,6 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
     except (KeyError, TypeError) as exc:
         raise InvalidInputError(f"invalid {kind} change {json.dumps(value)}: missing or wrong {exc}") from None
 
-
-_KINDS = (
-    "add_columns",
-    "rename_column",
-    "drop_columns",
-    "alter_column",
-    "set_properties",
-    "unset_properties",
-    "add_constraint",
-    "drop_constraint",
-)
 
 
 def _boolean(value: Any, name: str) -> bool:

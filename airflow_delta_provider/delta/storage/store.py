@@ -460,17 +460,9 @@ class ObjectStorage(TableStorage):
         self._call("writing", path, obs.put, path, data)
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
-        import obstore as obs
-        import obstore.exceptions as oe
-
         self._check_atomic_create()
         try:
-            obs.put(self._store, path, data, mode="create")
-            return True
-        except oe.AlreadyExistsError:
-            # object_store retries a request whose answer was lost; the retry
-            # then meets the object its first attempt created.
-            return self._holds(path, data)
+            return self._create(path, data)
         except Exception as exc:
             error = self._error("writing", path, exc)
             if isinstance(error, (StorageNotFoundError, StorageAccessDeniedError)):
@@ -483,9 +475,6 @@ class ObjectStorage(TableStorage):
         the race. Absent: create it again, which either lands or meets a
         delayed first attempt; only if the store stays unreachable is the
         outcome unknown."""
-        import obstore as obs
-        import obstore.exceptions as oe
-
         try:
             return self._holds(path, data)
         except FileNotFoundError:
@@ -497,12 +486,23 @@ class ObjectStorage(TableStorage):
                 "commit and does not commit twice"
             ) from None
         try:
+            return self._create(path, data)
+        except Exception as exc:
+            raise CommitFailedError(f"{error}; a second attempt failed too: {_message(exc)}") from None
+
+    def _create(self, path: str, data: bytes) -> bool:
+        """Create ``path`` holding ``data``: True when it now holds them.
+        When it exists already, True only if it holds exactly ``data``:
+        object_store retries a request whose answer was lost, and the retry
+        then meets the object its first attempt created."""
+        import obstore as obs
+        import obstore.exceptions as oe
+
+        try:
             obs.put(self._store, path, data, mode="create")
             return True
         except oe.AlreadyExistsError:
             return self._holds(path, data)
-        except Exception as exc:
-            raise CommitFailedError(f"{error}; a second attempt failed too: {_message(exc)}") from None
 
     def _holds(self, path: str, data: bytes) -> bool:
         """Whether ``path`` holds exactly ``data`` (FileNotFoundError when absent)."""

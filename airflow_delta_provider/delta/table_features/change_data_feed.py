@@ -44,3 +44,19 @@ def check_column_names(metadata: Metadata) -> None:
             f"column {clashing[0]!r} is reserved on a table with {table_properties.ENABLE_CHANGE_DATA_FEED}=true "
             f"(the change data feed adds {', '.join(CHANGE_COLUMNS)}): rename it or leave the feed off"
         )
+
+
+def check_deterministic_values(table_uri: str, sqls: list[str]) -> None:
+    """On a table recording its changes, refuse new values that two
+    evaluations could give differently (``rand()``, ``uuid()``,
+    ``current_timestamp()``): an engine writes the data and the change rows
+    in two queries, and they must agree."""
+    from airflow_delta_provider.delta.expressions.parse import nondeterministic_calls
+
+    for sql in sqls:
+        calls = nondeterministic_calls(sql, per_query=True)
+        if calls:
+            raise InvalidInputError(
+                f"{sql!r} calls {', '.join(calls)}, whose value may differ between the data and the change "
+                f"rows of table {table_uri} (delta.enableChangeDataFeed=true); give a literal value instead"
+            )

@@ -64,10 +64,10 @@ def constraints_reading(metadata: Metadata, column: str) -> list[str]:
 def check_resolvable(metadata: Metadata) -> None:
     """Every constraint reads only columns the schema has (a schema change, or
     an overwrite of the schema, may not leave one behind)."""
-    columns = {f["name"].lower() for f in metadata.schema_json.get("fields", ())}
+    from airflow_delta_provider.delta.expressions.parse import columns_missing
+
     for name, sql in sorted(table_constraints(metadata).items()):
-        missing = sorted((referenced_columns(sql) or set()) - columns)
-        if missing:
+        if missing := columns_missing(sql, metadata.schema_json):
             raise InvalidInputError(
                 f"CHECK constraint {name} ({sql}) reads column(s) {', '.join(missing)}, which the new schema "
                 "lacks; drop the constraint first"

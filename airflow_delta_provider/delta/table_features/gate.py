@@ -25,6 +25,7 @@ from airflow_delta_provider.delta.table_features import (
     change_data_feed,
     column_mapping,
     deletion_vectors,
+    features,
     in_commit_timestamps,
     row_tracking,
     type_widening,
@@ -32,30 +33,6 @@ from airflow_delta_provider.delta.table_features import (
     variant,
 )
 from airflow_delta_provider.delta.table_features.check_constraints import table_constraints
-from airflow_delta_provider.delta.table_features.features import (
-    CHANGE_DATA_FEED,
-    CHECK_CONSTRAINTS,
-    COLUMN_MAPPING,
-    DELETION_VECTORS,
-    DOMAIN_METADATA,
-    GENERATED_COLUMNS,
-    IDENTITY_COLUMNS,
-    IN_COMMIT_TIMESTAMP,
-    LEGACY_WRITER_FEATURES,
-    MAX_READER_VERSION,
-    MAX_WRITER_VERSION,
-    ROW_TRACKING,
-    SUPPORTED_READER_FEATURES,
-    SUPPORTED_WRITER_FEATURES,
-    TIMESTAMP_NTZ,
-    TYPE_WIDENING_FEATURE,
-    TYPE_WIDENING_FEATURES,
-    TYPE_WIDENING_PREVIEW_FEATURE,
-    V2_CHECKPOINT,
-    VARIANT_FEATURE,
-    VARIANT_PREVIEW_FEATURE,
-    listed_features,
-)
 
 
 def _active_features(metadata: Metadata | None) -> set[str] | None:
@@ -69,14 +46,14 @@ def _active_features(metadata: Metadata | None) -> set[str] | None:
     used: set[str] = set()
     configuration = metadata.configuration
     if any(k.startswith("delta.constraints.") for k in configuration):
-        used.add(CHECK_CONSTRAINTS)
+        used.add(features.CHECK_CONSTRAINTS)
     if configuration.get("delta.enableChangeDataFeed", "false").strip().lower() == "true":
-        used.add(CHANGE_DATA_FEED)
+        used.add(features.CHANGE_DATA_FEED)
     for key in _field_metadata_keys(metadata.schema_json):
         if key == "delta.generationExpression":
-            used.add(GENERATED_COLUMNS)
+            used.add(features.GENERATED_COLUMNS)
         elif key.startswith("delta.identity."):
-            used.add(IDENTITY_COLUMNS)
+            used.add(features.IDENTITY_COLUMNS)
     return used
 
 
@@ -86,24 +63,24 @@ def _field_metadata_keys(schema: dict[str, Any]) -> set[str]:
 
 #: Writer features whose use shows in the metadata, so that an unused one
 #: does not stop a write (see :func:`_active_features`).
-_VISIBLE_WRITER_FEATURES = frozenset({CHECK_CONSTRAINTS, CHANGE_DATA_FEED, GENERATED_COLUMNS, IDENTITY_COLUMNS})
+_VISIBLE_WRITER_FEATURES = frozenset({features.CHECK_CONSTRAINTS, features.CHANGE_DATA_FEED, features.GENERATED_COLUMNS, features.IDENTITY_COLUMNS})
 
 
 def check_readable(protocol: Protocol, metadata: Metadata | None = None) -> None:
     """Raise :class:`UnsupportedFeatureError` unless we can read the table."""
     rv = protocol.min_reader_version
-    if rv > MAX_READER_VERSION or rv < 1:
+    if rv > features.MAX_READER_VERSION or rv < 1:
         raise UnsupportedFeatureError(
             f"table requires reader version {rv}; airflow-delta-provider reads versions 1 to "
-            f"{MAX_READER_VERSION} (reader features: {', '.join(sorted(SUPPORTED_READER_FEATURES))})"
+            f"{features.MAX_READER_VERSION} (reader features: {', '.join(sorted(features.SUPPORTED_READER_FEATURES))})"
         )
     if rv == 3:
-        missing = sorted(set(protocol.reader_features or ()) - SUPPORTED_READER_FEATURES)
+        missing = sorted(set(protocol.reader_features or ()) - features.SUPPORTED_READER_FEATURES)
         if missing:
             raise UnsupportedFeatureError(f"table requires unsupported reader feature(s): {', '.join(missing)}")
     if metadata is not None:
         column_mapping.mode_of(metadata.configuration)  # an unknown mode is refused
-        if TYPE_WIDENING_FEATURES & set(protocol.reader_features or ()):
+        if features.TYPE_WIDENING_FEATURES & set(protocol.reader_features or ()):
             type_widening.check_readable(metadata.schema_json)
 
 
@@ -113,17 +90,17 @@ def unsupported_writer_features(protocol: Protocol, metadata: Metadata | None = 
     A feature we do not implement stops a write unless ``metadata`` shows
     that the table does not use it (:func:`_active_features`)."""
     wv = protocol.min_writer_version
-    if wv > MAX_WRITER_VERSION or wv < 1:
+    if wv > features.MAX_WRITER_VERSION or wv < 1:
         return [f"writer version {wv}"]
     used = _active_features(metadata)
 
     def blocking(name: str) -> bool:
-        if name in SUPPORTED_WRITER_FEATURES:
+        if name in features.SUPPORTED_WRITER_FEATURES:
             return False
         return used is None or name not in _VISIBLE_WRITER_FEATURES or name in used
 
-    if wv in LEGACY_WRITER_FEATURES:
-        return [f"{name} (writer version {wv})" for name in LEGACY_WRITER_FEATURES[wv] if blocking(name)]
+    if wv in features.LEGACY_WRITER_FEATURES:
+        return [f"{name} (writer version {wv})" for name in features.LEGACY_WRITER_FEATURES[wv] if blocking(name)]
     if wv == 7:
         return sorted(name for name in set(protocol.writer_features or ()) if blocking(name))
     return []
@@ -140,17 +117,17 @@ def required_features(metadata: Metadata | None, protocol: Protocol | None = Non
         return set()
     needed: set[str] = set()
     if deletion_vectors.is_required(metadata):
-        needed.add(DELETION_VECTORS)
+        needed.add(features.DELETION_VECTORS)
     if column_mapping.mode_of(metadata.configuration) != column_mapping.NONE:
-        needed.add(COLUMN_MAPPING)
+        needed.add(features.COLUMN_MAPPING)
     if uses_type(metadata.schema_json, "timestamp_ntz"):
-        needed.add(TIMESTAMP_NTZ)
-    if variant.is_used(metadata) and not _lists_in_both(protocol, VARIANT_PREVIEW_FEATURE):
-        needed.add(VARIANT_FEATURE)
+        needed.add(features.TIMESTAMP_NTZ)
+    if variant.is_used(metadata) and not _lists_in_both(protocol, features.VARIANT_PREVIEW_FEATURE):
+        needed.add(features.VARIANT_FEATURE)
     if v2_checkpoint.is_required(metadata):
-        needed.add(V2_CHECKPOINT)
-    if type_widening.is_used(metadata) and not _lists_in_both(protocol, TYPE_WIDENING_PREVIEW_FEATURE):
-        needed.add(TYPE_WIDENING_FEATURE)
+        needed.add(features.V2_CHECKPOINT)
+    if type_widening.is_used(metadata) and not _lists_in_both(protocol, features.TYPE_WIDENING_PREVIEW_FEATURE):
+        needed.add(features.TYPE_WIDENING_FEATURE)
     return needed
 
 
@@ -158,15 +135,15 @@ def required_writer_features(metadata: Metadata | None) -> set[str]:
     """The writer-only features the table properties of ``metadata`` switch on."""
     needed = set()
     if metadata is not None and in_commit_timestamps.is_required(metadata):
-        needed.add(IN_COMMIT_TIMESTAMP)
+        needed.add(features.IN_COMMIT_TIMESTAMP)
     if metadata is not None and table_constraints(metadata):
-        needed.add(CHECK_CONSTRAINTS)
+        needed.add(features.CHECK_CONSTRAINTS)
     if metadata is not None and row_tracking.is_required(metadata):
-        needed.update((ROW_TRACKING, DOMAIN_METADATA))  # the high-water mark is a domain
+        needed.update((features.ROW_TRACKING, features.DOMAIN_METADATA))  # the high-water mark is a domain
     if metadata is not None and change_data_feed.is_required(metadata):
-        needed.add(CHANGE_DATA_FEED)
+        needed.add(features.CHANGE_DATA_FEED)
     if metadata is not None:  # columns that use them (delta-spark's ``actionUsesFeature``)
-        needed |= (_active_features(metadata) or set()) & {GENERATED_COLUMNS, IDENTITY_COLUMNS}
+        needed |= (_active_features(metadata) or set()) & {features.GENERATED_COLUMNS, features.IDENTITY_COLUMNS}
     return needed
 
 
@@ -175,7 +152,7 @@ def _lists_in_both(protocol: Protocol | None, feature: str) -> bool:
     (a preview feature delta-spark keeps instead of adding the stable one)."""
     if protocol is None:
         return False
-    readers, writers = listed_features(protocol)
+    readers, writers = features.listed_features(protocol)
     return feature in readers and feature in writers
 
 
@@ -194,14 +171,14 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     """
     needed = required_features(metadata, protocol)
     writer_only = required_writer_features(metadata)
-    readers, writers = listed_features(protocol)
+    readers, writers = features.listed_features(protocol)
     if needed <= readers and needed <= writers and writer_only <= writers:
         return protocol
     rv, wv = protocol.min_reader_version, protocol.min_writer_version
-    if writer_only <= writers and needed - readers <= {COLUMN_MAPPING} and rv < 3 and wv < 7:
+    if writer_only <= writers and needed - readers <= {features.COLUMN_MAPPING} and rv < 3 and wv < 7:
         return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
-    if not needed and writer_only - writers <= {CHECK_CONSTRAINTS, CHANGE_DATA_FEED} and wv < 7:
-        legacy = 4 if CHANGE_DATA_FEED in writer_only else 3  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
+    if not needed and writer_only - writers <= {features.CHECK_CONSTRAINTS, features.CHANGE_DATA_FEED} and wv < 7:
+        legacy = 4 if features.CHANGE_DATA_FEED in writer_only else 3  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
         return Protocol(min_reader_version=rv, min_writer_version=max(wv, legacy))
     if needed <= readers and rv < 3:
         return Protocol(
@@ -223,7 +200,7 @@ def merge_protocols(first: Protocol, second: Protocol) -> Protocol:
     writer = max(first.min_writer_version, second.min_writer_version)
     if reader < 3 and writer < 7:
         return Protocol(min_reader_version=reader, min_writer_version=writer)
-    (r1, w1), (r2, w2) = listed_features(first), listed_features(second)
+    (r1, w1), (r2, w2) = features.listed_features(first), features.listed_features(second)
     return Protocol(
         min_reader_version=reader,
         min_writer_version=writer,
@@ -239,5 +216,5 @@ def check_writable(protocol: Protocol, metadata: Metadata | None = None) -> None
     if missing:
         raise UnsupportedFeatureError(
             f"table requires unsupported writer feature(s): {', '.join(missing)}; "
-            f"airflow-delta-provider writes {', '.join(sorted(SUPPORTED_WRITER_FEATURES))} only"
+            f"airflow-delta-provider writes {', '.join(sorted(features.SUPPORTED_WRITER_FEATURES))} only"
         )

@@ -53,12 +53,10 @@ def check_resolvable(schema: Mapping[str, Any]) -> None:
     schema change may not drop or rename a column a generated column reads
     (delta-spark refuses both)."""
     from airflow_delta_provider.delta.errors import InvalidInputError
-    from airflow_delta_provider.delta.expressions.parse import referenced_columns
+    from airflow_delta_provider.delta.expressions.parse import columns_missing
 
-    columns = {f["name"].lower() for f in schema.get("fields", ())}
     for name, sql in sorted(generation_expressions(schema).items()):
-        missing = sorted((referenced_columns(sql) or set()) - columns)
-        if missing:
+        if missing := columns_missing(sql, schema):
             raise InvalidInputError(
                 f"generated column {name} ({sql}) reads column(s) {', '.join(missing)}, which the new schema "
                 "lacks: a column a generated column reads cannot be dropped or renamed"

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_delta_provider.delta.checkpoint import log_cleanup, writer
 from airflow_delta_provider.delta.log.store import TableLog
-from airflow_delta_provider.delta.transaction.transaction import MAX_COMMIT_ATTEMPTS, CommitResult, Transaction
+from airflow_delta_provider.delta.transaction.transaction import CommitResult, Transaction
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -105,18 +105,9 @@ class TableTransaction(Transaction):
         #: What the post-commit work did, once :meth:`commit` returned.
         self.post_commit_outcome: PostCommitOutcome | None = None
 
-    def commit(
-        self,
-        metrics: dict[str, Any] | None = None,
-        token: str | None = None,
-        *,
-        user_metadata: str | None = None,
-        max_attempts: int = MAX_COMMIT_ATTEMPTS,
-    ) -> CommitResult:
-        """Commit (:meth:`Transaction.commit`), then run the post-commit work due."""
-        result = super().commit(metrics, token, user_metadata=user_metadata, max_attempts=max_attempts)
+    def _committed(self, result: CommitResult) -> None:
+        """Once the commit stands, run the post-commit work due."""
         self.post_commit_outcome = run_post_commit(self._source, result, self.post_commit_hooks)
-        return result
 
 
 __all__ = [

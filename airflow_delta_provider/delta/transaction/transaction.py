@@ -244,7 +244,20 @@ class Transaction:
         user_metadata: str | None = None,
         max_attempts: int = MAX_COMMIT_ATTEMPTS,
     ) -> CommitResult:
-        """Write the staged actions as the next version of the table."""
+        """Write the staged actions as the next version of the table. The
+        result says what is due after it (a checkpoint, a log cleanup); this
+        transaction does none of it (see :meth:`_committed`)."""
+        result = self._write(metrics, token, user_metadata, max_attempts)
+        self._committed(result)
+        return result
+
+    def _committed(self, result: CommitResult) -> None:
+        """What runs once the commit stands: nothing here. A table's
+        transaction (:mod:`.post_commit`) runs the post-commit work due."""
+
+    def _write(
+        self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None, max_attempts: int
+    ) -> CommitResult:
         self._validate()
         creating = self.read_snapshot is None
         backfill = self._row_tracking_backfill()

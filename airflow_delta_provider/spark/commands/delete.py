@@ -87,11 +87,9 @@ def run_delete(
     io: str = "auto",
     storage_options: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult.
-
-    ``version`` is None when no row matched (nothing is committed). ``io``:
-    ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
-    ``storage_options`` reach the table from this process (default: the environment).
+    """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult. Without
+    a condition every row goes. ``version``, ``io`` and ``storage_options``
+    as for :func:`~airflow_delta_provider.spark.commands.update.run_update`.
     """
     return DeleteCommand(spark, table, condition, token, io, storage_options).run()
 

@@ -1,4 +1,4 @@
-"""Which command runs which request: a table from request type to command function.
+"""Which command runs which request: a table from operation to command function.
 
 Each command function takes the spark session, then the request's fields
 as keywords (:meth:`~airflow_delta_provider.requests.base.OperationRequest.command_arguments`)
@@ -14,20 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_delta_provider.requests import (
-    AlterRequest,
-    AppendRequest,
-    ChangesRequest,
-    CheckpointRequest,
-    DeleteRequest,
-    MergeRequest,
-    OperationRequest,
-    OptimizeRequest,
-    ReorgRequest,
-    RestoreRequest,
-    UpdateRequest,
-    VacuumRequest,
-)
+from airflow_delta_provider.requests.base import OperationRequest
 from airflow_delta_provider.spark.result import CommandResult
 
 _COMMANDS = "airflow_delta_provider.spark.commands"
@@ -51,19 +38,19 @@ class Command:
         return run(spark, **arguments, storage_options=storage_options)
 
 
-#: The command of each request type.
-COMMANDS: dict[type[OperationRequest], Command] = {
-    UpdateRequest: Command("update", "run_update"),
-    DeleteRequest: Command("delete", "run_delete"),
-    AppendRequest: Command("append", "run_append"),
-    MergeRequest: Command("merge.command", "run_merge"),
-    CheckpointRequest: Command("checkpoint", "run_checkpoint", ignores=("io",)),
-    VacuumRequest: Command("vacuum", "run_vacuum", ignores=("io",)),
-    ReorgRequest: Command("reorg", "run_reorg_purge"),
-    OptimizeRequest: Command("optimize", "run_optimize"),
-    AlterRequest: Command("alter", "run_alter", ignores=("io",)),
-    RestoreRequest: Command("restore", "run_restore", ignores=("io",)),
-    ChangesRequest: Command("changes", "run_changes", ignores=("token",)),
+#: The command of each operation (a request's ``operation``).
+COMMANDS: dict[str, Command] = {
+    "update": Command("update", "run_update"),
+    "delete": Command("delete", "run_delete"),
+    "append": Command("append", "run_append"),
+    "merge": Command("merge.command", "run_merge"),
+    "checkpoint": Command("checkpoint", "run_checkpoint", ignores=("io",)),
+    "vacuum": Command("vacuum", "run_vacuum", ignores=("io",)),
+    "reorg": Command("reorg", "run_reorg_purge"),
+    "optimize": Command("optimize", "run_optimize"),
+    "alter": Command("alter", "run_alter", ignores=("io",)),
+    "restore": Command("restore", "run_restore", ignores=("io",)),
+    "changes": Command("changes", "run_changes", ignores=("token",)),
 }
 
 
@@ -71,7 +58,7 @@ def run_request(
     spark: Any, request: OperationRequest, storage_options: Mapping[str, str] | None = None
 ) -> CommandResult:
     """Run the command of ``request`` on ``spark`` (None for a command that needs no Spark)."""
-    return COMMANDS[type(request)](spark, request, storage_options)
+    return COMMANDS[request.operation](spark, request, storage_options)
 
 
 __all__ = ["COMMANDS", "Command", "run_request"]

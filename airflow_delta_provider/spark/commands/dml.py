@@ -43,6 +43,7 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features.change_data_feed import check_deterministic_values
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
@@ -264,21 +265,10 @@ class DmlCommand:
         return table_properties.change_data_feed_enabled(self.snapshot.metadata)
 
     def check_change_expressions(self, sqls: list[str]) -> None:
-        """On a table recording its changes, refuse new values that two
-        evaluations could give differently (``rand()``, ``uuid()``,
-        ``current_timestamp()``): the data and the change rows are written by
-        two Spark queries, and must agree."""
-        if not self.records_changes:
-            return
-        from airflow_delta_provider.delta.scan.merge_condition import nondeterministic_calls
-
-        for sql in sqls:
-            calls = nondeterministic_calls(sql, per_query=True)
-            if calls:
-                raise InvalidInputError(
-                    f"{sql!r} calls {', '.join(calls)}, whose value may differ between the data and the change "
-                    f"rows of table {self.table_uri} (delta.enableChangeDataFeed=true); give a literal value instead"
-                )
+        """On a table recording its changes, refuse values the data and the
+        change rows could see differently (:func:`~airflow_delta_provider.delta.table_features.change_data_feed.check_deterministic_values`)."""
+        if self.records_changes:
+            check_deterministic_values(self.table_uri, sqls)
 
     @staticmethod
     def change_file_count(rows: int) -> int:

@@ -48,6 +48,7 @@ from airflow_delta_provider.delta.scan.merge_condition import (
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import column_mapping, type_widening
+from airflow_delta_provider.delta.table_features.change_data_feed import check_deterministic_values
 from airflow_delta_provider.delta.transaction.transaction import Transaction
 from airflow_delta_provider.spark.commands.merge.files import Target
 from airflow_delta_provider.spark.commands.merge.prune import Candidates, prune
@@ -188,7 +189,7 @@ def plan_merge(
         )
     records_changes = table_properties.change_data_feed_enabled(snap.metadata)
     if records_changes:
-        _check_change_expressions(
+        check_deterministic_values(
             table, [sql for c in parsed if isinstance(c.assignments, Mapping) for sql in c.assignments.values()]
         )
     for sql in [on, *(c.condition for c in parsed if c.condition is not None)]:
@@ -274,19 +275,6 @@ def _isolation_level(snapshot: Snapshot, clauses: Sequence[MergeClause]) -> str:
         return "Serializable"
     return "WriteSerializable"
 
-
-def _check_change_expressions(table: str, sqls: list[str]) -> None:
-    """On a table recording its changes, refuse new values that two
-    evaluations could give differently (``rand()``, ``uuid()``,
-    ``current_timestamp()``): the data and the change rows are written by
-    two Spark queries, and must agree."""
-    for sql in sqls:
-        calls = nondeterministic_calls(sql, per_query=True)
-        if calls:
-            raise InvalidInputError(
-                f"{sql!r} calls {', '.join(calls)}, whose value may differ between the data and the change "
-                f"rows of table {table} (delta.enableChangeDataFeed=true); give a literal value instead"
-            )
 
 
 __all__ = ["OPERATION", "MergePlan", "plan_merge"]
