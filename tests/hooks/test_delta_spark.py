@@ -442,7 +442,6 @@ def test_a_standalone_cluster_driver_is_waited_for(cache_dir: Path, monkeypatch,
         ({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}, {"deploy_mode": "client"}),
         ({"conn_type": "spark", "host": "spark://m1", "port": 7077, "extra": {"spark-binary": "spark3-submit"}}, {}),
         ({"conn_type": "spark", "host": "m1", "port": 7077}, {"spark_binary": "/opt/spark/bin/spark-submit"}),
-        ({"conn_type": "spark", "host": "k8s://https://k8s:443", "extra": {"deploy-mode": "cluster"}}, {}),
         ({"conn_type": "delta_spark", "host": "local[1]", "extra": {"deploy-mode": "client"}}, {}),
         (None, {"deploy_mode": "client"}),
     ],
@@ -455,10 +454,7 @@ def test_the_connection_is_read_as_spark_submit_hook_reads_it(monkeypatch, conn,
     if conn is not None:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_READ", json.dumps(conn))
     target = DeltaSparkHook(conn_id="spark_read", **kwargs).spark_target()
-    try:
-        upstream = _DeltaSparkSubmitHook(line_observer=lambda line: None, conn_id="spark_read", **kwargs)
-    except (RuntimeError, NameError):  # NameError: how 6.3 says it
-        pytest.skip("Kubernetes masters need apache-airflow-providers-cncf-kubernetes")
+    upstream = _DeltaSparkSubmitHook(line_observer=lambda line: None, conn_id="spark_read", **kwargs)
     resolved = upstream._connection  # read in a test only, to compare
     assert (target.master, target.deploy_mode, target.spark_binary) == (
         resolved["master"],
@@ -466,6 +462,16 @@ def test_the_connection_is_read_as_spark_submit_hook_reads_it(monkeypatch, conn,
         resolved["spark_binary"],
     )
     assert target.standalone_cluster == upstream._should_track_driver_status
+
+
+def test_a_kubernetes_master_is_read_as_documented(monkeypatch) -> None:
+    """A k8s:// master (SparkSubmitHook itself needs the cncf-kubernetes
+    provider to read one, so there is nothing upstream to compare with here)."""
+    conn = {"conn_type": "spark", "host": "k8s://https://k8s:443", "extra": {"deploy-mode": "cluster"}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_READ", json.dumps(conn))
+    target = DeltaSparkHook(conn_id="spark_read").spark_target()
+    assert (target.master, target.deploy_mode) == ("k8s://https://k8s:443", "cluster")
+    assert target.kubernetes and target.cluster and not target.yarn and not target.standalone_cluster
 
 
 # --- SparkSubmitHook's private API stays private ---------------------------------
