@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test lint demo docs bench java clean
+.PHONY: test lint demo docs bench java clean test-jars
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,3 +40,9 @@ bench: $(STAMP) java
 
 clean:
 	rm -rf $(VENV) .airflow docs/_build
+
+# Jars for the tests and benchmarks only (delta-spark, hadoop-aws), from Maven
+# Central into ~/.cache/airflow-delta-provider/jars; the fixtures fetch them on
+# first use too. The product itself needs no jar.
+test-jars: $(STAMP)
+	$(PY) -m tests.jar_cache

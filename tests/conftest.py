@@ -14,7 +14,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # A throwaway AIRFLOW_HOME, set before anything imports airflow.
-pytest_plugins = ["tests.airflow_env", "tests.storage_servers", "tests.spark_connect_server"]
+pytest_plugins = [
+    "tests.airflow_env",
+    "tests.storage_servers",
+    "tests.spark_connect_server",
+    "tests.delta_spark_oracle",
+]
 
 
 @pytest.fixture(scope="session")

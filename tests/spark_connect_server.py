@@ -28,7 +28,14 @@ STARTUP_LIMIT_S = 120.0
 class ConnectServer:
     """One running Spark Connect server."""
 
-    def __init__(self, workdir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        env: dict[str, str] | None = None,
+        conf: dict[str, str] | None = None,
+        jars: list[str] | None = None,
+        memory: str = "1g",
+    ) -> None:
         pyspark = pytest.importorskip("pyspark")
         spark_home = Path(pyspark.__file__).resolve().parent
         self.port = free_port()
@@ -39,11 +46,14 @@ class ConnectServer:
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.ui.enabled": "false",
-            "spark.driver.memory": "1g",
+            "spark.driver.memory": memory,
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
+            **(conf or {}),
         }
         command = [str(spark_home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS]
+        if jars:
+            command += ["--jars", ",".join(jars)]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
