@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test lint demo docs bench java clean test-jars
+.PHONY: test lint demo docs bench java maven clean test-jars
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,7 +19,12 @@ java:
 	  echo "java not found: installing openjdk-17-jre-headless"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
 
-test: $(STAMP) java
+maven: java
+	@command -v mvn >/dev/null 2>&1 || { \
+	  echo "mvn not found: installing maven (it fetches the test jars)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
+
+test: $(STAMP) java test-jars
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 # Static checks: ruff (pyproject.toml), mypy (setup.cfg [mypy]) and the import
@@ -35,7 +40,7 @@ demo: $(STAMP) java
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
 
-bench: $(STAMP) java
+bench: $(STAMP) java test-jars
 	$(PY) benchmarks/run_all.py
 
 clean:
@@ -44,5 +49,5 @@ clean:
 # Jars for the tests and benchmarks only (delta-spark, hadoop-aws), from Maven
 # Central into ~/.cache/airflow-delta-provider/jars; the fixtures fetch them on
 # first use too. The product itself needs no jar.
-test-jars: $(STAMP)
+test-jars: $(STAMP) maven
 	$(PY) -m tests.jar_cache
