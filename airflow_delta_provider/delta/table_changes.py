@@ -9,7 +9,9 @@ of one commit are
 - otherwise, the rows of the files it adds with ``dataChange`` (inserts) and
   of those it removes with ``dataChange`` (deletes), as their deletion
   vectors left them. A whole-file DELETE and an APPEND record their changes
-  this way, writing no ``cdc`` file.
+  this way, writing no ``cdc`` file. A file removed and re-added under
+  another deletion vector changed only the rows one vector hides and the
+  other does not (delta-spark's DELETE with deletion vectors, a RESTORE).
 
 Commits that change no data (OPTIMIZE, a checkpoint, a property change) add
 nothing. Every changed row also carries its commit's version and timestamp
