@@ -9,7 +9,7 @@ version, ``table_changes`` where the change data feed is on, ``_metadata``'s
 row ids where row tracking is on): the tests compare every reader of ours with
 them, without starting a JVM.
 
-Why vendored: the tables are small (about 150 KB of files), building them
+Why vendored: the tables are small (about 450 KB with the answers), building them
 takes delta-spark minutes on two cores, and vendored tables are the same bytes
 on every run. ``tests/delta_spark/test_golden_4_4_oracle.py`` keeps them honest:
 the live oracle reads them in place and must give the recorded answers.
