@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test lint demo docs bench java maven clean test-jars
+.PHONY: test lint demo docs bench java maven clean test-jars golden-4.4
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,3 +51,8 @@ clean:
 # first use too. The product itself needs no jar.
 test-jars: $(STAMP) maven
 	$(PY) -m tests.jar_cache
+
+# Rebuild tests/golden-4.4 (tables delta-spark writes, and its answers about
+# them) with the delta-spark oracle; `make golden-4.4 NAMES="variant"` for some.
+golden-4.4: test-jars java
+	$(PY) -m tests.delta_spark.golden_4_4 $(NAMES)

@@ -28,6 +28,9 @@ DELTA_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # The tests VACUUM with short retention on purpose.
     "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+    # Log replay runs in this many tasks (default 50): the tests' tables are
+    # small, and 50 tasks on two cores cost seconds per snapshot.
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 
 

@@ -9,7 +9,9 @@ of one commit are
 - otherwise, the rows of the files it adds with ``dataChange`` (inserts) and
   of those it removes with ``dataChange`` (deletes), as their deletion
   vectors left them. A whole-file DELETE and an APPEND record their changes
-  this way, writing no ``cdc`` file.
+  this way, writing no ``cdc`` file. A file removed and re-added under
+  another deletion vector changed only the rows one vector hides and the
+  other does not (delta-spark's DELETE with deletion vectors, a RESTORE).
 
 Commits that change no data (OPTIMIZE, a checkpoint, a property change) add
 nothing. Every changed row also carries its commit's version and timestamp
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
@@ -35,6 +37,7 @@ from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, Inva
 from airflow_delta_provider.delta.table_features.change_data_feed import DELETE, INSERT
 
 if TYPE_CHECKING:
+    from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
     from airflow_delta_provider.delta.snapshot import Snapshot
     from airflow_delta_provider.delta.table import DeltaTable
 
@@ -104,12 +107,15 @@ def changes_between(table: DeltaTable, start: int, end: int | None = None) -> Ch
     timestamps = dict(table.commit_timestamps())
     metadata = table.snapshot(version=start).metadata
     snapshot = table.snapshot(version=end)
+    from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
+
     files: list[ChangeFile] = []
+    vectors = DeletionVectorReader(table.log_store.storage)
     for version in range(start, end + 1):
         actions = list(parse_commit(table.log_store.read(commits[version].name)))
         metadata = next((a for a in actions if isinstance(a, Metadata)), metadata)
         _check_recorded(table, version, metadata)
-        files.extend(_commit_changes(version, timestamps[version], actions))
+        files.extend(_commit_changes(version, timestamps[version], actions, vectors))
     return ChangeRange(start, end, files, snapshot)
 
 
@@ -121,24 +127,52 @@ def _check_recorded(table: DeltaTable, version: int, metadata: Metadata) -> None
         )
 
 
-def _commit_changes(version: int, timestamp_ms: int, actions: list[Action]) -> list[ChangeFile]:
+def _commit_changes(
+    version: int, timestamp_ms: int, actions: list[Action], vectors: DeletionVectorReader
+) -> list[ChangeFile]:
     cdc = [a for a in actions if isinstance(a, AddCDCFile)]
     if cdc:
         return [ChangeFile(version, timestamp_ms, None, cdc_as_add(a)) for a in cdc]
-    added = {a.path for a in actions if isinstance(a, AddFile) and a.data_change}
-    readded = sorted(a.path for a in actions if isinstance(a, RemoveFile) and a.data_change and a.path in added)
-    if readded:  # delta-spark diffs the two deletion vectors; reading that is not implemented
-        raise ChangeDataUnavailableError(
-            f"version {version} removes and re-adds {readded[0]} under another deletion vector without change "
-            "data files (a RESTORE, or another writer's DELETE with deletion vectors): reading the rows that "
-            "changed between the two vectors is not supported"
-        )
+    added = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
+    removed = {a.path: a for a in actions if isinstance(a, RemoveFile) and a.data_change}
     out = []
     for a in actions:
-        if isinstance(a, AddFile) and a.data_change:
+        if isinstance(a, AddFile) and a.data_change and a.path not in removed:
             out.append(ChangeFile(version, timestamp_ms, INSERT, a))
-        elif isinstance(a, RemoveFile) and a.data_change:
+        elif isinstance(a, RemoveFile) and a.data_change and a.path not in added:
             out.append(ChangeFile(version, timestamp_ms, DELETE, _removed_as_add(version, a)))
+    for path in sorted(added.keys() & removed.keys()):
+        out += _vector_changes(version, timestamp_ms, removed[path], added[path], vectors)
+    return out
+
+
+def _vector_changes(
+    version: int, timestamp_ms: int, remove: RemoveFile, add: AddFile, vectors: DeletionVectorReader
+) -> list[ChangeFile]:
+    """A file removed and re-added under another deletion vector, with no
+    ``cdc`` file (delta-spark's DELETE with deletion vectors, a RESTORE): its
+    deleted rows are those the new vector hides and the old one did not, its
+    inserted rows the reverse, as delta-spark diffs the two. Each set is read
+    as the file under an inline vector hiding every other row."""
+    from pyroaring import BitMap64
+
+    from airflow_delta_provider.delta.actions.deletion_vectors import inline_vector
+
+    rows = add.num_records
+    if rows is None:
+        raise ChangeDataUnavailableError(
+            f"version {version} re-adds {add.path} under another deletion vector, without change data files "
+            "or a numRecords statistic: the rows the vectors changed cannot be read"
+        )
+    before = vectors.read(remove.deletion_vector, remove.path) if remove.deletion_vector else BitMap64()
+    after = vectors.read(add.deletion_vector, add.path) if add.deletion_vector else BitMap64()
+    out = []
+    for change_type, changed in ((DELETE, after - before), (INSERT, before - after)):
+        if changed:
+            hidden = BitMap64()
+            hidden.add_range(0, rows)
+            file = replace(add, deletion_vector=inline_vector(hidden - changed))
+            out.append(ChangeFile(version, timestamp_ms, change_type, file))
     return out
 
 

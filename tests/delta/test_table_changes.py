@@ -99,7 +99,9 @@ def test_ranges_outside_the_log_are_refused(table, start, end, error, message):
 def test_versions_log_cleanup_removed_are_named(table, tmp_path):
     (tmp_path / "_delta_log" / f"{0:020d}.json").unlink()
     (tmp_path / "_delta_log" / f"{1:020d}.json").unlink()
-    with pytest.raises(ChangeDataUnavailableError, match=r"version 1 .* no longer in the log \(the earliest commit kept is 2"):
+    with pytest.raises(
+        ChangeDataUnavailableError, match=r"version 1 .* no longer in the log \(the earliest commit kept is 2"
+    ):
         changes_between(table, 1)
 
 
@@ -131,18 +133,50 @@ def test_protocol_of_a_legacy_writer_3_table_goes_to_4():
     assert protocol_for(Protocol(1, 3), md) == Protocol(1, 4)
 
 
-def test_a_file_re_added_under_another_vector_without_change_data_is_refused(tmp_path):
-    """delta-spark diffs the two vectors; until that is read, such a range is refused, not misread."""
-    from airflow_delta_provider.delta.actions.model import DeletionVector
+def _vector(*rows: int):
+    from pyroaring import BitMap64
 
+    from airflow_delta_provider.delta.actions.deletion_vectors import inline_vector
+
+    return inline_vector(BitMap64(rows))
+
+
+def _hidden(snapshot_or_table, change) -> list[int]:
+    from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
+
+    return sorted(DeletionVectorReader(snapshot_or_table.log_store.storage).read(change.file.deletion_vector))
+
+
+def test_a_file_re_added_under_another_vector_is_the_difference_of_the_vectors(tmp_path):
+    """No cdc file (delta-spark's DELETE with deletion vectors; a RESTORE):
+    the rows the new vector hides and the old did not are deleted, the
+    reverse inserted; each read as the file with every other row hidden."""
     t = DeltaTable(tmp_path)
-    commit(t, "CREATE TABLE", add("a"), metadata=Metadata.new(SCHEMA, (), CDF, created_time=0))
-    vector = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 1, max_row_index=0)
-    readded = replace(add("a"), deletion_vector=vector)
-    commit(t, "DELETE", add("a").remove(1), readded)
-    with pytest.raises(ChangeDataUnavailableError, match="re-adds a under another deletion vector"):
-        changes_between(t, 1)
+    five = replace(add("a"), stats='{"numRecords":5}')
+    commit(t, "CREATE TABLE", five, metadata=Metadata.new(SCHEMA, (), CDF, created_time=0))
+    commit(t, "DELETE", five.remove(1), replace(five, deletion_vector=_vector(1, 3)))
+    commit(
+        t,
+        "RESTORE",
+        replace(five, deletion_vector=_vector(1, 3)).remove(2),
+        replace(five, deletion_vector=_vector(3, 4)),
+    )
+    (v1,) = changes_between(t, 1, 1).files
+    assert (v1.version, v1.change_type, v1.file.path) == (1, DELETE, "a")
+    assert _hidden(t, v1) == [0, 2, 4]  # rows 1 and 3 deleted
+    deleted, inserted = changes_between(t, 2, 2).files
+    assert (deleted.change_type, _hidden(t, deleted)) == (DELETE, [0, 1, 2, 3])  # row 4
+    assert (inserted.change_type, _hidden(t, inserted)) == (INSERT, [0, 2, 3, 4])  # row 1 back
     assert [f.file.path for f in changes_between(t, 0, 0).files] == ["a"]
+
+
+def test_a_re_added_file_without_a_row_count_is_refused(tmp_path):
+    t = DeltaTable(tmp_path)
+    bare = replace(add("a"), stats=None)
+    commit(t, "CREATE TABLE", bare, metadata=Metadata.new(SCHEMA, (), CDF, created_time=0))
+    commit(t, "DELETE", bare.remove(1), replace(bare, deletion_vector=_vector(0)))
+    with pytest.raises(ChangeDataUnavailableError, match=r"re-adds a under another deletion vector.*numRecords"):
+        changes_between(t, 1)
 
 
 def test_columns_named_like_the_feed_s_own_are_refused(tmp_path):

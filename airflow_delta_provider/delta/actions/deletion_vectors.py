@@ -218,6 +218,19 @@ def serialize_bitmap(bitmap: BitMap64) -> bytes:
     return PORTABLE_MAGIC.to_bytes(4, "little") + bitmap.serialize()
 
 
+def inline_vector(bitmap: BitMap64) -> DeletionVector:
+    """An inline (``i``) descriptor holding ``bitmap``: its bytes in Z85,
+    zero-padded to a multiple of 4 bytes (``sizeInBytes`` gives the length)."""
+    payload = serialize_bitmap(bitmap)
+    padded = payload + bytes(-len(payload) % 4)
+    return DeletionVector(
+        storage_type="i",
+        path_or_inline_dv=z85_encode(padded),
+        size_in_bytes=len(payload),
+        cardinality=len(bitmap),
+    )
+
+
 class DeletionVectorFile:
     """The deletion vectors one commit writes, framed into one file,
     ``deletion_vector_<uuid>.bin`` in the table root, as delta-spark writes
