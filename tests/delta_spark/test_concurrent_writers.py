@@ -116,13 +116,7 @@ def _run_lane(ops: list[Op], path: str, sources: Path, spark, connect_url: str, 
               start: threading.Barrier) -> None:  # fmt: skip
     from airflow_delta_provider.spark.cli import execute, parse_request
 
-    session = None
-    if any(op.engine == DELTA_SPARK for op in ops):
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-        session = ConnectSession.builder.remote(connect_url).create()
-        # delta-spark rebuilds each new snapshot's state in 50 tasks by default: slow on 2 cores.
-        session.conf.set("spark.databricks.delta.snapshotPartitions", "2")
+    session = _delta_spark_session(connect_url) if any(op.engine == DELTA_SPARK for op in ops) else None
     start.wait(timeout=120)
     try:
         for op in ops:
@@ -162,16 +156,34 @@ def _run_lane(ops: list[Op], path: str, sources: Path, spark, connect_url: str, 
             session.stop()
 
 
-def _seed(delta_spark, path: str) -> int:
+def _delta_spark_session(url: str):
+    """A Connect session of its own on the delta-spark server."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession.builder.remote(url).create()
+    # delta-spark rebuilds each new snapshot's state in 50 tasks by default: slow on 2 cores.
+    session.conf.set("spark.databricks.delta.snapshotPartitions", "2")
+    return session
+
+
+@pytest.fixture
+def ds_session(delta_spark):
+    """A delta-spark Connect session for one test (stopped after it)."""
+    session = _delta_spark_session(delta_spark.server.url)
+    yield session
+    session.stop()
+
+
+def _seed(session, path: str) -> int:
     """The table, created and filled by delta-spark; its version."""
-    table = delta_spark.table(path)
-    delta_spark.sql(f"CREATE TABLE {table} (id BIGINT, p STRING, v BIGINT) USING delta PARTITIONED BY (p)")
+    table = f"delta.`{path}`"
+    session.sql(f"CREATE TABLE {table} (id BIGINT, p STRING, v BIGINT) USING delta PARTITIONED BY (p)").collect()
     values = ", ".join(f"({i}, '{p}', {v})" for i, (p, v) in SEED.items())
-    delta_spark.sql(f"INSERT INTO {table} VALUES {values}")
+    session.sql(f"INSERT INTO {table} VALUES {values}").collect()
     return DeltaTable(path).latest_version()
 
 
-def test_delta_spark_and_we_write_one_table_concurrently(delta_spark, spark, tmp_path: Path) -> None:
+def test_delta_spark_and_we_write_one_table_concurrently(delta_spark, ds_session, spark, tmp_path: Path) -> None:
     root = tmp_path / "table"
     path = str(root)
     sources = tmp_path / "sources"
@@ -179,7 +191,7 @@ def test_delta_spark_and_we_write_one_table_concurrently(delta_spark, spark, tmp
     for ops in lanes.values():
         for op in ops:
             op.write_source(sources)
-    base = _seed(delta_spark, path)
+    base = _seed(ds_session, path)
 
     results: dict[str, list[Outcome]] = {name: [] for name in lanes}
     start = threading.Barrier(len(lanes))
@@ -255,7 +267,8 @@ def test_delta_spark_and_we_write_one_table_concurrently(delta_spark, spark, tmp
           f"{sum(1 for o in outcomes if o.conflict)} conflicts")  # fmt: skip
 
 
-def test_delta_spark_commits_inside_our_transaction(delta_spark, spark, tmp_path: Path, monkeypatch) -> None:
+def test_delta_spark_commits_inside_our_transaction(delta_spark, ds_session, spark, tmp_path: Path,
+                                                    monkeypatch) -> None:  # fmt: skip
     """delta-spark commits between our operation's read and its commit (run
     from inside our ``Transaction.commit``, so the race is certain), and our
     commit follows delta-spark's rules for that pair:
@@ -274,14 +287,15 @@ def test_delta_spark_commits_inside_our_transaction(delta_spark, spark, tmp_path
 
     path = str(tmp_path / "table")
     sources = tmp_path / "sources"
-    base = _seed(delta_spark, path)
+    session = ds_session
+    base = _seed(session, path)
     table = delta_spark.table(path)
     pending: list[str] = []
     original = Transaction.commit
 
     def commit_after_delta_spark(self, *args, **kwargs):
         while pending:
-            delta_spark.sql(pending.pop(0))
+            session.sql(pending.pop(0)).collect()
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(Transaction, "commit", commit_after_delta_spark)
