@@ -1,7 +1,8 @@
 """Conflict detection between a transaction and a commit that beat it.
 
 This follows delta-spark's ``ConflictChecker`` check by check: protocol,
-metadata, domain metadata, files added to data we read, files removed that we
+metadata (with the feature enablements it tolerates,
+:mod:`.metadata_conflicts`), domain metadata, files added to data we read, files removed that we
 read or also remove, and ``txn`` application ids we depend on. A transaction
 whose checks all pass against every winning commit is retried at the next
 version; the first failing check raises its typed error.
@@ -40,6 +41,7 @@ from airflow_delta_provider.delta.errors import (
     UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.table_features import gate as features
+from airflow_delta_provider.delta.transaction import metadata_conflicts
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.scan.skipping import Predicate
@@ -140,6 +142,10 @@ class ReadSet:
     canonical: Callable[[str], str]
     is_empty: bool = False
     mapping_mode: str = "none"
+    #: The metadata and protocol read (updated past winners whose metadata
+    #: change was tolerated, as delta-spark does), for :mod:`.metadata_conflicts`.
+    metadata: Metadata | None = None
+    protocol: Protocol | None = None
 
 
 def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
@@ -158,14 +164,16 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
             raise ProtocolChangedError(f"the protocol changed at {where}: {exc}", winner.version) from exc
         if current.changes_protocol:
             raise ProtocolChangedError(f"the protocol changed at {where}", winner.version)
+        current.protocol = winner.protocol
 
     if current.is_empty:
         return
 
-    # 2. Metadata: a concurrent change aborts us, as in delta-rs; delta-spark
-    # tolerates one that only moved identity high-water marks when we change
-    # no metadata ourselves (its ``checkNoMetadataUpdates``).
-    if winner.metadata is not None and not (winner.identity_only_metadata_update and not current.changes_metadata):
+    # 2. Metadata: a concurrent change aborts us, unless we change no
+    # metadata and it only moved identity high-water marks or turned on a
+    # feature that files written before it respect (delta-spark's
+    # ``attemptToResolveMetadataConflicts``).
+    if winner.metadata is not None and not _tolerated_metadata_change(current, winner):
         raise MetadataChangedError(f"the table metadata changed at {where}", winner.version)
 
     # 3. Domain metadata.
@@ -209,6 +217,20 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
         raise ConcurrentTransactionError(
             f"application transaction(s) {sorted(apps)} committed concurrently at {where}", winner.version
         )
+
+
+def _tolerated_metadata_change(current: ReadSet, winner: WinningCommit) -> bool:
+    assert winner.metadata is not None
+    if current.changes_metadata:
+        return False
+    if winner.identity_only_metadata_update:
+        return True
+    if current.metadata is None or current.protocol is None:
+        return False
+    if not metadata_conflicts.tolerable(current.metadata, winner.metadata, current.protocol):
+        return False
+    current.metadata = winner.metadata  # later winners are compared with it
+    return True
 
 
 def _check_added_files(current: ReadSet, adds: list[AddFile], where: str, version: int) -> None:

@@ -448,6 +448,8 @@ class Transaction:
             partition_columns=list(md.partition_columns) if md else [],
             canonical=self._canonical,
             mapping_mode=column_mapping.mode_of(md.configuration) if md else column_mapping.NONE,
+            metadata=snap.metadata if snap is not None else None,
+            protocol=snap.protocol if snap is not None else None,
         )
 
     def _resolve_conflicts(self, attempted: int) -> int | CommitResult:

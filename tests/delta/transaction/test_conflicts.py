@@ -218,3 +218,60 @@ def test_an_identity_high_water_mark_only_winner_is_tolerated_by_a_transaction_c
     assert not untagged.identity_only_metadata_update
     with pytest.raises(MetadataChangedError):
         check_conflicts(read_set(), untagged)
+
+
+READ_MD = Metadata("m", '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}',
+                   configuration={"k": "v"}, created_time=1)
+V1_PROTOCOL = Protocol(1, 2)
+DV_PROTOCOL = Protocol(3, 7, ("deletionVectors",), ("appendOnly", "invariants", "deletionVectors"))
+
+
+def _changed(**configuration) -> Metadata:
+    return Metadata(READ_MD.id, READ_MD.schema_string, configuration={**READ_MD.configuration, **configuration},
+                    created_time=1)
+
+
+def test_a_winner_only_turning_on_deletion_vectors_is_tolerated_as_in_delta_spark():
+    """delta-spark 4's attemptToResolveMetadataConflicts: a transaction that
+    changes no metadata commits over a winner that only set
+    delta.enableDeletionVectors=true on a protocol supporting them (a writer
+    may always choose not to write vectors). We used to raise
+    MetadataChangedError here, where delta-spark does not."""
+    enable = winner(DV_PROTOCOL, _changed(**{"delta.enableDeletionVectors": "true"}), info={"operation": "SET TBLPROPERTIES"})
+    current = read_set(read_predicates=[Predicate.parse("p = 'a'")], metadata=READ_MD, protocol=V1_PROTOCOL)
+    check_conflicts(current, enable)
+    assert current.metadata == enable.metadata and current.protocol == DV_PROTOCOL  # later winners compare with these
+    # Not when we change metadata too, nor for any other change.
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(changes_metadata=True, metadata=READ_MD, protocol=V1_PROTOCOL), enable)
+    for other in (
+        winner(DV_PROTOCOL, _changed(**{"delta.enableDeletionVectors": "false"})),
+        winner(_changed(**{"delta.enableDeletionVectors": "true"})),  # the protocol lacks the feature
+        winner(_changed(**{"concurrency.test": "x"})),  # a property off delta-spark's list
+        winner(Metadata(READ_MD.id, READ_MD.schema_string, configuration={}, created_time=1)),  # a removed one
+        winner(Metadata(READ_MD.id, READ_MD.schema_string.replace('"id"', '"key"'), configuration=READ_MD.configuration,
+                        created_time=1)),
+    ):
+        with pytest.raises(MetadataChangedError):
+            check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL), other)
+
+
+def test_a_winner_only_turning_on_column_mapping_by_name_is_tolerated_as_in_delta_spark():
+    mapped = READ_MD.schema_string.replace(
+        '"metadata":{}', '"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"id"}'
+    )
+    protocol = Protocol(2, 5)
+    name = {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "1"}
+    enable = winner(protocol, Metadata(READ_MD.id, mapped, configuration={**READ_MD.configuration, **name},
+                                       created_time=1))
+    check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL), enable)
+    by_id = {"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "1"}
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL),
+                        winner(protocol, Metadata(READ_MD.id, mapped, configuration={**READ_MD.configuration, **by_id},
+                                                  created_time=1)))
+    renamed = mapped.replace('"name":"id"', '"name":"key"')
+    with pytest.raises(MetadataChangedError):
+        check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL),
+                        winner(protocol, Metadata(READ_MD.id, renamed, configuration={**READ_MD.configuration, **name},
+                                                  created_time=1)))

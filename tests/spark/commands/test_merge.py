@@ -1,7 +1,7 @@
 """MERGE (spark/commands/merge/): the same rows and counts as deltalake's own
 ``merge()`` on an identical copy, for each combination of clauses; bad input
 changes nothing; the fast paths rewrite only what they must; conflicts follow
-the isolation level the clauses imply."""
+the table's isolation level, as in delta-spark."""
 
 from __future__ import annotations
 
@@ -495,14 +495,21 @@ def test_merge_into_deletion_vector_table(spark, tmp_path, duckdb_delta):
     assert ids.count(3) == 1 and ids.count(4) == 1 and 500 in ids
 
 
-def test_concurrent_append_conflicts_with_an_inserting_merge_only(spark, tmp_path):
-    """An append that lands between MERGE's read and its commit: a conflict
-    when the MERGE inserts (Serializable), not when it only updates."""
+def test_concurrent_append_conflicts_with_a_merge_unless_the_table_is_write_serializable(spark, tmp_path):
+    """An append that lands between MERGE's read and its commit: a conflict at
+    delta-spark's default isolation level (``Serializable``, whatever the
+    clauses: an update-only MERGE used to let it through, where delta-spark
+    raises ConcurrentAppendException); with ``delta.isolationLevel`` set to
+    ``WriteSerializable`` the blind append goes through."""
+    from deltalake import DeltaTable as RsTable
     from deltalake import write_deltalake
 
-    for clauses, conflicts in ((UPSERT, True), (CASES["update-only"], False)):
-        path = deltalake_table(tmp_path / f"t{conflicts}")
-        source = write_source(tmp_path, source_rows([1, 70]), f"s{conflicts}")
+    cases = ((UPSERT, None, True), (CASES["update-only"], None, True), (CASES["update-only"], "WriteSerializable", False))
+    for n, (clauses, level, conflicts) in enumerate(cases):
+        path = deltalake_table(tmp_path / f"t{n}")
+        if level:
+            RsTable(path).alter.set_table_properties({"delta.isolationLevel": level})
+        source = write_source(tmp_path, source_rows([1, 70]), f"s{n}")
         with KeptFrames() as keep:
             planned = plan_merge(spark, path, source, ON, clauses, keep=keep)
             ledger = WrittenFiles(planned.target.table.storage, [])
@@ -512,7 +519,7 @@ def test_concurrent_append_conflicts_with_an_inserting_merge_only(spark, tmp_pat
                 with pytest.raises(ConcurrentAppendError):
                     commit(planned, rewritten)
             else:
-                assert commit(planned, rewritten).version == 4
+                assert commit(planned, rewritten).version == 5
 
 
 @pytest.fixture

@@ -28,9 +28,9 @@ cheap as the clauses allow:
 4. **Commit** (:func:`~.commit.commit`) removes and adds (and the evolved
    schema) as one version, once the rows written add up.
 
-A MERGE that inserts reads at ``Serializable``; one that only updates and
-deletes at ``WriteSerializable`` (unless the table asks for
-``Serializable``), so concurrent blind appends land beside it.
+A MERGE reads at the table's ``delta.isolationLevel`` (``Serializable``
+unless it says otherwise, as in delta-spark), so a concurrent blind append
+into what it read is a conflict.
 
 On a table with deletion vectors, touched files are rewritten whole
 (copy-on-write); the commit removes them, vectors included.

@@ -9,9 +9,8 @@ was read for conflict checks. The :class:`MergePlan` it returns is frozen;
 the steps after it (:mod:`.touched`, :mod:`.rewrite`, :mod:`.commit`) take it
 and return values.
 
-A MERGE that inserts reads at ``Serializable``; one that only updates and
-deletes at ``WriteSerializable`` (unless the table asks for
-``Serializable``), so concurrent blind appends land beside it.
+A MERGE reads at the table's ``delta.isolationLevel``, ``Serializable``
+unless it says otherwise, as in delta-spark.
 """
 
 from __future__ import annotations
@@ -179,7 +178,7 @@ def plan_merge(
         OPERATION,
         parameters=operation_parameters(on, parsed),
         snapshot=snap,
-        isolation_level=_isolation_level(snap, parsed),
+        isolation_level=_isolation_level(snap),
     )
     target = Target(spark, delta_table, snap, resolved_io, materialized(snap))
     if table_properties.append_only(snap.metadata) and any(c.action != INSERT for c in parsed):
@@ -265,16 +264,13 @@ def plan_merge(
     )
 
 
-def _isolation_level(snapshot: Snapshot, clauses: Sequence[MergeClause]) -> str:
-    """``Serializable`` for a MERGE that inserts (a concurrent append
-    could hold a key it inserts again) or on a table that asks for it
-    (``delta.isolationLevel``); ``WriteSerializable`` otherwise, so
-    concurrent blind appends land beside updates and deletes."""
-    asked = snapshot.metadata.configuration.get("delta.isolationLevel")
-    if any(c.action == INSERT for c in clauses) or asked == "Serializable":
-        return "Serializable"
-    return "WriteSerializable"
-
+def _isolation_level(snapshot: Snapshot) -> str:
+    """delta-spark's: the table's ``delta.isolationLevel``, else ``Serializable``
+    (its ``DeltaConfigs.ISOLATION_LEVEL`` default), whatever the clauses. At
+    ``Serializable`` a concurrent blind append into the data a MERGE read is a
+    ConcurrentAppendError, so the table stays a serial replay of its commits
+    in version order."""
+    return snapshot.metadata.configuration.get("delta.isolationLevel") or "Serializable"
 
 
 __all__ = ["OPERATION", "MergePlan", "plan_merge"]
