@@ -169,7 +169,7 @@ def _changes(bucket: Backend, uri: str) -> list[tuple]:
 
 
 def test_every_operation_through_s3a_matches_arrow_on_the_same_data(s3a_server, bucket):
-    """APPEND, UPDATE, DELETE, MERGE, OPTIMIZE, CHECKPOINT, VACUUM and CHANGES,
+    """APPEND, UPDATE, DELETE, MERGE, OPTIMIZE, CHECKPOINT, CHANGES and VACUUM,
     each run ``io=hadoop`` on one table and ``io=arrow`` on its twin, from the
     same sources: after every step the commits have the same shape and
     metrics and the tables the same rows. Spark wrote the hadoop twin's data
@@ -178,6 +178,7 @@ def test_every_operation_through_s3a_matches_arrow_on_the_same_data(s3a_server, 
     second = _put_parquet(bucket, "src/second.parquet", _orders(range(40, 60)))
     changes = _put_parquet(bucket, "src/changes.parquet", _orders(range(50, 70), amount=7))
     tables = {mode: f"s3a://{bucket.bucket}/{mode}/orders" for mode in ("hadoop", "arrow")}
+    outputs = {mode: f"s3a://{bucket.bucket}/{mode}/changes" for mode in tables}
     clauses = json.dumps(
         [
             {"when": "matched", "update": {"amount": "s.amount", "name": "s.name"}},
@@ -210,29 +211,38 @@ def test_every_operation_through_s3a_matches_arrow_on_the_same_data(s3a_server, 
         if operation in ("append", "update", "merge", "optimize"):
             assert _writers(bucket, tables["hadoop"]) == {SPARK_WRITER}, operation
             assert _writers(bucket, tables["arrow"]) == {ARROW_WRITER}, operation
+        if operation == "checkpoint":
+            for uri in tables.values():
+                assert DeltaTable(uri, bucket.storage_options).log_store.exists(f"{hadoop['version']:020d}.checkpoint.parquet")
+            # CHANGES before VACUUM, which removes the change files no longer referenced.
+            for mode, uri in tables.items():
+                argv = ["changes", uri, "--start", "1", "--output", outputs[mode], "--output-format", "parquet", "--io", mode]
+                InProcessCommand(argv, remote=s3a_server.url, storage_options=bucket.storage_options).run()
+            changed = _changes(bucket, outputs["hadoop"])
+            assert changed == _changes(bucket, outputs["arrow"])
+            kinds = {dict(row)["_change_type"] for row in changed}
+            assert kinds == {"insert", "update_preimage", "update_postimage", "delete"}
+    # 0..59 less the 12 deleted (id % 5 = 0), then 8 updated and 12 inserted (50, 55, 60..69) by the merge.
+    assert len(_rows(bucket, tables["hadoop"])) == 60
 
-    for uri in tables.values():
-        assert DeltaTable(uri, bucket.storage_options).log_store.exists(f"{6:020d}.checkpoint.parquet")
-    assert len(_rows(bucket, tables["hadoop"])) == 70 - 12 + 2  # 0..69 less the 12 deleted, 50 and 55 inserted back
 
-    outputs = {mode: f"s3a://{bucket.bucket}/{mode}/changes" for mode in tables}
-    for mode, uri in tables.items():
-        argv = ["changes", uri, "--start", "1", "--output", outputs[mode], "--output-format", "parquet", "--io", mode]
-        InProcessCommand(argv, remote=s3a_server.url, storage_options=bucket.storage_options).run()
-    changed = _changes(bucket, outputs["hadoop"])
-    assert changed == _changes(bucket, outputs["arrow"])
-    kinds = {dict(row)["_change_type"] for row in changed}
-    assert kinds == {"insert", "update_preimage", "update_postimage", "delete"}
-
-
-def test_auto_picks_hadoop_when_the_server_has_s3a(s3a_server, bucket):
+def test_auto_picks_hadoop_and_only_the_bucket_settings_reach_moto(s3a_server, bucket, moto_server):
     """``io=auto`` asks the server's Spark for an ``s3a`` FileSystem: with
-    hadoop-aws there it is ``hadoop`` (without it, ``arrow``: see test_io_mode)."""
+    hadoop-aws there it is ``hadoop`` (without it, ``arrow``: see test_io_mode).
+    The same object in a bucket without settings cannot be read: S3A's
+    global settings lead nowhere, so the bucket's own are what reach moto."""
+    data = _orders(range(3))
+    other = s3_backend(moto_server)
+    for backend in (bucket, other):
+        _put_parquet(backend, "probe/data.parquet", data)
     with connect_mode():
         session = connect_session(s3a_server.url)
         try:
             assert resolve_io(session, f"s3a://{bucket.bucket}/anything", "auto") == "hadoop"
             assert resolve_io(session, f"s3://{bucket.bucket}/anything", "auto") == "hadoop"
+            assert session.read.parquet(f"s3a://{bucket.bucket}/probe/data.parquet").count() == 3
+            with pytest.raises(Exception, match=r"127\.0\.0\.1:9\b|[Cc]onnection refused"):
+                session.read.parquet(f"s3a://{other.bucket}/probe/data.parquet").count()
         finally:
             close(session)
 
