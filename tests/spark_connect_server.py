@@ -26,7 +26,11 @@ STARTUP_LIMIT_S = 120.0
 
 
 class ConnectServer:
-    """One running Spark Connect server."""
+    """One running Spark Connect server.
+
+    ``conf`` goes on spark-submit's command line; ``secret_conf`` (credentials)
+    in a properties file only its owner can read.
+    """
 
     def __init__(
         self,
@@ -35,6 +39,7 @@ class ConnectServer:
         conf: dict[str, str] | None = None,
         jars: list[str] | None = None,
         memory: str = "1g",
+        secret_conf: dict[str, str] | None = None,
     ) -> None:
         pyspark = pytest.importorskip("pyspark")
         spark_home = Path(pyspark.__file__).resolve().parent
@@ -54,6 +59,11 @@ class ConnectServer:
         command = [str(spark_home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS]
         if jars:
             command += ["--jars", ",".join(jars)]
+        if secret_conf:  # in a private file: a secret never goes on a command line
+            properties = workdir / f"connect-{self.port}.properties"
+            properties.touch(mode=0o600)
+            properties.write_text("".join(f"{key}={_escaped(value)}\n" for key, value in secret_conf.items()))
+            command += ["--properties-file", str(properties)]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
@@ -93,6 +103,11 @@ class ConnectServer:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def _escaped(value: str) -> str:
+    """``value`` as a Java properties file holds it (backslashes and line ends escaped)."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
 
 
 @pytest.fixture(scope="session")
