@@ -113,7 +113,10 @@ def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: Vacuu
 
     def delete_partition(it: Iterable[str]) -> Iterable[int]:
         # Runs on an executor, which sees the same (shared) filesystem.
+        import contextlib
         import os
+
+        from airflow_delta_provider.delta.storage.store import hadoop_checksum
 
         n = 0
         for path in it:
@@ -122,6 +125,8 @@ def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: Vacuu
                 n += 1
             except FileNotFoundError:
                 pass
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(hadoop_checksum(path))  # its checksum goes with it, as through Hadoop
         yield n
 
     slices = max(1, min(len(absolute) // _FILES_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))
