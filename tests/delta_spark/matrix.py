@@ -248,6 +248,9 @@ DIFFERENCES.update({
     "(delta.checkpoint.writeStatsAsStruct is not honoured): stats_parsed is optional and delta-spark reads them",
     ("checkpoint", "*", "checkpoint add partitionValues_parsed"): "likewise, partition values as strings only: "
     "partitionValues_parsed is optional and delta-spark reads our checkpoints without it",
+    ("checkpoint", "*", "log after cleanup"): "we keep the cut-off checkpoint and its commit, as PROTOCOL.md's "
+    "Metadata Cleanup prescribes; delta-spark 4.4 deletes every expired file below its newest checkpoint (and on "
+    "V2 tables writes a classic-named copy of the oldest checkpoint left)",
 })  # fmt: skip
 
 
