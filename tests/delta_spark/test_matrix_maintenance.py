@@ -40,8 +40,8 @@ OPTIMIZE = Operation(
 )
 ZORDER = Operation(
     "zorder",
-    ours=lambda c: ["optimize", c.ours_path, "--zorder-by", "v,s"],
-    theirs=lambda c: ["OPTIMIZE {t} ZORDER BY (v, s)"],
+    ours=lambda c: ["optimize", c.ours_path, "--zorder-by", "v,id"],
+    theirs=lambda c: ["OPTIMIZE {t} ZORDER BY (v, id)"],
     skip=lambda f: "delta-spark refuses Z-order on a clustered table" if f.name == "clustering" else None,
 )
 REORG = Operation(

@@ -84,14 +84,16 @@ def run_vacuum(
         return CommandResult(table, "VACUUM", None, start_metrics, files=files)
 
     start_txn.commit(metrics=start_metrics, token=None)
-    deleted = dirs = 0
+    deleted = 0
     status = "FAILED"
     try:
         deleted = _delete_files(spark, storage, plan)
-        dirs = sum(storage.delete_empty_dir(checked_relative(rel)) for rel in plan.dirs)
+        for rel in plan.dirs:
+            storage.delete_empty_dir(checked_relative(rel))
         status = "COMPLETED"
     finally:
-        end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": dirs}
+        # delta-spark counts the folders it searched, not those it deleted.
+        end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
         end_txn = dt.transaction(
             "VACUUM END", parameters={"status": status}, snapshot=dt.snapshot(), isolation_level="SnapshotIsolation"
         )
