@@ -251,6 +251,8 @@ DIFFERENCES.update({
     ("checkpoint", "*", "log after cleanup"): "we keep the cut-off checkpoint and its commit, as PROTOCOL.md's "
     "Metadata Cleanup prescribes; delta-spark 4.4 deletes every expired file below its newest checkpoint (and on "
     "V2 tables writes a classic-named copy of the oldest checkpoint left)",
+    ("optimize", "clustering", "parameter names"): "on a clustered table we bin-pack (liquid clustering's "
+    "OPTIMIZE is not implemented); delta-spark clusters, and records isFull",
 })  # fmt: skip
 
 
