@@ -41,11 +41,21 @@ log = logging.getLogger(__name__)
 _EXPIRING_KINDS = ("commit", "checkpoint", "v2checkpoint", "crc", "compaction")
 
 
+_DAY_MS = 86_400_000
+
+
+def expiry_cutoff(now_ms: int, retention_ms: int) -> int:
+    """The newest modification time of an expired log file: midnight UTC of the day ``retention_ms``
+    before ``now_ms`` (PROTOCOL.md's ``cutOffTimestamp``, delta-spark's ``truncateDay``), so one
+    cleanup a day finds the same files expired whatever the hour."""
+    return (now_ms - retention_ms) // _DAY_MS * _DAY_MS
+
+
 def cleanup_expired_logs(table: TableLog, snapshot: Snapshot, now_ms: int | None = None) -> int:
     """Delete expired log files below the newest safe checkpoint, then
     unreferenced expired sidecars; the count deleted."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    cutoff = now_ms - table_properties.log_retention_ms(snapshot.metadata)
+    cutoff = expiry_cutoff(now_ms, table_properties.log_retention_ms(snapshot.metadata))
     store = table.log_store
     listing = store.list_from(0)
     files = [f for f in listing if f.version <= snapshot.version]

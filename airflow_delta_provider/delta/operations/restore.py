@@ -28,6 +28,7 @@ import datetime as dt
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata, RemoveFile
@@ -141,7 +142,10 @@ def restore_table(
             f"cannot restore {table.uri} to version {plan.target.version}: {len(missing)} of its files no longer "
             f"exist (deleted by VACUUM or by hand): {named}"
         )
-    parameters = {"version": plan.target.version} if version is not None else {"timestamp": str(timestamp)}
+    # delta-spark records both, the one not given as null.
+    parameters: dict[str, Any] = {"version": plan.target.version, "timestamp": None}
+    if version is None:
+        parameters = {"version": None, "timestamp": str(timestamp)}
     txn = table.transaction(OPERATION, parameters=parameters, snapshot=plan.latest)
     txn.read_whole_table()
     restored_metadata = _with_current_high_water_marks(plan.target.metadata, plan.latest.metadata)

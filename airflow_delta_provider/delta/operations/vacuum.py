@@ -70,6 +70,9 @@ class VacuumPlan:
     retention_ms: int
     files: list[ListedEntry] = field(default_factory=list)
     dirs: list[str] = field(default_factory=list)  # deepest first
+    #: The folders VACUUM looked in: the root and every folder listed that is not hidden
+    #: (delta-spark's ``numVacuumedDirectories``).
+    searched_dirs: int = 1
 
     @property
     def size_in_bytes(self) -> int:
@@ -220,7 +223,10 @@ def plan_vacuum(
     dirs.sort(key=lambda p: p.count("/"), reverse=True)  # stable: each folder after its children
 
     files.sort(key=lambda e: e.path)
-    return VacuumPlan(delete_before_ms=delete_before, retention_ms=retention_ms, files=files, dirs=dirs)
+    searched = 1 + sum(1 for e in entries if e.is_dir and not is_hidden_path(e.path, partition_columns))
+    return VacuumPlan(
+        delete_before_ms=delete_before, retention_ms=retention_ms, files=files, dirs=dirs, searched_dirs=searched
+    )
 
 
 def _plan_staging(

@@ -312,6 +312,7 @@ class LocalStorage(TableStorage):
 
     def delete(self, path: str) -> None:
         _unlink_quietly(self._abs(path))
+        _unlink_quietly(hadoop_checksum(self._abs(path)))
 
     def delete_many(self, paths: Iterable[str]) -> int:
         n = 0
@@ -321,6 +322,7 @@ class LocalStorage(TableStorage):
                 n += 1
             except FileNotFoundError:
                 pass
+            _unlink_quietly(hadoop_checksum(self._abs(path)))
         return n
 
     def delete_empty_dir(self, path: str) -> bool:
@@ -329,6 +331,16 @@ class LocalStorage(TableStorage):
         except OSError:
             return False
         return True
+
+
+def hadoop_checksum(path: str) -> str:
+    """The checksum file Hadoop's local filesystem keeps beside ``path`` (``dir/.name.crc``).
+
+    Spark and delta-spark write one with every local file and delete it with
+    the file; a file deleted here takes its checksum along, so none is left
+    behind (as VACUUM through delta-spark leaves none)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.crc")
 
 
 def _unlink_quietly(path: str) -> None:

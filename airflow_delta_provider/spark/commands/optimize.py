@@ -38,7 +38,7 @@ from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filt
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark import conditions
-from airflow_delta_provider.spark.commands.reorg import check_rows_kept
+from airflow_delta_provider.spark.commands.reorg import check_rows_kept, file_size_metrics
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
@@ -70,7 +70,12 @@ def run_optimize(
     files = _files_where(spark, snapshot, where)
     size = target_file_size(snapshot.configuration, target_size)
     bins = plan_bins(files, size, zorder=bool(zorder_by))
-    parameters = {"predicate": json.dumps([where] if where else []), "zOrderBy": json.dumps(zorder_by)}
+    parameters = {
+        "predicate": json.dumps([where] if where else []),
+        "zOrderBy": json.dumps(zorder_by),
+        "clusterBy": "[]",
+        "auto": False,
+    }  # delta-spark's OPTIMIZE parameters
     if not bins:
         return CommandResult(table, OPERATION, None, _metrics([], [], len(files), started))
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
@@ -124,7 +129,7 @@ def run_optimize(
         txn.add_all([*adds, *(f.remove(now, data_change=False) for f in removed)])
         metrics = _metrics(adds, removed, len(files), started)
         written.committing()
-        commit = txn.commit(metrics=metrics, token=token)
+        commit = txn.commit(metrics=commit_metrics(metrics), token=token)
     return CommandResult(table, OPERATION, commit.version, metrics)
 
 
@@ -200,15 +205,22 @@ def _files_where(spark: SparkSession, snapshot: Snapshot, where: str | None) -> 
     return chosen
 
 
+#: Metrics of the result that delta-spark's OPTIMIZE does not record in its commit.
+RESULT_ONLY_METRICS = ("totalConsideredFiles", "totalFilesSkipped", "executionTimeMs")
+
+
+def commit_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The metrics the commit records: delta-spark's OPTIMIZE set."""
+    return {k: v for k, v in metrics.items() if k not in RESULT_ONLY_METRICS}
+
+
 def _metrics(adds: list[AddFile], removed: list[AddFile], considered: int, started: float) -> dict[str, Any]:
-    sizes = sorted(a.size for a in adds)
     return {
         "numAddedFiles": len(adds),
         "numRemovedFiles": len(removed),
-        "numAddedBytes": sum(sizes),
+        "numAddedBytes": sum(a.size for a in adds),
         "numRemovedBytes": sum(f.size for f in removed),
-        "minFileSize": sizes[0] if sizes else 0,
-        "maxFileSize": sizes[-1] if sizes else 0,
+        **file_size_metrics(adds),
         "totalConsideredFiles": considered,
         "totalFilesSkipped": considered - len(removed),
         "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in removed),

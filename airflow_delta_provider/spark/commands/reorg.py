@@ -74,7 +74,7 @@ def run_reorg_purge(
         txn.add_all([*adds, *(f.remove(now, data_change=False) for f in purged)])
         metrics = _metrics(adds, purged, started)
         written.committing()
-        commit = txn.commit(metrics=metrics, token=token)
+        commit = txn.commit(metrics=_commit_metrics(metrics), token=token)
     return CommandResult(table, OPERATION, commit.version, metrics)
 
 
@@ -102,16 +102,41 @@ def _hides_more_than(f: AddFile, ratio: float) -> bool:
     return f.deletion_vector.cardinality / max(f.num_records, 1) > ratio
 
 
+def file_size_metrics(adds: list[AddFile]) -> dict[str, int]:
+    """delta-spark's sizes of the files an OPTIMIZE or REORG wrote: min, max, and the
+    sorted sizes at n/4, n/2 and 3n/4 as its percentiles (0 when none)."""
+    sizes = sorted(a.size for a in adds)
+    n = len(sizes)
+    at = (lambda i: sizes[i]) if sizes else (lambda i: 0)
+    return {
+        "minFileSize": at(0),
+        "p25FileSize": at(n // 4),
+        "p50FileSize": at(n // 2),
+        "p75FileSize": at(3 * n // 4),
+        "maxFileSize": at(n - 1),
+    }
+
+
+#: Metrics of the result that delta-spark's REORG does not record in its commit.
+_RESULT_ONLY_METRICS = ("numPurgedRows", "executionTimeMs")
+
+
+def _commit_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """What the commit records: delta-spark's REORG (its OPTIMIZE) metrics."""
+    return {k: v for k, v in metrics.items() if k not in _RESULT_ONLY_METRICS}
+
+
 def _metrics(adds: list[AddFile], removed: list[AddFile], started: float) -> dict[str, Any]:
     return {
         "numAddedFiles": len(adds),
         "numRemovedFiles": len(removed),
         "numAddedBytes": sum(a.size for a in adds),
         "numRemovedBytes": sum(f.size for f in removed),
+        **file_size_metrics(adds),
         "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in removed),
         "numPurgedRows": sum(f.num_deleted_records for f in removed),
         "executionTimeMs": int((time.monotonic() - started) * 1000),
     }
 
 
-__all__ = ["OPERATION", "check_rows_kept", "run_reorg_purge"]
+__all__ = ["OPERATION", "check_rows_kept", "file_size_metrics", "run_reorg_purge"]

@@ -84,14 +84,16 @@ def run_vacuum(
         return CommandResult(table, "VACUUM", None, start_metrics, files=files)
 
     start_txn.commit(metrics=start_metrics, token=None)
-    deleted = dirs = 0
+    deleted = 0
     status = "FAILED"
     try:
         deleted = _delete_files(spark, storage, plan)
-        dirs = sum(storage.delete_empty_dir(checked_relative(rel)) for rel in plan.dirs)
+        for rel in plan.dirs:
+            storage.delete_empty_dir(checked_relative(rel))
         status = "COMPLETED"
     finally:
-        end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": dirs}
+        # delta-spark counts the folders it searched, not those it deleted.
+        end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
         end_txn = dt.transaction(
             "VACUUM END", parameters={"status": status}, snapshot=dt.snapshot(), isolation_level="SnapshotIsolation"
         )
@@ -113,7 +115,10 @@ def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: Vacuu
 
     def delete_partition(it: Iterable[str]) -> Iterable[int]:
         # Runs on an executor, which sees the same (shared) filesystem.
+        import contextlib
         import os
+
+        from airflow_delta_provider.delta.storage.store import hadoop_checksum
 
         n = 0
         for path in it:
@@ -122,6 +127,8 @@ def _delete_files(spark: SparkSession | None, storage: TableStorage, plan: Vacuu
                 n += 1
             except FileNotFoundError:
                 pass
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(hadoop_checksum(path))  # its checksum goes with it, as through Hadoop
         yield n
 
     slices = max(1, min(len(absolute) // _FILES_PER_TASK + 1, spark.sparkContext.defaultParallelism * 4))

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata
-from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
+from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs, expiry_cutoff
 from airflow_delta_provider.delta.errors import VersionNotFoundError
 from airflow_delta_provider.delta.table import DeltaTable
 from tests.delta_logs import local_log_path
@@ -184,3 +184,18 @@ def test_no_checkpoint_is_written_inside_the_protected_history(tmp_path):
         write_checkpoint(table, table.snapshot())
     unprotected = build(tmp_path / "plain", 5, NO_AUTO)
     assert [k for _, k in names(unprotected)].count("checkpoint") == 1
+
+
+def test_the_cutoff_is_midnight_utc_of_the_retention_day(tmp_path):
+    """PROTOCOL.md's cutOffTimestamp (delta-spark's truncateDay): a file older than the retention
+    expires only at the midnight UTC after it."""
+    midnight = 20_000 * DAY
+    assert expiry_cutoff(midnight + 5 * 3_600_000, 30 * DAY) == midnight - 30 * DAY
+    assert expiry_cutoff(midnight, 30 * DAY) == midnight - 30 * DAY
+    table = build(tmp_path, 9, NO_AUTO)  # checkpoints 3 and 6
+    now = midnight + 12 * 3_600_000
+    for stamp, deleted in ((midnight - 30 * DAY + 3_600_000, 0), (midnight - 30 * DAY, 3)):
+        for f in table.log_store.list_from(0):  # 30 days and 11 hours old, then 30 days and 12 hours
+            if f.version <= 5:
+                os.utime(local_log_path(table, f.name), ns=(stamp * 1_000_000, stamp * 1_000_000))
+        assert cleanup_expired_logs(table, table.snapshot(), now_ms=now) == deleted

@@ -190,3 +190,16 @@ def test_repr_and_errors_never_show_secrets(s3_bucket):
     with pytest.raises(FileNotFoundError) as info:
         storage.get("missing")
     assert s3_bucket.secret not in str(info.value)
+
+
+def test_a_local_delete_takes_hadoops_checksum_along(tmp_path):
+    """Spark writes ``.name.crc`` beside each local file and Hadoop deletes it with the file; so do we
+    (a VACUUM by delta-spark leaves no checksum of a deleted file behind, found by the interop matrix)."""
+    storage = open_storage(str(tmp_path))
+    for name in ("a.parquet", "b.bin", "c.json"):
+        storage.put(f"d/{name}", b"x")
+        storage.put(f"d/.{name}.crc", b"crc")
+    storage.put("d/.kept.crc", b"crc")
+    storage.delete("d/a.parquet")
+    assert storage.delete_many(["d/b.bin", "d/c.json"]) == 2  # the checksums are not counted
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [".kept.crc"]

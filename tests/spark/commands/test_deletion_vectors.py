@@ -265,6 +265,12 @@ def test_purge_rewrites_files_with_vectors_and_changes_no_row(spark, tables, duc
     result = run_reorg_purge(spark, dv, min_deleted_ratio=0.1)
     assert result.metrics["numRemovedFiles"] == len(heavy) and result.metrics["numDeletionVectorsRemoved"] == len(heavy)
     actions = commit_actions(dv)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert set(info["operationMetrics"]) == {  # delta-spark's REORG metrics (the interop matrix compares them)
+        "numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes", "numDeletionVectorsRemoved",
+        "minFileSize", "p25FileSize", "p50FileSize", "p75FileSize", "maxFileSize",
+    }  # fmt: skip
+    assert result.metrics["numPurgedRows"] > 0  # ours, in the result only
     assert all(not a["add"]["dataChange"] for a in actions if "add" in a)
     assert all(not a["remove"]["dataChange"] for a in actions if "remove" in a)
     assert all("deletionVector" not in a["add"] for a in actions if "add" in a)

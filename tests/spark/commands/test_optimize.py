@@ -61,7 +61,13 @@ def test_compaction_packs_each_partitions_small_files_and_keeps_the_rows(spark, 
     actions = commit_actions(table)
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "OPTIMIZE"
-    assert info["operationParameters"] == {"predicate": "[]", "zOrderBy": "[]"}
+    # delta-spark's OPTIMIZE parameters and commit metrics (the interop matrix compares them with its own)
+    assert info["operationParameters"] == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": False}
+    assert set(info["operationMetrics"]) == {
+        "numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes", "numDeletionVectorsRemoved",
+        "minFileSize", "p25FileSize", "p50FileSize", "p75FileSize", "maxFileSize",
+    }  # fmt: skip
+    assert {"totalConsideredFiles", "executionTimeMs"} <= set(result.metrics)  # ours, in the result only
     assert {k: info["operationMetrics"][k] for k in ("numAddedFiles", "numRemovedFiles")} == {
         "numAddedFiles": "2",
         "numRemovedFiles": "12",
@@ -218,3 +224,20 @@ def test_a_clustered_table_is_compacted_but_not_z_ordered(spark, tmp_path):
     with pytest.raises(InvalidInputError, match="liquid-clustered"):
         run_optimize(spark, str(tmp_path / "t"), zorder_by=["id"])
     assert table.latest_version() == 0
+
+
+def test_file_size_percentiles_and_commit_metrics_are_delta_sparks():
+    """delta-spark's p25/p50/p75 are the sorted sizes at n/4, n/2 and 3n/4; its commit records no
+    timing or file-skipping counts (ours stay in the result)."""
+    import time
+
+    from airflow_delta_provider.delta.actions.model import AddFile
+
+    adds = [AddFile(f"f{i}", {}, size, 0) for i, size in enumerate([50, 10, 40, 20, 30])]
+    metrics = optimize_module._metrics(adds, [], 7, time.monotonic())
+    assert (metrics["minFileSize"], metrics["p25FileSize"], metrics["p50FileSize"]) == (10, 20, 30)
+    assert (metrics["p75FileSize"], metrics["maxFileSize"]) == (40, 50)
+    assert metrics["totalConsideredFiles"] == 7
+    assert not {"totalConsideredFiles", "totalFilesSkipped", "executionTimeMs"} & set(
+        optimize_module.commit_metrics(metrics)
+    )

@@ -49,6 +49,15 @@ def table_with_garbage(tmp_path, n_orphans: int = 3) -> tuple[str, set[str]]:
     return path, orphans
 
 
+def searched_dirs(path: str) -> int:
+    """delta-spark's numVacuumedDirectories: the root and every folder under it that is not hidden."""
+    count = 1
+    for _root, dirs, _files in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        count += len(dirs)
+    return count
+
+
 def live_files(path: str) -> set[str]:
     from urllib.parse import unquote
 
@@ -70,12 +79,17 @@ def test_vacuum_deletes_orphans_keeps_live_and_recent_tombstones(spark, tmp_path
     path, orphans = table_with_garbage(tmp_path)
     rows = rows_deltalake(path)
     v0, _, files0 = state(path)
+    searched = searched_dirs(path)
+    assert searched == 4  # the root, part=a, part=b and part=zz (emptied and deleted, but searched)
     result = run_vacuum(spark, path, token="vac-1")
     assert result.version == v0 + 2
     history = DeltaTable(path).history(limit=2)
     assert [h["operation"] for h in history] == ["VACUUM END", "VACUUM START"]
     assert history[0]["operationParameters"]["status"] == "COMPLETED"
-    assert history[0]["operationMetrics"] == {"numDeletedFiles": str(len(orphans)), "numVacuumedDirectories": "1"}
+    assert history[0]["operationMetrics"] == {
+        "numDeletedFiles": str(len(orphans)),
+        "numVacuumedDirectories": str(searched),
+    }
     assert history[1]["operationParameters"]["retentionCheckEnabled"] is True
     assert history[0]["isolationLevel"] == "SnapshotIsolation"
     assert history[0]["tags"]["airflow.operationToken"] == "vac-1"
@@ -182,10 +196,10 @@ def test_abandoned_staging_folder_is_reclaimed_whole(spark, tmp_path):
     crc = next(n for n in sorted(os.listdir(busy_stage)) if n.endswith(".crc"))
     os.utime(os.path.join(busy_stage, crc))
     staged = {rel for rel in data_files(path) if rel.startswith(os.path.basename(old_stage) + "/")}
-    staged_dirs = 1 + sum(len(dirs) for _, dirs, _ in os.walk(old_stage))
     assert any(os.path.basename(rel).startswith(".part-") for rel in staged)  # Spark's checksums
     rows = rows_deltalake(path)
     before = state(path)
+    searched = searched_dirs(path)  # the staging folders are hidden: not searched, yet reclaimed
 
     dry = run_vacuum(spark, path, dry_run=True)
     assert sorted(dry.files) == sorted(os.path.join(path, rel) for rel in orphans | staged)
@@ -194,7 +208,7 @@ def test_abandoned_staging_folder_is_reclaimed_whole(spark, tmp_path):
     result = run_vacuum(spark, path)
     assert not os.path.exists(old_stage)
     assert data_files(path) == before[2] - orphans - staged
-    assert result.metrics == {"numDeletedFiles": len(orphans | staged), "numVacuumedDirectories": 1 + staged_dirs}
+    assert result.metrics == {"numDeletedFiles": len(orphans | staged), "numVacuumedDirectories": searched}
     assert rows_deltalake(path) == rows
 
 
