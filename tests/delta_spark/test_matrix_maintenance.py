@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, DeltaError
+from airflow_delta_provider.delta.errors import DeltaError
 from airflow_delta_provider.spark.cli import execute, parse_request
 from tests.delta_spark.matrix import (
     FEATURE_NAMES,
@@ -230,18 +230,7 @@ def test_checkpoint(feature, delta_spark, spark, seeds, tmp_path):
 # CHANGES ---------------------------------------------------------------------
 
 
-#: delta-spark's DELETE with deletion vectors writes no change data file: its reader diffs the
-#: file's old and new vectors, which our reader does not do yet (it refuses, naming the version).
-_DV_DIFF = pytest.mark.xfail(
-    reason="our CDF reader refuses a commit that re-adds a file under another deletion vector without cdc files",
-    raises=ChangeDataUnavailableError,
-    strict=True,
-)
-
-
-@pytest.mark.parametrize(
-    "feature", [pytest.param(n, marks=_DV_DIFF) if n == "deletion_vectors" else n for n in FEATURE_NAMES]
-)
+@pytest.mark.parametrize("feature", FEATURE_NAMES)
 def test_changes(feature, delta_spark, spark, seeds, tmp_path):
     """Our change data feed reader writes the rows delta-spark's ``table_changes`` reads, on every feature
     (turned on where the seed has it off: there, both first refuse)."""
