@@ -131,10 +131,11 @@ def run_append(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def write_parameters(mode: str, partition_columns: Sequence[str], merge_schema: bool, overwrite_schema: bool) -> dict[str, Any]:
-    """delta-spark's WRITE ``operationParameters``: the mode and partitioning, and the schema options
+def write_parameters(mode: str, partition_by: Sequence[str], merge_schema: bool, overwrite_schema: bool) -> dict[str, Any]:
+    """delta-spark's WRITE ``operationParameters``: the mode, the partitioning the writer asked for (not
+    the table's: an append to a partitioned table without one records ``[]``), and the schema options
     that were on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans."""
-    parameters: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
+    parameters: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": json.dumps(list(partition_by))}
     if overwrite_schema and mode == "overwrite":
         parameters["canOverwriteSchema"] = True
     if merge_schema:
@@ -185,7 +186,7 @@ def _append_once(
     schema = metadata.schema_json
     data, identities = _complete_rows(data, schema, data_schema)
 
-    parameters = write_parameters(mode, partition_columns, merge_schema, overwrite_schema)
+    parameters = write_parameters(mode, partition_by, merge_schema, overwrite_schema)
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
     adds = write_files(data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io)
     with WrittenFiles(target, adds) as written:
