@@ -269,6 +269,14 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
         "our MERGE is copy-on-write: it rewrites the kept rows of a touched file (numTargetRowsCopied) where "
         "delta-spark marks the changed rows in a deletion vector and copies none"
     ),
+    **{
+        ("append_overwrite_schema", mapped, "properties"): (
+            "overwriteSchema on a mapped table: our column ids keep counting past the old schema's "
+            "(delta.columnMapping.maxColumnId), so an id never names two columns in the table's history; "
+            "delta-spark restarts them at 1"
+        )
+        for mapped in ("column_mapping_name", "column_mapping_id")
+    },
 }
 
 
