@@ -277,6 +277,13 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
         )
         for mapped in ("column_mapping_name", "column_mapping_id")
     },
+    **{
+        (overwrite, "clustering", "schema"): (
+            "OPEN, not yet deliberate: delta-spark's overwrite without a clustering spec leaves the table "
+            "unclustered, ours keeps CLUSTER BY (id); to be fixed in APPEND's overwrite"
+        )
+        for overwrite in ("append_overwrite", "append_overwrite_schema")
+    },
 }
 
 
