@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tests.delta_spark.matrix import Seeds
@@ -9,4 +12,6 @@ from tests.delta_spark.matrix import Seeds
 
 @pytest.fixture(scope="session")
 def seeds(delta_spark, tmp_path_factory) -> Seeds:
-    return Seeds(delta_spark, tmp_path_factory.mktemp("seeds"))
+    """The seeds; with ``MATRIX_SEEDS`` set, kept in that folder and reused by later runs (local iteration)."""
+    kept = os.environ.get("MATRIX_SEEDS")
+    return Seeds(delta_spark, Path(kept) if kept else tmp_path_factory.mktemp("seeds"))

@@ -138,15 +138,18 @@ def clauses_json(clauses: Sequence[MergeClause]) -> str:
 
 def operation_parameters(on: str, clauses: Sequence[MergeClause]) -> dict[str, str]:
     """delta-spark's MERGE ``operationParameters``: the join condition and,
-    per kind of clause, ``[{"actionType", "predicate"?}]``, JSON-encoded."""
-    out = {"predicate": json.dumps([on])}
+    per kind of clause, ``[{"predicate"?, "actionType"}]``, JSON-encoded as
+    delta-spark encodes them (compact, the predicate first)."""
+    compact = (",", ":")
+    out = {"predicate": json.dumps([on], separators=compact)}
     for when, key in _PARAMETER.items():
         out[key] = json.dumps(
             [
-                {"actionType": c.action, **({"predicate": c.condition} if c.condition is not None else {})}
+                {**({"predicate": c.condition} if c.condition is not None else {}), "actionType": c.action}
                 for c in clauses
                 if c.when == when
-            ]
+            ],
+            separators=compact,
         )
     return out
 

@@ -131,6 +131,18 @@ def run_append(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def write_parameters(mode: str, partition_by: Sequence[str], merge_schema: bool, overwrite_schema: bool) -> dict[str, Any]:
+    """delta-spark's WRITE ``operationParameters``: the mode, the partitioning the writer asked for (not
+    the table's: an append to a partitioned table without one records ``[]``), and the schema options
+    that were on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans."""
+    parameters: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": json.dumps(list(partition_by))}
+    if overwrite_schema and mode == "overwrite":
+        parameters["canOverwriteSchema"] = True
+    if merge_schema:
+        parameters["canMergeSchema"] = True
+    return parameters
+
+
 def _append_once(
     spark: SparkSession,
     table: str,
@@ -174,7 +186,7 @@ def _append_once(
     schema = metadata.schema_json
     data, identities = _complete_rows(data, schema, data_schema)
 
-    parameters = {"mode": mode.capitalize(), "partitionBy": json.dumps(partition_columns)}
+    parameters = write_parameters(mode, partition_by, merge_schema, overwrite_schema)
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
     adds = write_files(data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io)
     with WrittenFiles(target, adds) as written:

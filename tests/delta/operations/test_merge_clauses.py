@@ -90,11 +90,10 @@ def test_operation_parameters_are_delta_sparks():
         ]
     )
     params = operation_parameters("t.id = s.id", clauses)
+    # the text delta-spark records: compact JSON, each clause's predicate before its action
     assert params == {
-        "predicate": json.dumps(["t.id = s.id"]),
-        "matchedPredicates": json.dumps(
-            [{"actionType": "delete", "predicate": "s.op = 'D'"}, {"actionType": "update"}]
-        ),
-        "notMatchedPredicates": json.dumps([{"actionType": "insert"}]),
+        "predicate": '["t.id = s.id"]',
+        "matchedPredicates": '[{"predicate":"s.op = \'D\'","actionType":"delete"},{"actionType":"update"}]',
+        "notMatchedPredicates": '[{"actionType":"insert"}]',
         "notMatchedBySourcePredicates": "[]",
     }

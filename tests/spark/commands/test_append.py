@@ -81,6 +81,9 @@ def test_merge_schema_adds_columns_and_widens(spark, tmp_path, make_table):
     assert [f["name"] for f in fields[1]["type"]["fields"]] == ["a", "b"]
     rows = table_rows(path)
     assert rows == [(1, {"a": 1, "b": None}, None), (2, {"a": 2, "b": "n"}, "e")]
+    # recorded as delta-spark's DataFrame writer records mergeSchema
+    params = DeltaTable(path).history()[0]["operationParameters"]
+    assert params == {"mode": "Append", "partitionBy": "[]", "canMergeSchema": True}
 
 
 def test_missing_column_becomes_null(spark, tmp_path, make_table):
@@ -100,6 +103,11 @@ def test_overwrite_replaces_files_and_overwrite_schema_replaces_schema(spark, tm
     snap = DeltaTable(path).snapshot()
     assert snap.partition_columns == ["k"] and snap.metadata.id == table_id
     assert table_rows(path) == [("q", 1.5)]
+    # recorded as delta-spark's DataFrame writer records overwriteSchema; a plain overwrite records neither,
+    # and partitionBy is what the writer asked for, not the table's
+    history = DeltaTable(path).history()
+    assert history[0]["operationParameters"] == {"mode": "Overwrite", "partitionBy": '["k"]', "canOverwriteSchema": True}
+    assert history[1]["operationParameters"] == {"mode": "Overwrite", "partitionBy": "[]"}
 
 
 def test_txn_already_recorded_is_a_no_op(spark, tmp_path):

@@ -487,12 +487,19 @@ def test_merge_into_deletion_vector_table(spark, tmp_path, duckdb_delta):
     seed = write_source(tmp_path, source_rows(list(range(20))), "seed")
     run_append(spark, path, seed, "parquet", table_properties={"delta.enableDeletionVectors": "true"})
     run_delete(spark, path, "id = 3", None)
-    assert any(f.deletion_vector is not None for f in DeltaTable(path).snapshot().files)
+    marked = {f.path for f in DeltaTable(path).snapshot().files if f.deletion_vector is not None}
+    assert marked
     result = run_merge(spark, path, write_source(tmp_path, source_rows([3, 4, 500])), ON, UPSERT)
     ids = sorted(r[0] for r in rows_duckdb(duckdb_delta, path))
     assert result.metrics["numTargetRowsInserted"] == 2  # 3 was deleted: it is new again
     assert (result.metrics["numTargetRowsUpdated"], len(ids)) == (1, 21)
     assert ids.count(3) == 1 and ids.count(4) == 1 and 500 in ids
+    # delta-spark's vector metrics: the rewrite writes no vector and drops those of the files it removes.
+    left = {f.path for f in DeltaTable(path).snapshot().files}
+    m = result.metrics
+    assert (m["numTargetDeletionVectorsAdded"], m["numTargetDeletionVectorsUpdated"]) == (0, 0)
+    assert m["numTargetDeletionVectorsRemoved"] == len(marked - left) > 0
+    assert m["materializeSourceTimeMs"] >= 0
 
 
 def test_concurrent_append_conflicts_with_a_merge_unless_the_table_is_write_serializable(spark, tmp_path):

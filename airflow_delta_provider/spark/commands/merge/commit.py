@@ -35,6 +35,11 @@ def merge_metrics(plan: MergePlan, rewritten: Rewritten) -> dict[str, int]:
         "numTargetChangeFilesAdded": 0,
         "numTargetBytesAdded": sum(f.size for f in r.added),
         "numTargetBytesRemoved": sum(f.size for f in r.removed),
+        # Copy-on-write: no vector is written; a removed file may carry one.
+        "numTargetDeletionVectorsAdded": 0,
+        "numTargetDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in r.removed),
+        "numTargetDeletionVectorsUpdated": 0,
+        "materializeSourceTimeMs": plan.materialize_ms,
         "executionTimeMs": elapsed_ms(plan.started),
         "scanTimeMs": r.scan_ms,
         "rewriteTimeMs": r.rewrite_ms,

@@ -94,6 +94,8 @@ class MergePlan:
     records_changes: bool
     #: When planning began (``time.monotonic()``): executionTimeMs counts from here.
     started: float
+    #: Milliseconds spent keeping the source (delta-spark's materializeSourceTimeMs).
+    materialize_ms: int = 0
 
     @property
     def snapshot(self) -> Snapshot:
@@ -234,7 +236,9 @@ def plan_merge(
         )
     # Read once, whatever the source does meanwhile (delta-spark's
     # materializeSource); a Delta source at its version cannot change.
+    kept_at = time.monotonic()
     kept = read if source_format == "delta" else keep(read)
+    materialize_ms = int((time.monotonic() - kept_at) * 1000)
     candidates = prune(snap, kept, facts, parsed)
     # Conflict tracking (delta-spark filterFiles): the predicate read and the
     # files read. No predicate counts as a read of the whole table.
@@ -261,6 +265,7 @@ def plan_merge(
         candidates=candidates,
         records_changes=records_changes,
         started=started,
+        materialize_ms=materialize_ms,
     )
 
 
