@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test lint demo docs bench java maven clean test-jars golden-4.4
+.PHONY: test matrix lint demo docs bench java maven clean test-jars golden-4.4
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,12 @@ maven: java
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
 test: $(STAMP) java test-jars
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -m "not matrix" tests
+
+# The interop matrix with delta-spark (docs/interop-matrix.rst): each operation on
+# each table feature, against delta-spark. Slow; not yet part of `make test`.
+matrix: $(STAMP) java test-jars
+	$(PY) -m pytest -q -p no:cacheprovider -m matrix tests/delta_spark
 
 # Static checks: ruff (pyproject.toml), mypy (setup.cfg [mypy]) and the import
 # contracts (setup.cfg [importlinter]: layers, no cycles).

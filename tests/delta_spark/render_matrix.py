@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.delta_spark.matrix import DIFFERENCES, FEATURE_NAMES, Operation
+from tests.delta_spark.matrix import DIFFERENCES, FEATURE_NAMES
 
 HERE = Path(__file__).resolve().parent
 
@@ -23,20 +23,29 @@ def matrix_modules() -> list[Any]:
     return [importlib.import_module(f"tests.delta_spark.{p.stem}") for p in sorted(HERE.glob("test_matrix_*.py"))]
 
 
-def module_cells(module: Any) -> list[tuple[str, Operation, str, str | None, str]]:
-    """(test function, operation, feature, skip reason, test id) of every cell a module parametrizes."""
+def module_cells(module: Any) -> list[tuple[str, str, str, str | None, str]]:
+    """(test function, operation, feature, skip reason, test id) of every cell a module parametrizes.
+
+    A test parametrized by ``(operation, feature)`` cells names its operations; one parametrized by
+    feature alone is the operation its name says (``test_vacuum``), and one that stacks a list of
+    operations over the features is each of them.
+    """
     found = []
     for name, test in sorted(vars(module).items()):
         if not name.startswith("test_"):
             continue
-        for mark in getattr(test, "pytestmark", []):
-            if mark.name != "parametrize":
-                continue
-            for param in mark.args[1]:
-                values = getattr(param, "values", ())
-                if len(values) == 2 and isinstance(values[0], Operation):
-                    reasons = [m.kwargs.get("reason") for m in param.marks if m.name == "skip"]
-                    found.append((name, values[0], values[1], reasons[0] if reasons else None, param.id))
+        marks = {m.args[0]: m.args[1] for m in getattr(test, "pytestmark", []) if m.name == "parametrize"}
+        if ("operation", "feature") in marks:
+            for param in marks[("operation", "feature")]:
+                reasons = [m.kwargs.get("reason") for m in param.marks if m.name == "skip"]
+                operation, feature = param.values
+                found.append((name, operation.name, feature, reasons[0] if reasons else None, param.id))
+        elif "feature" in marks:
+            operations = [o.name for o in marks.get("operation", [])] or [name.removeprefix("test_")]
+            for operation in operations:
+                for feature in marks["feature"]:
+                    cell_id = f"{operation}-{feature}" if "operation" in marks else feature
+                    found.append((name, operation, feature, None, cell_id))
     return found
 
 
@@ -55,6 +64,10 @@ def render() -> str:
         "has them) the change data feed and row ids are compared. A cell names its test:",
         "``tests/delta_spark/<module>::<test>[<cell>]``.",
         "",
+        "``make matrix`` runs the cells. They are not yet part of ``make test``: a cell takes about 20 s",
+        "on two cores, so the whole matrix does not fit in CI's time as it stands, and it has not yet run",
+        "green in full. Each product difference it found so far is fixed or listed below.",
+        "",
     ]
     total = skipped = 0
     for module in matrix_modules():
@@ -63,8 +76,8 @@ def render() -> str:
             continue
         file = Path(module.__file__).name
         for test in dict.fromkeys(c[0] for c in cells):
-            ops = list(dict.fromkeys(c[1].name for c in cells if c[0] == test))
-            by_cell = {(c[1].name, c[2]): c for c in cells if c[0] == test}
+            ops = list(dict.fromkeys(c[1] for c in cells if c[0] == test))
+            by_cell = {(c[1], c[2]): c for c in cells if c[0] == test}
             lines += [f".. list-table:: ``{file}::{test}``", "   :header-rows: 1", "   :stub-columns: 1", ""]
             lines += ["   * - feature", *[f"     - {op}" for op in ops]]
             for feature in FEATURE_NAMES:
@@ -82,7 +95,7 @@ def render() -> str:
                         lines.append(f"     - ``{cell[4]}``")
             lines.append("")
     lines += [
-        f"{total} cells: {total - skipped} tested, {skipped} not applicable.",
+        f"{total} cells: {total - skipped} with a test, {skipped} not applicable.",
         "",
         "Deliberate differences",
         "----------------------",
@@ -93,7 +106,8 @@ def render() -> str:
     if not DIFFERENCES:
         lines.append("None.")
     for (op, feature, aspect), why in sorted(DIFFERENCES.items()):
-        lines.append(f"- **{op}** on **{feature}**, {aspect}: {why}")
+        where = "every feature" if feature == "*" else f"``{feature}``"
+        lines.append(f"- ``{op}`` on {where}, {aspect}: {why}")
     lines.append("")
     return "\n".join(lines)
 
