@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -112,28 +113,44 @@ def execute(
         return _run_translating_spark_errors(request, spark, storage_options)
 
 
+#: Commands silencing PySpark's error records right now, and what the loggers' flags were before the
+#: first of them: commands may run in threads of one process (:mod:`.in_process`), and each restoring
+#: the flags it saw would leave the loggers silenced for good after an overlap.
+_silencing = threading.Lock()
+_silencers = 0
+_saved_flags: list[bool] = []
+
+
 @contextmanager
 def spark_error_records(enabled: bool) -> Iterator[None]:
     """Let PySpark's error records (:data:`SPARK_ERROR_LOGGERS`) through only when ``enabled``.
 
     PySpark logs each error it converts, with the whole JVM stack, before the
     error even reaches our handling; for bad input that is kilobytes of noise
-    around the one line that matters.
+    around the one line that matters. The loggers are process-wide: while any
+    command silences them, they are silent for all.
     """
+    global _silencers
     if enabled:
         yield
         return
     from pyspark.logger import PySparkLogger  # the loggers must be PySpark's own kind
 
     loggers = [PySparkLogger.getLogger(name) for name in SPARK_ERROR_LOGGERS]
-    saved = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
+    with _silencing:
+        if _silencers == 0:
+            _saved_flags[:] = [logger.disabled for logger in loggers]
+            for logger in loggers:
+                logger.disabled = True
+        _silencers += 1
     try:
         yield
     finally:
-        for logger, disabled in zip(loggers, saved):
-            logger.disabled = disabled
+        with _silencing:
+            _silencers -= 1
+            if _silencers == 0:
+                for logger, disabled in zip(loggers, _saved_flags):
+                    logger.disabled = disabled
 
 
 def _run_translating_spark_errors(

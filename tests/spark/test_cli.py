@@ -216,3 +216,39 @@ def test_delete_without_a_condition_deletes_every_row(spark, make_table, capsys)
     assert (out["operation"], out["version"], out["metrics"]["numDeletedRows"]) == ("DELETE", 1, 3)
     assert table_rows(path) == []
     assert DeltaTable(path).latest_version() == 1
+
+
+def test_overlapping_commands_in_threads_leave_pysparks_error_records_as_they_found_them():
+    """Commands in threads (in-process writers) silence PySpark's process-wide error loggers in turn;
+    when their windows overlap, the last one out restores what the first one in found."""
+    import threading
+
+    from pyspark.logger import PySparkLogger
+
+    from airflow_delta_provider.spark.cli import SPARK_ERROR_LOGGERS, spark_error_records
+
+    loggers = [PySparkLogger.getLogger(name) for name in SPARK_ERROR_LOGGERS]
+    assert not any(logger.disabled for logger in loggers)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def first() -> None:
+        with spark_error_records(enabled=False):
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def second() -> None:
+        a_in.wait(10)
+        with spark_error_records(enabled=False):
+            b_in.set()
+            a_out.wait(10)
+            seen["silent while one remains"] = all(logger.disabled for logger in loggers)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert seen == {"silent while one remains": True}
+    assert not any(logger.disabled for logger in loggers)  # before the fix: silenced for good
