@@ -24,11 +24,20 @@ maven: java
 	  echo "mvn not found: installing maven (it fetches the test jars)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
+# The suite in two pytest processes at once, as their work waits on different JVMs:
+# the tests that talk to delta-spark (tests/delta_spark, the interop matrix among
+# them: one delta-spark server) and the rest. The first's output follows the second's.
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15
 test: $(STAMP) java test-jars
-	$(PY) -m pytest -q -p no:cacheprovider -m "not matrix" tests
+	@log=$$(mktemp); \
+	$(PYTEST) tests/delta_spark >$$log 2>&1 & oracle=$$!; \
+	$(PYTEST) --ignore=tests/delta_spark tests; rest=$$?; \
+	wait $$oracle; ours=$$?; \
+	echo "--- tests/delta_spark (delta-spark and the interop matrix) ---"; cat $$log; rm -f $$log; \
+	test $$rest -eq 0 && test $$ours -eq 0
 
-# The interop matrix with delta-spark (docs/interop-matrix.rst): each operation on
-# each table feature, against delta-spark. Slow; not yet part of `make test`.
+# The interop matrix alone (docs/interop-matrix.rst): each operation on each table
+# feature, against delta-spark. `make test` runs it too.
 matrix: $(STAMP) java test-jars
 	$(PY) -m pytest -q -p no:cacheprovider -m matrix tests/delta_spark
 

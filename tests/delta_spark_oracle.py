@@ -31,6 +31,18 @@ DELTA_CONF = {
     # Log replay runs in this many tasks (default 50): the tests' tables are
     # small, and 50 tasks on two cores cost seconds per snapshot.
     "spark.databricks.delta.snapshotPartitions": "2",
+    # VACUUM lists the table in a job of this many tasks (default 10,000: 20-30 s
+    # for a tiny table on two cores). Delta's own Python tests set 5.
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+    # Keep the state of a few tables only (default 10,000): the matrix touches
+    # hundreds, and their cached snapshots would fill the heap. Delta's own
+    # Python tests set the same (python/delta/testing/utils.py).
+    "spark.databricks.delta.delta.log.cacheSize": "8",
+    "spark.driver.extraJavaOptions": "-Ddelta.log.cacheSize=8",
+    # Interpreted rather than generated code: the tests' tables are tiny, and compiling
+    # each query's code cost more CPU than running it (about 17% of a matrix cell).
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 
@@ -49,7 +61,7 @@ class DeltaSpark:
             workdir,
             conf={**DELTA_CONF, "spark.sql.warehouse.dir": str(warehouse)},
             jars=delta_jars,
-            memory="2g",
+            memory="3g",
         )
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
@@ -67,9 +79,9 @@ class DeltaSpark:
         order = f" ORDER BY {order_by}" if order_by else ""
         return [tuple(r) for r in self.sql(f"SELECT {columns} FROM {self.table(path)}{order}")]
 
-    def history(self, path: str) -> list[dict[str, Any]]:
-        """``DESCRIBE HISTORY``, oldest first, each row as a dict."""
-        rows = self.sql(f"DESCRIBE HISTORY {self.table(path)}")
+    def history(self, path: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """``DESCRIBE HISTORY`` (its last ``limit`` commits), oldest first, each row as a dict."""
+        rows = self.sql(f"DESCRIBE HISTORY {self.table(path)}" + (f" LIMIT {limit}" if limit else ""))
         return sorted((r.asDict(recursive=True) for r in rows), key=lambda r: r["version"])
 
     def detail(self, path: str) -> dict[str, Any]:

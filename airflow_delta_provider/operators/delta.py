@@ -590,7 +590,9 @@ def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
 class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
     """Rewrite the files whose deletion vectors hide rows, as delta-spark's
     ``REORG TABLE ... APPLY (PURGE)`` does: the deleted rows leave the data
-    files. The commit changes no row (``dataChange=false``).
+    files; and, like it, the files that hold a column the schema does not
+    name (a dropped column's values). The commit changes no row
+    (``dataChange=false``).
 
     :param min_deleted_ratio: Only rewrite files whose vector hides more than
         this share of their rows (default 0: every file with a vector).

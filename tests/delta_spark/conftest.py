@@ -18,8 +18,7 @@ def seeds(delta_spark, tmp_path_factory) -> Seeds:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The matrix's cells carry the ``matrix`` mark: ``make matrix`` runs them, ``make test`` not yet
-    (docs/interop-matrix.rst says why)."""
+    """The matrix's cells carry the ``matrix`` mark, so that ``make matrix`` runs them alone."""
     for item in items:
         if item.path.name.startswith("test_matrix_") and item.path.name != "test_matrix_page.py":
             item.add_marker(pytest.mark.matrix)

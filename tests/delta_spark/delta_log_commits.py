@@ -25,7 +25,8 @@ class Commit:
 
 
 def commit_versions(root: Path) -> list[int]:
-    return sorted(int(f.name[:20]) for f in (root / "_delta_log").glob("*.json") if f.name[:20].isdigit())
+    """The versions of the log's commits (``N.json``; not a V2 checkpoint's ``N.checkpoint.<uuid>.json``)."""
+    return sorted(int(f.stem) for f in (root / "_delta_log").glob("*.json") if f.stem.isdigit())
 
 
 def read_commit(root: Path, version: int) -> Commit:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.delta_spark.delta_log_commits import commit_versions, read_commit
+
 #: The seed's columns before any feature adds its own.
 BASE_COLUMNS = "id BIGINT, part STRING, v INT, s STRING, note STRING"
 
@@ -76,7 +78,11 @@ FEATURES: tuple[Feature, ...] = (
         properties={"delta.enableTypeWidening": "true"},
         history=("ALTER TABLE {t} CHANGE COLUMN v TYPE BIGINT",),
     ),
-    Feature("timestamp_ntz", columns="ts TIMESTAMP_NTZ", values={"ts": "TIMESTAMP_NTZ'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id AS INT))"}),
+    Feature(
+        "timestamp_ntz",
+        columns="ts TIMESTAMP_NTZ",
+        values={"ts": "TIMESTAMP_NTZ'2024-01-01 00:00:00' + make_interval(0, 0, 0, CAST(id AS INT))"},
+    ),
     Feature("variant", columns="var VARIANT", values={"var": "parse_json(format_string('{\"k\": %d}', id))"}),
     Feature(
         "v2_checkpoints",
@@ -185,6 +191,7 @@ def rendered(value: str) -> str:
 class Outcome:
     """What one side's table looks like after the operation, as delta-spark reads it."""
 
+    columns: list[str]  # of each row
     rows: list[tuple]
     operation: str
     parameters: dict[str, str]
@@ -195,6 +202,9 @@ class Outcome:
     row_ids: list[tuple] | None = None
     #: The columns (name, type) in order, then the partition and clustering columns.
     schema: tuple | None = None
+    #: Where there is an identity column: whether its values are unique, and the (id, value) pairs the
+    #: table had before the operation that are still there.
+    identity: tuple | None = None
 
 
 def outcome(oracle: Any, path: str, feature: Feature, since: int) -> Outcome:
@@ -202,15 +212,22 @@ def outcome(oracle: Any, path: str, feature: Feature, since: int) -> Outcome:
     feature has them, the changes since version ``since`` and the row ids."""
     t = table(path)
     detail = oracle.detail(path)
-    last = oracle.history(path)[-1]
+    last = oracle.history(path, limit=1)[-1]
     described = oracle.sql(f"DESCRIBE {t}")
     columns = [r.col_name for r in described if r.col_name and not r.col_name.startswith("#")]
     head = [(r.col_name, r.data_type) for r in described]
     head = head[: next((i for i, (n, _) in enumerate(head) if not n or n.startswith("#")), len(head))]
-    data = ", ".join(c for c in dict.fromkeys(columns) if c != "var")
-    if "var" in columns:
-        data += ", to_json(var) AS var"
+    # Identity values are the writer's to choose (unique, past the high-water mark, not consecutive):
+    # they are compared by what they must be, in ``identity``, and left out of ``rows``.
+    names = [c for c in dict.fromkeys(columns) if c not in ("var", "ident")] + ["var"] * ("var" in columns)
+    data = ", ".join("to_json(var) AS var" if c == "var" else c for c in names)
     rows = sorted(tuple(r) for r in oracle.sql(f"SELECT {data} FROM {t}"))
+    identity = None
+    if "ident" in columns:
+        (old_max,) = oracle.sql(f"SELECT max(ident) FROM {t} VERSION AS OF {since}")[0]
+        pairs = [(r.id, r.ident) for r in oracle.sql(f"SELECT id, ident FROM {t}")]
+        values = [v for _, v in pairs]
+        identity = (len(set(values)) == len(values), sorted(p for p in pairs if p[1] <= old_max))
     changes = None
     if feature.cdf and last["version"] > since:
         changes = sorted(
@@ -223,6 +240,7 @@ def outcome(oracle: Any, path: str, feature: Feature, since: int) -> Outcome:
     if feature.row_tracking:
         row_ids = sorted(tuple(r) for r in oracle.sql(f"SELECT id, _metadata.row_id FROM {t}"))
     return Outcome(
+        columns=names,
         rows=rows,
         operation=last["operation"],
         parameters={k: _EXPR_ID.sub("", str(v)) for k, v in (last["operationParameters"] or {}).items()},
@@ -231,6 +249,7 @@ def outcome(oracle: Any, path: str, feature: Feature, since: int) -> Outcome:
         properties=dict(detail["properties"]),
         changes=changes,
         row_ids=row_ids,
+        identity=identity,
         schema=(tuple(head), tuple(detail["partitionColumns"] or ()), tuple(detail.get("clusteringColumns") or ())),
     )
 
@@ -238,7 +257,7 @@ def outcome(oracle: Any, path: str, feature: Feature, since: int) -> Outcome:
 def differences(ours: Outcome, theirs: Outcome) -> dict[str, tuple[Any, Any]]:
     """Each aspect where the two differ: aspect -> (ours, theirs)."""
     found: dict[str, tuple[Any, Any]] = {}
-    for aspect in ("rows", "operation", "protocol", "properties", "changes", "row_ids", "schema"):
+    for aspect in ("rows", "operation", "protocol", "properties", "changes", "row_ids", "schema", "identity"):
         a, b = getattr(ours, aspect), getattr(theirs, aspect)
         if a != b:
             found[aspect] = (a, b)
@@ -252,7 +271,10 @@ def differences(ours: Outcome, theirs: Outcome) -> dict[str, tuple[Any, Any]]:
     if parameters:
         found["parameter values"] = (parameters, None)
     if set(ours.metrics) != set(theirs.metrics):
-        found["metric names"] = (sorted(set(ours.metrics) - set(theirs.metrics)), sorted(set(theirs.metrics) - set(ours.metrics)))
+        found["metric names"] = (
+            sorted(set(ours.metrics) - set(theirs.metrics)),
+            sorted(set(theirs.metrics) - set(ours.metrics)),
+        )
     values = {
         k: (ours.metrics[k], theirs.metrics[k])
         for k in set(ours.metrics) & set(theirs.metrics)
@@ -279,8 +301,10 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
     },
     **{
         (overwrite, "clustering", "schema"): (
-            "OPEN, not yet deliberate: delta-spark's overwrite without a clustering spec leaves the table "
-            "unclustered, ours keeps CLUSTER BY (id); to be fixed in APPEND's overwrite"
+            "an overwrite keeps the table's clustering, as it keeps its partitioning. delta-spark 4.4 treats a "
+            "whole-table overwrite as a table replace and commits an empty delta.clustering domain "
+            "(ClusteredTableUtils.getDomainMetadataFromTransaction), so the table silently stops being "
+            "clustered; its partitioning it keeps. Our APPEND takes no clustering columns to restate"
         )
         for overwrite in ("append_overwrite", "append_overwrite_schema")
     },
@@ -294,8 +318,12 @@ DIFFERENCES.update({
     ("checkpoint", "*", "log after cleanup"): "we keep the cut-off checkpoint and its commit, as PROTOCOL.md's "
     "Metadata Cleanup prescribes; delta-spark 4.4 deletes every expired file below its newest checkpoint (and on "
     "V2 tables writes a classic-named copy of the oldest checkpoint left)",
-    ("optimize", "clustering", "parameter names"): "on a clustered table we bin-pack (liquid clustering's "
-    "OPTIMIZE is not implemented); delta-spark clusters, and records isFull",
+    **{
+        ("optimize", "clustering", aspect): "on a clustered table we bin-pack and record clusterBy [] (liquid "
+        "clustering's OPTIMIZE is not implemented yet); delta-spark clusters by the table's clustering columns, "
+        "records them, and adds isFull"
+        for aspect in ("parameter names", "parameter values")
+    },
 })  # fmt: skip
 
 
@@ -377,13 +405,22 @@ def run_cell(oracle: Any, spark: Any, seeds: Seeds, operation: Operation, featur
     remaining = undeclared(operation.name, f.name, differences(ours, theirs))
     assert not remaining, f"{operation.name} on {f.name}: ours vs delta-spark's: {remaining}"
     if operation.on_top:
-        # delta-spark continues the table we committed to: an UPDATE reads our files, stats and vectors.
-        t = table(cell.ours_path)
-        expected = sorted(r[0] for r in oracle.sql(f"SELECT id FROM {t} WHERE id % 10 < 3"))
-        oracle.sql(f"UPDATE {t} SET s = 'on-top' WHERE id % 10 < 3")
-        last = oracle.history(cell.ours_path)[-1]
-        assert last["operation"] == "UPDATE" and last["readVersion"] == last["version"] - 1
-        assert sorted(r[0] for r in oracle.sql(f"SELECT id FROM {t} WHERE s = 'on-top'")) == expected
+        at = ours.columns.index("id")
+        continue_on_top(oracle, cell.ours_path, [row[at] for row in ours.rows if row[at] % 10 < 3])
+
+
+def continue_on_top(oracle: Any, path: str, ids: list[int] | None = None) -> None:
+    """delta-spark commits an UPDATE on top of the table we left (it reads our files, stats and vectors),
+    of the rows with ``id % 10 < 3``: ``ids``, or what it reads first."""
+    t = table(path)
+    if ids is None:
+        ids = [r[0] for r in oracle.sql(f"SELECT id FROM {t} WHERE id % 10 < 3")]
+    (updated,) = oracle.sql(f"UPDATE {t} SET s = 'on-top' WHERE id % 10 < 3")
+    assert updated.num_affected_rows == len(ids)
+    versions = commit_versions(Path(path))
+    last = read_commit(Path(path), versions[-1])
+    assert last.operation == "UPDATE" and last.read_version == versions[-2]
+    assert sorted(r[0] for r in oracle.sql(f"SELECT id FROM {t} WHERE s = 'on-top'")) == sorted(ids)
 
 
 def write_source(oracle: Any, feature: Feature, path: Path, ids: range | list[int], **columns: str | None) -> str:

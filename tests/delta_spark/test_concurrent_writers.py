@@ -197,7 +197,8 @@ def test_delta_spark_and_we_write_one_table_concurrently(delta_spark, ds_session
     start = threading.Barrier(len(lanes))
     threads = [
         threading.Thread(
-            target=_run_lane, args=(ops, path, sources, spark, delta_spark.server.url, results[name], start),
+            target=_run_lane,
+            args=(ops, path, sources, spark, delta_spark.server.url, results[name], start),
             name=name,
         )
         for name, ops in lanes.items()
@@ -210,7 +211,9 @@ def test_delta_spark_and_we_write_one_table_concurrently(delta_spark, ds_session
     outcomes = [o for name in lanes for o in results[name]]
     assert len(outcomes) == sum(len(ops) for ops in lanes.values()), "a lane stopped early"
     for o in outcomes:
-        print(f"{o.op.name:14} {o.seconds:5.1f}s version={o.version} {o.conflict or ''} {o.winner or o.winner_name or ''}")
+        print(
+            f"{o.op.name:14} {o.seconds:5.1f}s version={o.version} {o.conflict or ''} {o.winner or o.winner_name or ''}"
+        )
     unexpected = [o for o in outcomes if o.message and o.conflict is None]
     assert not unexpected, f"failures that are no conflict: {[(o.op.name, o.message[:2000]) for o in unexpected]}"
 

@@ -18,7 +18,9 @@ def test_the_cached_sets_hold_what_they_promise():
     assert f"hadoop-aws-{jar_cache.HADOOP_VERSION}.jar" in aws
     assert not any(name.startswith("bundle-") for name in aws)  # SDK modules, not the 500 MB bundle
     # Nothing that pyspark ships already: Spark's own versions win.
-    assert not any(name.startswith(("scala-library", "jackson-core", "hadoop-client-api", "parquet-")) for name in delta + aws)
+    assert not any(
+        name.startswith(("scala-library", "jackson-core", "hadoop-client-api", "parquet-")) for name in delta + aws
+    )
 
 
 def test_an_artifact_that_cannot_be_fetched_fails_naming_it_and_the_command(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from tests.delta_spark.matrix import (
     FEATURE_NAMES,
     Operation,
     cells,
+    continue_on_top,
     differences,
     insertable,
     outcome,
@@ -86,17 +87,7 @@ def test_vacuum(feature, delta_spark, spark, seeds, tmp_path):
             found[f"start {aspect}"] = (start_ours[aspect], start_twin[aspect])
     remaining = undeclared("vacuum", feature, found)
     assert not remaining, f"vacuum on {feature}: ours vs delta-spark's: {remaining}"
-    _on_top(delta_spark, ours)
-
-
-def _on_top(oracle, path: str) -> None:
-    """delta-spark commits an UPDATE on top of the table we left."""
-    t = table(path)
-    expected = sorted(r[0] for r in oracle.sql(f"SELECT id FROM {t} WHERE id % 10 < 3"))
-    oracle.sql(f"UPDATE {t} SET s = 'on-top' WHERE id % 10 < 3")
-    last = oracle.history(path)[-1]
-    assert last["operation"] == "UPDATE" and last["readVersion"] == last["version"] - 1
-    assert sorted(r[0] for r in oracle.sql(f"SELECT id FROM {t} WHERE s = 'on-top'")) == expected
+    continue_on_top(delta_spark, ours)
 
 
 # CHECKPOINT and log cleanup ---------------------------------------------------
@@ -224,7 +215,7 @@ def test_checkpoint(feature, delta_spark, spark, seeds, tmp_path):
     assert sorted(delta_spark.rows(str(ours), columns="id")) == sorted(
         delta_spark.sql(f"SELECT id FROM {table(ours)} VERSION AS OF {n + 2}")
     )
-    _on_top(delta_spark, str(ours))
+    continue_on_top(delta_spark, str(ours))
 
 
 # CHANGES ---------------------------------------------------------------------

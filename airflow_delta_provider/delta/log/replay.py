@@ -161,9 +161,7 @@ def _valid_rows(column: pa.ChunkedArray) -> pa.Array:
     return column.drop_null().combine_chunks()
 
 
-def _drop_touched(
-    parts: list[pa.Array], touched: set[FileKey], canonical: PathCanonicalizer
-) -> pa.Array | None:
+def _drop_touched(parts: list[pa.Array], touched: set[FileKey], canonical: PathCanonicalizer) -> pa.Array | None:
     """Checkpoint rows whose key no later commit touched."""
     if not parts:
         return None
@@ -307,7 +305,7 @@ def _adds(column: pa.Array) -> list[AddFile]:
 def _removes(column: pa.Array) -> list[RemoveFile]:
     n, f = _field_lists(column)
     out = []
-    for path, ts, dc, ext, pv, size, tags, dv in zip(
+    for path, ts, dc, ext, pv, size, tags, dv, brid, drcv in zip(
         f["path"],
         _col(f, "deletionTimestamp", n),
         _col(f, "dataChange", n),
@@ -316,6 +314,8 @@ def _removes(column: pa.Array) -> list[RemoveFile]:
         _col(f, "size", n),
         _col(f, "tags", n),
         _col(f, "deletionVector", n),
+        _col(f, "baseRowId", n),
+        _col(f, "defaultRowCommitVersion", n),
     ):
         out.append(
             RemoveFile(
@@ -327,6 +327,8 @@ def _removes(column: pa.Array) -> list[RemoveFile]:
                 size=size,
                 tags=_pairs_to_dict(tags) or None,
                 deletion_vector=_dv(dv),
+                base_row_id=brid,
+                default_row_commit_version=drcv,
             )
         )
     return out

@@ -39,6 +39,7 @@ from airflow_delta_provider.delta.schema.names import check_column_names, check_
 from airflow_delta_provider.delta.schema.types import (
     FieldPath,
     format_path,
+    kind_of,
     normalize_type,
     schema_string,
     struct_field,
@@ -190,6 +191,19 @@ class NewColumn:
         return {"name": _path(self.path)[-1], "type": delta_type, "nullable": self.nullable, "metadata": metadata}
 
 
+def _logged_field(column: NewColumn) -> dict[str, Any]:
+    """A new column as delta-spark's history records it (``DeltaOperations.structFieldToMap``): its
+    full path as the name, and the type's name ("struct" for a struct) rather than the type."""
+    f = column.field()
+    kind = kind_of(f["type"])
+    return {
+        "name": format_path(_path(column.path)),
+        "type": f["type"] if kind == "primitive" else kind,
+        "nullable": f["nullable"],
+        "metadata": f["metadata"],
+    }
+
+
 @dataclass(frozen=True)
 class AddColumns(SchemaChange):
     """ADD COLUMNS: new nullable columns at the end of the table or of a
@@ -200,7 +214,7 @@ class AddColumns(SchemaChange):
     operation = "ADD COLUMNS"
 
     def parameters(self) -> dict[str, Any]:
-        return {"columns": json.dumps([{"column": c.field(), "path": format_path(_path(c.path))} for c in self.columns])}
+        return {"columns": json.dumps([{"column": _logged_field(c)} for c in self.columns])}
 
     def apply(self, metadata: Metadata) -> Metadata:
         if not self.columns:
@@ -412,7 +426,9 @@ class DropConstraint(SchemaChange):
             if self.if_exists:
                 return metadata
             known = ", ".join(sorted(constraints.table_constraints(metadata))) or "none"
-            raise InvalidInputError(f"cannot drop constraint {name}: the table has no such constraint (it has: {known})")
+            raise InvalidInputError(
+                f"cannot drop constraint {name}: the table has no such constraint (it has: {known})"
+            )
         configuration = dict(metadata.configuration)
         del configuration[constraints.PREFIX + found[0]]
         return replace(metadata, configuration=configuration)
@@ -539,7 +555,9 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
             return DropColumns(tuple(_list(value, kind)))
         if kind == "alter_column":
             nullable = value.get("nullable")
-            return AlterColumn(value["column"], value.get("comment"), None if nullable is None else _boolean(nullable, "nullable"))
+            return AlterColumn(
+                value["column"], value.get("comment"), None if nullable is None else _boolean(nullable, "nullable")
+            )
         if kind == "set_properties":
             if not isinstance(value, Mapping):
                 raise InvalidInputError("set_properties takes an object of key: value")
@@ -551,7 +569,6 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
         return UnsetProperties(tuple(_list(value, kind)), _boolean(spec.get("if_exists", False), "if_exists"))
     except (KeyError, TypeError) as exc:
         raise InvalidInputError(f"invalid {kind} change {json.dumps(value)}: missing or wrong {exc}") from None
-
 
 
 def _boolean(value: Any, name: str) -> bool:

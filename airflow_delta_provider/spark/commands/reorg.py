@@ -1,10 +1,13 @@
-"""REORG ... APPLY (PURGE): rewrite the files whose deletion vectors hide rows.
+"""REORG ... APPLY (PURGE): rewrite the files that hold data the table no longer shows.
 
-delta-spark's ``REORG TABLE t APPLY (PURGE)`` rewrites every file that
-carries a deletion vector, so the deleted rows are gone from the data files
-(for compliance, or to spare readers the vectors). Here
-``min_deleted_ratio`` picks the files: those whose vector hides more than
-that share of their rows (default 0: every file with a vector).
+As delta-spark's ``REORG TABLE t APPLY (PURGE)`` does, it rewrites every
+file that carries a deletion vector, so the deleted rows are gone from the
+data files (for compliance, or to spare readers the vectors), and every file
+that holds a column the table's schema does not name: a column dropped
+under column mapping, or the ``_change_type`` that delta-spark's DML writes
+into data files on tables with the change data feed. ``min_deleted_ratio``
+narrows the files with vectors: those whose vector hides more than that
+share of their rows (default 0: every file with a vector).
 
 The rewrite changes no row: the new files are added and the old ones
 removed with ``dataChange=false``, as delta-spark's OPTIMIZE-style commits
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -26,11 +30,16 @@ from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+from airflow_delta_provider.delta.partitions import decode_path
+from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features.row_tracking import materialized_columns
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
 OPERATION = "REORG"
+#: Footers read at once when looking for files with extra columns.
+FOOTER_READERS = 16
 
 
 def run_reorg_purge(
@@ -54,7 +63,8 @@ def run_reorg_purge(
     snapshot = target.snapshot()
     parameters = {"predicate": json.dumps([]), "applyPurge": True}
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
-    purged = [f for f in snapshot.files if _hides_more_than(f, float(min_deleted_ratio))]
+    extra = _files_with_extra_columns(target, snapshot)
+    purged = [f for f in snapshot.files if f.path in extra or _hides_more_than(f, float(min_deleted_ratio))]
     if not purged:
         return CommandResult(table, OPERATION, None, _metrics([], [], started))
     mode = resolve_io(spark, target.storage.location, io)
@@ -92,6 +102,22 @@ def check_rows_kept(operation: str, rewritten: list[AddFile], adds: list[AddFile
             f"internal error: {operation} wrote {written} rows where the files it rewrote hold {sum(known)} live "
             "rows; nothing is committed"
         )
+
+
+def _files_with_extra_columns(target: DeltaTable, snapshot: Snapshot) -> set[str]:
+    """The paths of the files whose footer names a top-level column that the table's physical schema
+    (and its materialized row-tracking columns) do not: delta-spark's ``fileHasExtraColumns``."""
+    import pyarrow.parquet as pq
+
+    known = {f["name"].lower() for f in snapshot.column_mapping.physical_schema()["fields"]}
+    known.update(name.lower() for name in materialized_columns(snapshot.metadata) or ())
+
+    def extra(f: AddFile) -> bool:
+        with target.storage.open_input_file(decode_path(f.path)) as fh:
+            return any(name.lower() not in known for name in pq.read_schema(fh).names)
+
+    with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:  # footer reads wait on storage
+        return {f.path for f, has in zip(snapshot.files, pool.map(extra, snapshot.files), strict=True) if has}
 
 
 def _hides_more_than(f: AddFile, ratio: float) -> bool:

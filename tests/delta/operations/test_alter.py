@@ -73,7 +73,9 @@ def _data_files(table: DeltaTable) -> list[str]:
 
 def _last_commit_info(table: DeltaTable) -> dict:
     version = table.latest_version()
-    text = (Path(table.snapshot().table_root.removeprefix("file://")) / "_delta_log" / f"{version:020d}.json").read_text()
+    text = (
+        Path(table.snapshot().table_root.removeprefix("file://")) / "_delta_log" / f"{version:020d}.json"
+    ).read_text()
     return next(json.loads(line)["commitInfo"] for line in text.splitlines() if '"commitInfo"' in line)
 
 
@@ -95,8 +97,11 @@ def test_rename_with_mapping_turned_on_is_metadata_only_and_readers_follow(plain
     info = _last_commit_info(plain_table)
     assert info["operation"] == "RENAME COLUMN"
     assert info["operationParameters"] == {"oldColumnPath": "name", "newColumnPath": "label"}
-    expected = [{"id": 1, "label": "a", "s": {"x": 1}, "p": "x"}, {"id": 2, "label": "b", "s": {"x": 2}, "p": "x"},
-                {"id": 3, "label": None, "s": {"x": 3}, "p": "y"}]
+    expected = [
+        {"id": 1, "label": "a", "s": {"x": 1}, "p": "x"},
+        {"id": 2, "label": "b", "s": {"x": 2}, "p": "x"},
+        {"id": 3, "label": None, "s": {"x": 3}, "p": "y"},
+    ]
     for got in [snapshot_rows(snap), *_oracles(str(plain_table.snapshot().table_root), duckdb_delta)]:
         assert _rows(got.select(["id", "label", "s", "p"])) == _rows(pa.Table.from_pylist(expected))
 
@@ -158,13 +163,35 @@ def test_add_columns_top_level_and_nested_without_mapping(plain_table, duckdb_de
     alter_table(plain_table, change)
     snap = plain_table.snapshot()
     assert snap.column_mapping.mode == "none"
-    assert snap.schema["fields"][-1] == {"name": "score", "type": "double", "nullable": True, "metadata": {"comment": "points"}}
+    assert snap.schema["fields"][-1] == {
+        "name": "score",
+        "type": "double",
+        "nullable": True,
+        "metadata": {"comment": "points"},
+    }
     assert [f["name"] for f in snap.schema["fields"][2]["type"]["fields"]] == ["x", "y"]
     for got in _oracles(str(snap.table_root), duckdb_delta):
         assert {r["score"] for r in got.to_pylist()} == {None}
         assert {r["s"]["y"] for r in got.to_pylist()} == {None}
     with pytest.raises(InvalidInputError, match="invalid column name"):
         alter_table(plain_table, AddColumns((NewColumn("a b", "long"),)))  # needs mapping for a space
+
+
+def test_add_columns_records_its_columns_as_delta_spark_does():
+    """DESCRIBE HISTORY's ``columns``: each column's full path as its name and the type's name, no more."""
+    change = AddColumns(
+        (
+            NewColumn("score", "double"),
+            NewColumn(
+                "s.y",
+                {"type": "struct", "fields": [{"name": "z", "type": "integer", "nullable": True, "metadata": {}}]},
+            ),
+        )
+    )
+    assert json.loads(change.parameters()["columns"]) == [
+        {"column": {"name": "score", "type": "double", "nullable": True, "metadata": {}}},
+        {"column": {"name": "s.y", "type": "struct", "nullable": True, "metadata": {}}},
+    ]
 
 
 def test_comment_and_nullability_changes(tmp_path, data_file, new_table):
@@ -184,7 +211,10 @@ def test_properties_set_and_unset(plain_table):
     assert plain_table.snapshot().configuration == {"delta.appendOnly": "true", "owner": "team-a"}
     alter_table(plain_table, UnsetProperties(("owner", "absent"), if_exists=True))
     assert plain_table.snapshot().configuration == {"delta.appendOnly": "true"}
-    assert _last_commit_info(plain_table)["operationParameters"] == {"properties": '["owner", "absent"]', "ifExists": True}
+    assert _last_commit_info(plain_table)["operationParameters"] == {
+        "properties": '["owner", "absent"]',
+        "ifExists": True,
+    }
     with pytest.raises(InvalidInputError, match="changes nothing"):
         alter_table(plain_table, SetProperties({"delta.appendOnly": "true"}))
 
@@ -224,7 +254,13 @@ def test_a_concurrent_append_does_not_stop_a_schema_change(plain_table, data_fil
 
 @pytest.mark.parametrize(
     ("text", "path"),
-    [("a", ("a",)), ("a.b", ("a", "b")), ("`a.b`.c", ("a.b", "c")), ("`we``ird`", ("we`ird",)), (" a . b ", ("a", "b"))],
+    [
+        ("a", ("a",)),
+        ("a.b", ("a", "b")),
+        ("`a.b`.c", ("a.b", "c")),
+        ("`we``ird`", ("we`ird",)),
+        (" a . b ", ("a", "b")),
+    ],
 )
 def test_column_paths(text, path):
     assert parse_column_path(text) == path
@@ -240,8 +276,13 @@ def test_changes_from_json():
     assert change_from_json({"rename_column": {"column": "a", "to": "b"}}) == RenameColumn("a", "b")
     assert change_from_json({"unset_properties": ["k"], "if_exists": True}) == UnsetProperties(("k",), True)
     assert change_from_json({"add_columns": [{"name": "c", "type": "long"}]}) == AddColumns((NewColumn("c", "long"),))
-    for bad in ({}, {"rename_column": {"column": "a"}}, {"drop_columns": "a"}, {"add_columns": [{"name": "c"}]},
-                {"rename_column": {"column": "a", "to": "b"}, "drop_columns": ["a"]}):
+    for bad in (
+        {},
+        {"rename_column": {"column": "a"}},
+        {"drop_columns": "a"},
+        {"add_columns": [{"name": "c"}]},
+        {"rename_column": {"column": "a", "to": "b"}, "drop_columns": ["a"]},
+    ):
         with pytest.raises(InvalidInputError):
             change_from_json(bad)
 
@@ -262,9 +303,17 @@ def test_turning_mapping_off_is_refused_as_a_mode_change(plain_table):
 def test_a_new_column_brings_no_mapping_metadata_of_its_own(plain_table, duckdb_delta):
     """Ids and physical names inside a given type are the table's to give:
     a stale physical name would later point readers at a column no file has."""
-    nested = {"type": "struct", "fields": [
-        {"name": "q", "type": "long", "nullable": True,
-         "metadata": {cm.PHYSICAL_NAME_KEY: "zzz", cm.ID_KEY: 99, "comment": "kept"}}]}
+    nested = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "q",
+                "type": "long",
+                "nullable": True,
+                "metadata": {cm.PHYSICAL_NAME_KEY: "zzz", cm.ID_KEY: 99, "comment": "kept"},
+            }
+        ],
+    }
     alter_table(plain_table, AddColumns((NewColumn("t", nested),)))
     added = plain_table.snapshot().schema["fields"][-1]["type"]["fields"][0]
     assert added["metadata"] == {"comment": "kept"}
@@ -301,11 +350,18 @@ def test_a_mode_the_protocol_does_not_support_is_not_honoured(tmp_path):
     log = tmp_path / "odd" / "_delta_log"
     log.mkdir(parents=True)
     schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
-    metadata = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": json.dumps(schema),
-                "partitionColumns": [], "configuration": {cm.MODE_KEY: "name"}}
+    metadata = {
+        "id": "x",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": [],
+        "configuration": {cm.MODE_KEY: "name"},
+    }
     (log / f"{0:020d}.json").write_text(
-        json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}) + "\n"
-        + json.dumps({"metaData": metadata}) + "\n"
+        json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}})
+        + "\n"
+        + json.dumps({"metaData": metadata})
+        + "\n"
     )
     assert DeltaTable(str(tmp_path / "odd")).snapshot().column_mapping.mode == "none"
 
@@ -314,10 +370,14 @@ def test_constraints_are_found_by_name_whatever_its_case_and_guard_their_columns
     from airflow_delta_provider.delta.actions.model import Metadata as Md
     from airflow_delta_provider.delta.operations.alter import AddConstraint, DropColumns, DropConstraint, plan
 
-    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},' \
-        '{"name":"s","type":{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}},' \
+    schema = (
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
+        '{"name":"s","type":{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}},'
         '{"name":"y","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}'
-    md = Md.new(schema, (), {"delta.constraints.MyCheck": "s.x > 0", "delta.columnMapping.mode": "name"}, created_time=0)
+    )
+    md = Md.new(
+        schema, (), {"delta.constraints.MyCheck": "s.x > 0", "delta.columnMapping.mode": "name"}, created_time=0
+    )
     with pytest.raises(InvalidInputError, match="already exists"):
         AddConstraint("mycheck", "id > 0").apply(md)
     assert "delta.constraints.MyCheck" not in DropConstraint("MYCHECK").apply(md).configuration
@@ -338,7 +398,9 @@ def test_a_column_an_invariant_reads_cannot_be_dropped_or_renamed():
         {"name": "other", "type": "long", "nullable": True, "metadata": {"delta.invariants": invariant("not sql (")}},
         {"name": "note", "type": "string", "nullable": True, "metadata": {}},
     ]
-    md = Md.new(json.dumps({"type": "struct", "fields": fields}), (), {"delta.columnMapping.mode": "name"}, created_time=0)
+    md = Md.new(
+        json.dumps({"type": "struct", "fields": fields}), (), {"delta.columnMapping.mode": "name"}, created_time=0
+    )
     for change in (DropColumns(("id",)), RenameColumn("id", "key")):
         with pytest.raises(InvalidInputError, match="invariants of amount use it"):
             plan(md, change)
