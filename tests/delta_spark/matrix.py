@@ -221,11 +221,12 @@ def outcome(oracle: Any, path: str, feature: Feature, since: int) -> Outcome:
     # they are compared by what they must be, in ``identity``, and left out of ``rows``.
     names = [c for c in dict.fromkeys(columns) if c not in ("var", "ident")] + ["var"] * ("var" in columns)
     data = ", ".join("to_json(var) AS var" if c == "var" else c for c in names)
-    rows = sorted(tuple(r) for r in oracle.sql(f"SELECT {data} FROM {t}"))
+    read = oracle.sql(f"SELECT {data}" + (", ident" if "ident" in columns else "") + f" FROM {t}")
+    rows = sorted(tuple(r)[: len(names)] for r in read)
     identity = None
     if "ident" in columns:
         (old_max,) = oracle.sql(f"SELECT max(ident) FROM {t} VERSION AS OF {since}")[0]
-        pairs = [(r.id, r.ident) for r in oracle.sql(f"SELECT id, ident FROM {t}")]
+        pairs = [(r.id, r.ident) for r in read]
         values = [v for _, v in pairs]
         identity = (len(set(values)) == len(values), sorted(p for p in pairs if p[1] <= old_max))
     changes = None
