@@ -1,10 +1,11 @@
 """delta_asset_events: a DAG scheduled by the table itself.
 
 An asset watcher runs :class:`DeltaTableEventTrigger` in the triggerer. It
-polls ``_delta_log`` and emits one asset event per new table version, with
-the version in the event's ``extra``; each event schedules one run of this
-DAG. It needs a running triggerer and scheduler (``airflow standalone``),
-and fires only while this DAG is unpaused.
+polls ``_delta_log`` and, when a poll finds new versions that change data,
+emits one asset event listing them (``extra["payload"]["versions"]``); an
+OPTIMIZE or a VACUUM schedules nothing. It needs a running triggerer and
+scheduler (``airflow standalone``), and fires only while this DAG is
+unpaused.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ orders = Asset(
 
 with DAG(
     dag_id="delta_asset_events",
-    description="Runs once per new version of the orders table (event-driven scheduling)",
+    description="Runs when new versions of the orders table change data (event-driven scheduling)",
     schedule=[orders],
     catchup=False,
     tags=["delta", "example"],

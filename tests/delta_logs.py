@@ -25,8 +25,21 @@ def commit_path(root: Path, version: int) -> Path:
     return Path(root) / "_delta_log" / f"{version:020d}.json"
 
 
-def write_commit(root: Path, version: int, operation: str | None = None) -> int:
-    """Write commit ``version`` (must be new); returns its commitInfo timestamp."""
+#: The schema of a table partitioned by ``ds`` (``partition_value`` given at version 0).
+PARTITIONED_SCHEMA = {
+    "type": "struct",
+    "fields": [*SCHEMA["fields"], {"name": "ds", "type": "string", "nullable": True, "metadata": {}}],
+}
+
+
+def write_commit(
+    root: Path, version: int, operation: str | None = None, *, partition_value: str | None = None
+) -> int:
+    """Write commit ``version`` (must be new); returns its commitInfo timestamp.
+
+    With ``partition_value``, the table is partitioned by ``ds`` (when this is
+    version 0) and the commit's file lies in partition ``ds=partition_value``.
+    """
     timestamp = BASE_TS + version * 1000
     operation = operation or ("CREATE TABLE" if version == 0 else "WRITE")
     lines: list[dict] = [
@@ -47,8 +60,8 @@ def write_commit(root: Path, version: int, operation: str | None = None) -> int:
                 "metaData": {
                     "id": str(uuid.UUID(int=2**64)),
                     "format": {"provider": "parquet", "options": {}},
-                    "schemaString": json.dumps(SCHEMA),
-                    "partitionColumns": [],
+                    "schemaString": json.dumps(SCHEMA if partition_value is None else PARTITIONED_SCHEMA),
+                    "partitionColumns": [] if partition_value is None else ["ds"],
                     "configuration": {},
                     "createdTime": BASE_TS,
                 }
@@ -58,7 +71,7 @@ def write_commit(root: Path, version: int, operation: str | None = None) -> int:
         {
             "add": {
                 "path": f"part-{version:05d}-{uuid.UUID(int=version)}-c000.snappy.parquet",
-                "partitionValues": {},
+                "partitionValues": {} if partition_value is None else {"ds": partition_value},
                 "size": 500,
                 "modificationTime": timestamp,
                 "dataChange": True,
@@ -82,15 +95,19 @@ def write_last_checkpoint(root: Path, version: int) -> None:
     path.write_text(json.dumps({"version": version, "size": version + 3}))
 
 
-def write_log(root: Path, versions: int, checkpoint_interval: int | None = 10) -> Path:
+def write_log(
+    root: Path, versions: int, checkpoint_interval: int | None = 10, *, partition_value: str | None = None
+) -> Path:
     """A table with versions ``0..versions-1``.
 
     With ``checkpoint_interval``, ``_last_checkpoint`` names the last multiple
     of it (as delta-spark's post-commit checkpoints would), when there is one.
+    With ``partition_value``, it is partitioned by ``ds`` and every file lies
+    in that partition.
     """
     root = Path(root)
     for version in range(versions):
-        write_commit(root, version)
+        write_commit(root, version, partition_value=partition_value)
     if checkpoint_interval and versions - 1 >= checkpoint_interval:
         write_last_checkpoint(root, (versions - 1) // checkpoint_interval * checkpoint_interval)
     return root

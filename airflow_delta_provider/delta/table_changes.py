@@ -132,7 +132,7 @@ def _commit_changes(
 ) -> list[ChangeFile]:
     cdc = [a for a in actions if isinstance(a, AddCDCFile)]
     if cdc:
-        return [ChangeFile(version, timestamp_ms, None, cdc_as_add(a)) for a in cdc]
+        return [ChangeFile(version, timestamp_ms, None, a.as_add()) for a in cdc]
     added = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
     removed = {a.path: a for a in actions if isinstance(a, RemoveFile) and a.data_change}
     out = []
@@ -176,17 +176,6 @@ def _vector_changes(
     return out
 
 
-def cdc_as_add(cdc: AddCDCFile) -> AddFile:
-    """A ``cdc`` file as an ``add`` a scan can read."""
-    return AddFile(
-        path=cdc.path,
-        partition_values=dict(cdc.partition_values),
-        size=cdc.size,
-        modification_time=0,
-        data_change=False,
-    )
-
-
 def _removed_as_add(version: int, remove: RemoveFile) -> AddFile:
     """A removed file as the ``add`` it was (its partition values and deletion vector)."""
     if remove.partition_values is None:
@@ -194,15 +183,7 @@ def _removed_as_add(version: int, remove: RemoveFile) -> AddFile:
             f"version {version} removes {remove.path} without its partition values (an old writer's "
             "tombstone): its deleted rows cannot be read"
         )
-    return AddFile(
-        path=remove.path,
-        partition_values=dict(remove.partition_values),
-        size=remove.size or 0,
-        modification_time=0,
-        data_change=True,
-        stats=remove.stats,
-        deletion_vector=remove.deletion_vector,
-    )
+    return remove.as_add()
 
 
 def read_summary(output: str, storage_options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
@@ -219,7 +200,6 @@ __all__ = [
     "SUMMARY_FILE",
     "ChangeFile",
     "ChangeRange",
-    "cdc_as_add",
     "changes_between",
     "read_summary",
 ]

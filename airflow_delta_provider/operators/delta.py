@@ -13,7 +13,10 @@ the Spark application parses back into the same request; a hook runs it:
 
 Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
-alone under the key ``version``.
+alone under the key ``version``. An operator that commits declares an asset
+alias for its table among its outlets, and after a commit emits an event on
+the table's asset whose ``extra`` is that result
+(:mod:`airflow_delta_provider.assets.events`).
 
 Importing this module imports neither pyspark, pyarrow nor OpenLineage; the
 OpenLineage methods import :mod:`airflow_delta_provider.lineage` when called.
@@ -30,6 +33,7 @@ from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_delta_provider import requests
+from airflow_delta_provider.assets.events import emit_commit_event, table_alias
 from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
@@ -101,6 +105,8 @@ class DeltaSparkOperator(BaseOperator):
     request_class: ClassVar[type[requests.OperationRequest]]
     #: The Spark CLI command this operator runs: its request's operation.
     operation: ClassVar[str]
+    #: Whether a run commits a table version (and then emits an asset event for the table).
+    commits_versions: ClassVar[bool] = True
 
     template_fields: Sequence[str] = ("table_path", "conf", "env_vars", "name")
     template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "env_vars": "json"}
@@ -159,6 +165,10 @@ class DeltaSparkOperator(BaseOperator):
         self.hook_params = dict(hook_params or {})
         self.debug = debug
         self.engine = engine
+        # Named after the path as written: the alias is declared before templates are rendered.
+        self._table_alias = table_alias(table_path) if self.commits_versions else None
+        if self._table_alias is not None:
+            self.outlets = [*self.outlets, self._table_alias]
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
 
@@ -242,8 +252,19 @@ class DeltaSparkOperator(BaseOperator):
                 result["metrics"],
             )
         ti.xcom_push(key=VERSION_XCOM_KEY, value=result["version"])
+        if self._table_alias is not None:
+            self._emit_asset_event(context, self._table_alias, result)
         self._committed = result
         return result
+
+    def _emit_asset_event(self, context: Context, alias: Any, result: DeltaOperationResult) -> None:
+        """After a commit, an event on the table's asset with the result as its ``extra``."""
+        from airflow_delta_provider.lineage.naming import needs_storage_options
+
+        options = self.hook.storage_options if needs_storage_options(self.table_path) else None
+        uri = emit_commit_event(context.get("outlet_events"), alias, self.table_path, result, options)
+        if uri is not None:
+            self.log.info("Asset event for %s: version %s", uri, result["version"])
 
     def on_kill(self) -> None:
         if "hook" in self.__dict__:
@@ -529,6 +550,7 @@ class DeltaCheckpointOperator(DeltaSparkOperator):
     """
 
     request_class = requests.CheckpointRequest
+    commits_versions = False
 
     def __init__(self, *, cleanup_logs: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -636,6 +658,7 @@ class DeltaChangesOperator(DeltaSparkOperator):
     """
 
     request_class = requests.ChangesRequest
+    commits_versions = False
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "start_version",

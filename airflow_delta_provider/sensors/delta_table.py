@@ -1,8 +1,10 @@
-"""A sensor that waits for a new version of a Delta table.
+"""Sensors that wait for a Delta table: a new version, or a partition's data.
 
-It reads ``_delta_log`` directly through the core (no Spark, no JVM), and a
-poke costs a fixed number of log-store calls however long the log is: see
-:class:`~airflow_delta_provider.delta.log.version_probe.VersionProbe`.
+They read ``_delta_log`` directly through the core (no Spark, no JVM), and a
+poke costs a fixed number of log-store calls however long the log is, plus
+one read of each commit that is new since the last poke: see
+:class:`~airflow_delta_provider.delta.log.version_probe.VersionProbe` and
+:mod:`airflow_delta_provider.delta.watch`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 from airflow_delta_provider.triggers.delta_table import (
+    DeltaPartitionTrigger,
     DeltaTableVersionTrigger,
+    Partition,
+    fired_result,
     missing_table_message,
     open_probe,
+    open_watch,
     poll_once,
 )
 
@@ -24,47 +30,67 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_delta_provider.delta.log.version_probe import VersionProbe
+    from airflow_delta_provider.delta.watch.commit_watch import CommitWatch
+    from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
 
 #: Where a reschedule-mode sensor keeps the baseline it captured, across pokes.
 BASELINE_STATE_KEY = "delta_baseline_version"
+#: ... the last version it has read, and the versions its filters skipped.
+CURSOR_STATE_KEY = "delta_cursor_version"
+SKIPPED_STATE_KEY = "delta_skipped_versions"
 
 
 class DeltaTableVersionSensor(BaseSensorOperator):
-    """Wait until a Delta table has a version newer than ``after_version``.
+    """Wait until a Delta table has a version newer than ``after_version`` that
+    changes data (or passes the filters given).
 
-    The sensor succeeds with the table's **latest** version at the moment it
-    sees a change, as Databricks' ``DatabricksDeltaTableVersionSensor`` does
-    with ``DESCRIBE HISTORY ... LIMIT 1``: a downstream task that reads
-    ``VERSION AS OF`` that version sees every change up to the moment of the
-    check, and the next run's ``after_version`` skips what was already seen.
-    Every version in between is in the table's history for tasks that need
-    them one by one (or use
-    :class:`~airflow_delta_provider.triggers.delta_table.DeltaTableEventTrigger`,
-    which fires once per version).
+    By default only commits that add or remove rows count (see
+    :class:`~airflow_delta_provider.delta.watch.commit_filter.CommitFilter`):
+    OPTIMIZE, both commits of a VACUUM, REORG ... PURGE and metadata-only
+    commits change no row, and a downstream DAG has nothing new to read after
+    them. ``data_changes_only=False`` counts every commit, as earlier releases did.
 
-    The return value (XCom ``return_value``) is ``{"version",
-    "baseline_version", "table", "timestamp", "operation"}``, where
-    ``timestamp`` (milliseconds since the epoch) and ``operation`` come from
-    that version's ``commitInfo``. The same dict is set as the ``extra`` of the
-    task's outlet asset events, when it has outlets.
+    The sensor succeeds with the **newest** version that passed, among the
+    versions committed up to the moment of the check, as Databricks'
+    ``DatabricksDeltaTableVersionSensor`` does with ``DESCRIBE HISTORY ...
+    LIMIT 1``: a downstream task that reads ``VERSION AS OF`` that version sees
+    every change up to it, and the next run's ``after_version`` skips what was
+    already seen.
+
+    The return value (XCom ``return_value``) is ``{"version", "timestamp",
+    "operation", "versions", "skipped_versions", "baseline_version",
+    "table"}``: ``timestamp`` (milliseconds since the epoch) and
+    ``operation`` come from that version's ``commitInfo``; ``versions`` lists
+    every version since the baseline that passed the filters and
+    ``skipped_versions`` those that did not. The same dict is set as the
+    ``extra`` of the task's outlet asset events, when it has outlets.
 
     :param table_path: The table root: a path or a ``file://``, ``s3://``,
         ``abfss://``/``az://`` or ``gs://`` URI. Templated.
     :param after_version: Wait for a version greater than this one. Templated,
         so it can come from an XCom, e.g. ``"{{ ti.xcom_pull('update')['version'] }}"``.
-        -1 waits for any version, that is for the table to exist. When absent,
-        the baseline is the latest version at the first poke.
+        -1 waits for any version, that is for the table to exist (and, with
+        ``data_changes_only``, to hold data). When absent, the baseline is the
+        latest version at the first poke.
     :param wait_for_creation: Keep waiting while the table does not exist,
         instead of failing at once with ``TableNotFoundError``.
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection with the store's credentials;
         None uses each cloud's own chain. A deferred trigger carries the id only.
+    :param data_changes_only: Count only commits that add or remove rows
+        (``dataChange`` files, or change-data files). Default True.
+    :param operations: Count only commits whose ``commitInfo.operation`` is one
+        of these, e.g. ``["WRITE", "MERGE"]``. Templated.
+    :param partition: Count only commits that add or remove files of a
+        matching partition: a mapping of partition values such as
+        ``{"ds": "{{ ds }}"}``, or a SQL predicate over partition columns.
+        Templated.
     :param deferrable: Wait in the triggerer with
         :class:`~airflow_delta_provider.triggers.delta_table.DeltaTableVersionTrigger`,
         freeing the worker slot. Defaults to ``[operators] default_deferrable``.
     """
 
-    template_fields: Sequence[str] = ("table_path", "after_version")
+    template_fields: Sequence[str] = ("table_path", "after_version", "operations", "partition")
     ui_color = "#00add4"
 
     def __init__(
@@ -74,6 +100,9 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         after_version: int | str | None = None,
         wait_for_creation: bool = False,
         storage_conn_id: str | None = None,
+        data_changes_only: bool = True,
+        operations: list[str] | None = None,
+        partition: Partition | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
@@ -82,8 +111,12 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         self.storage_conn_id = storage_conn_id
         self.after_version = after_version
         self.wait_for_creation = wait_for_creation
+        self.data_changes_only = data_changes_only
+        self.operations = operations
+        self.partition = partition
         self.deferrable = deferrable
         self._baseline: int | None = None
+        self._watch: CommitWatch | None = None
         self._table_seen = False
         # The version the sensor succeeded with, for get_openlineage_facets_on_complete.
         self._seen_version: int | None = None
@@ -99,20 +132,54 @@ class DeltaTableVersionSensor(BaseSensorOperator):
             if is_latest:
                 # The baseline was just read as the latest version.
                 return PokeReturnValue(is_done=False)
-        info, self._table_seen = poll_once(
-            probe,
-            self._baseline,
-            table_seen=self._table_seen,
-            wait_for_creation=self.wait_for_creation,
+        watch = self._watch or self._open_watch(probe, context)
+        fired, self._table_seen = poll_once(
+            watch, table_seen=self._table_seen, wait_for_creation=self.wait_for_creation
         )
-        if info is None:
-            self.log.info("No version of %s after %s yet", self.table_path, self._baseline)
+        if fired is None:
+            self._store_progress(context, watch)
+            if watch.skipped:
+                self.log.info(
+                    "No version of %s after %s passes the filters yet (read up to %s, skipped %s)",
+                    self.table_path,
+                    self._baseline,
+                    watch.cursor,
+                    len(watch.skipped),
+                )
+            else:
+                self.log.info("No version of %s after %s yet", self.table_path, self._baseline)
             return PokeReturnValue(is_done=False)
-        self.log.info("%s has version %s (after %s)", self.table_path, info.version, self._baseline)
-        result = {**info.to_dict(), "baseline_version": self._baseline, "table": self.table_path}
-        self._seen_version = info.version
+        self.log.info("%s has version %s (after %s)", self.table_path, fired.last.version, self._baseline)
+        result = fired_result(fired, self._baseline, self.table_path)
+        self._seen_version = fired.last.version
         self._set_outlet_extra(context, result)
         return PokeReturnValue(is_done=True, xcom_value=result)
+
+    def _open_watch(self, probe: VersionProbe, context: Context) -> CommitWatch:
+        """The watch from the baseline, or from where an earlier poke of a
+        reschedule-mode sensor stopped."""
+        assert self._baseline is not None
+        cursor, skipped = self._baseline, []
+        if self.reschedule and "task_state_store" in context:
+            store = context["task_state_store"]
+            stored_cursor = store.get(CURSOR_STATE_KEY)
+            if stored_cursor is not None:
+                cursor = int(stored_cursor)
+                skipped = [int(v) for v in store.get(SKIPPED_STATE_KEY) or []]
+        self._watch = open_watch(
+            probe,
+            cursor,
+            data_changes_only=self.data_changes_only,
+            operations=self.operations,
+            partition=self.partition,
+            skipped=skipped,
+        )
+        return self._watch
+
+    def _store_progress(self, context: Context, watch: CommitWatch) -> None:
+        if self.reschedule and "task_state_store" in context and watch.cursor != self._baseline:
+            context["task_state_store"].set(CURSOR_STATE_KEY, watch.cursor)
+            context["task_state_store"].set(SKIPPED_STATE_KEY, list(watch.skipped))
 
     def _initial_baseline(self, probe: VersionProbe, context: Context) -> tuple[int, bool]:
         """The baseline, and whether it was just read as the latest version."""
@@ -169,13 +236,19 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         if first.is_done:
             return first.xcom_value
         assert self._baseline is not None  # set by poke
+        watch = self._watch
         self.defer(
             trigger=DeltaTableVersionTrigger(
                 table_path=self.table_path,
-                after_version=self._baseline,
+                after_version=watch.cursor if watch else self._baseline,
+                baseline_version=self._baseline,
+                skipped_versions=list(watch.skipped) if watch else None,
                 poll_interval=self.poke_interval,
                 wait_for_creation=self.wait_for_creation,
                 storage_conn_id=self.storage_conn_id,
+                data_changes_only=self.data_changes_only,
+                operations=self.operations,
+                partition=self.partition,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),
@@ -183,9 +256,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: return its result or raise its error."""
-        if event.get("status") != "success":
-            raise _trigger_error(event)
-        result = {k: v for k, v in event.items() if k != "status"}
+        result = _event_result(event)
         self.log.info("%s has version %s", self.table_path, result["version"])
         self._seen_version = result["version"]
         self._set_outlet_extra(context, result)
@@ -208,6 +279,135 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         return sensor_lineage(self.table_path, version, lambda: storage_settings(self.storage_conn_id))
 
 
+class DeltaPartitionSensor(BaseSensorOperator):
+    """Wait until a partition of a Delta table holds live data.
+
+    As Databricks' ``DatabricksPartitionSensor``, and answered from the log
+    alone, with no JVM: the first poke reads the snapshot and keeps the
+    partition's live files, later pokes read only the new commits (see
+    :class:`~airflow_delta_provider.delta.watch.partition_watch.PartitionWatch`).
+    A reschedule-mode sensor is a new object at each poke, so each of its
+    pokes reads the snapshot again; prefer ``poke`` mode or ``deferrable``.
+
+    The return value is ``{"version", "num_files", "num_records",
+    "partition", "table"}``: the version at which the sensor saw the
+    partition ready (at the first poke, the latest version then; after it,
+    the first new version that made it ready), with the partition's live
+    files and rows at that version.
+
+    :param table_path: The table root: a path or a URI. Templated.
+    :param partition: The partition: a mapping of partition values such as
+        ``{"ds": "{{ ds }}"}``, or a SQL predicate over partition columns.
+        Templated.
+    :param min_records: Also wait until the partition holds at least this
+        many rows, counted from the files' ``numRecords`` stats minus the rows
+        their deletion vectors hide. Templated.
+    :param wait_for_creation: Keep waiting while the table does not exist.
+    :param storage_conn_id: The store's connection (None: the cloud's own chain).
+    :param deferrable: Wait in the triggerer with
+        :class:`~airflow_delta_provider.triggers.delta_table.DeltaPartitionTrigger`.
+    """
+
+    template_fields: Sequence[str] = ("table_path", "partition", "min_records")
+    ui_color = "#00add4"
+
+    def __init__(
+        self,
+        *,
+        table_path: str,
+        partition: Partition,
+        min_records: int | str | None = None,
+        wait_for_creation: bool = False,
+        storage_conn_id: str | None = None,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_path = table_path
+        self.partition = partition
+        self.min_records = min_records
+        self.wait_for_creation = wait_for_creation
+        self.storage_conn_id = storage_conn_id
+        self.deferrable = deferrable
+        self._watch: PartitionWatch | None = None
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_delta_provider.delta.errors import TableNotFoundError
+        from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
+        from airflow_delta_provider.utils.storage_connection import storage_settings
+
+        if self._watch is None:
+            probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
+            self._watch = PartitionWatch(probe, self.partition, _parse_min_records(self.min_records))
+        state = self._watch.poll()
+        if state is not None:
+            result = {**state.to_dict(), "partition": self.partition, "table": self.table_path}
+            self.log.info(
+                "Partition %s of %s is ready at version %s: %s files, %s rows",
+                self.partition,
+                self.table_path,
+                state.version,
+                state.num_files,
+                state.num_records,
+            )
+            return PokeReturnValue(is_done=True, xcom_value=result)
+        if self._watch.version is None:
+            if not self.wait_for_creation:
+                raise TableNotFoundError(missing_table_message(self.table_path))
+            self.log.info("%s does not exist yet; waiting for it", self.table_path)
+        else:
+            current = self._watch.state
+            self.log.info(
+                "Partition %s of %s is not ready at version %s (%s files, %s rows)",
+                self.partition,
+                self.table_path,
+                self._watch.version,
+                current.num_files if current else 0,
+                current.num_records if current else 0,
+            )
+        return PokeReturnValue(is_done=False)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        first = self.poke(context)  # fails fast on a bad partition or a missing table
+        if first.is_done:
+            return first.xcom_value
+        self.defer(
+            trigger=DeltaPartitionTrigger(
+                table_path=self.table_path,
+                partition=self.partition,
+                min_records=_parse_min_records(self.min_records),
+                poll_interval=self.poke_interval,
+                wait_for_creation=self.wait_for_creation,
+                storage_conn_id=self.storage_conn_id,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: return its result or raise its error."""
+        result = _event_result(event)
+        self.log.info("Partition %s of %s is ready at version %s", self.partition, self.table_path, result["version"])
+        return result
+
+
+def _parse_min_records(value: int | str | None) -> int | None:
+    """``min_records`` as an int; templated values arrive as strings."""
+    from airflow_delta_provider.delta.errors import InvalidInputError
+
+    if _absent(value):
+        return None
+    try:
+        count = int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"min_records must be a positive integer, got {value!r}") from None
+    if count < 1:
+        raise InvalidInputError(f"min_records must be a positive integer, got {count}")
+    return count
+
+
 def _absent(value: int | str | None) -> bool:
     """Whether ``after_version`` is unset. A template pulling the XCom of an
     operator that changed nothing renders ``None`` as the string "None"."""
@@ -227,13 +427,20 @@ def _parse_version(value: int | str) -> int:
     return version
 
 
+def _event_result(event: dict[str, Any]) -> dict[str, Any]:
+    """A trigger event's result without its status; raises the error it reports."""
+    if event.get("status") != "success":
+        raise _trigger_error(event)
+    return {k: v for k, v in event.items() if k != "status"}
+
+
 def _trigger_error(event: dict[str, Any]) -> Exception:
     """The exception a trigger error event stands for: a typed DeltaError when it names one."""
     from airflow.sdk.exceptions import AirflowException
 
     from airflow_delta_provider.delta import errors
 
-    message = event.get("message") or f"DeltaTableVersionTrigger failed: {event!r}"
+    message = event.get("message") or f"the trigger failed: {event!r}"
     cls = getattr(errors, str(event.get("error_type")), None)
     if isinstance(cls, type) and issubclass(cls, errors.DeltaError):
         return cls(message)

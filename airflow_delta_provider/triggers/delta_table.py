@@ -1,17 +1,25 @@
 """Triggers that wait for new versions of a Delta table.
 
-Two triggers, one probe:
+Three triggers, one probe:
 
 - :class:`DeltaTableVersionTrigger` backs the deferrable
   :class:`~airflow_delta_provider.sensors.delta_table.DeltaTableVersionSensor`:
-  it fires once, when a version newer than a baseline exists.
-- :class:`DeltaTableEventTrigger` backs an ``AssetWatcher``: it fires once per
-  new table version, in order, and keeps its watermark in the asset state store.
+  it fires once, when a version newer than a baseline passes its filters.
+- :class:`DeltaTableEventTrigger` backs an ``AssetWatcher``: it fires one
+  event per poll for the new versions that pass its filters, and keeps its
+  watermark in the asset state store.
+- :class:`DeltaPartitionTrigger` backs the deferrable
+  :class:`~airflow_delta_provider.sensors.delta_table.DeltaPartitionSensor`:
+  it fires once, when a partition holds live data.
 
-Both read ``_delta_log`` through the core's
+By default only commits that change data fire
+(:class:`~airflow_delta_provider.delta.watch.commit_filter.CommitFilter`):
+OPTIMIZE, VACUUM, REORG ... PURGE and metadata-only commits do not. They read
+``_delta_log`` through the core's
 :class:`~airflow_delta_provider.delta.log.version_probe.VersionProbe`, with its
 async methods (obstore's async API), so the triggerer's event loop never
-waits on storage; a steady poll costs one existence check. A
+waits on storage; a steady poll costs one existence check, and each new
+commit is read once. A
 ``storage_conn_id`` is resolved in the triggerer when the trigger runs: the
 serialized trigger holds the connection's id, never a secret.
 
@@ -22,16 +30,20 @@ this module is imported: DAG files that use these triggers must parse fast.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 if TYPE_CHECKING:
-    from airflow_delta_provider.delta.log.version_probe import VersionInfo, VersionProbe
+    from airflow_delta_provider.delta.log.version_probe import VersionProbe
+    from airflow_delta_provider.delta.watch.commit_watch import CommitWatch, Fired
 
 #: Key of the watermark that :class:`DeltaTableEventTrigger` keeps per asset.
 WATERMARK_KEY = "last_seen_version"
+
+#: A partition filter: partition values by column, or a SQL predicate over partition columns.
+Partition = Mapping[str, Any] | str
 
 
 def open_probe(table_path: str, storage_options: dict[str, str] | None = None) -> VersionProbe:
@@ -49,6 +61,25 @@ async def open_probe_async(table_path: str, storage_conn_id: str | None) -> Vers
     return await asyncio.to_thread(open_probe, table_path, settings)  # first import of the core
 
 
+def open_watch(
+    probe: VersionProbe,
+    after_version: int,
+    *,
+    data_changes_only: bool = True,
+    operations: Sequence[str] | None = None,
+    partition: Partition | None = None,
+    every_commit: bool = False,
+    skipped: Sequence[int] = (),
+) -> CommitWatch:
+    """A :class:`~airflow_delta_provider.delta.watch.commit_watch.CommitWatch`
+    with these filters; bad filters raise InvalidInputError here."""
+    from airflow_delta_provider.delta.watch.commit_filter import CommitFilter
+    from airflow_delta_provider.delta.watch.commit_watch import CommitWatch
+
+    commit_filter = CommitFilter.build(data_changes_only=data_changes_only, operations=operations, partition=partition)
+    return CommitWatch(probe, after_version, commit_filter, every_commit=every_commit, skipped=skipped)
+
+
 def missing_table_message(table_path: str) -> str:
     return (
         f"no Delta table at {table_path!r} (no commit in its _delta_log); "
@@ -56,52 +87,84 @@ def missing_table_message(table_path: str) -> str:
     )
 
 
-def poll_once(
-    probe: VersionProbe, after_version: int, *, table_seen: bool, wait_for_creation: bool
-) -> tuple[VersionInfo | None, bool]:
-    """One poke: the latest version if one is newer than ``after_version``.
+def fired_result(fired: Fired, baseline: int, table_path: str) -> dict[str, Any]:
+    """What a sensor returns and its trigger's event carries: the newest version
+    that passed the filters (with its ``timestamp`` and ``operation``), every
+    version that passed since the baseline, and those skipped by the filters."""
+    return {
+        **fired.last.to_dict(),
+        "versions": fired.versions,
+        "skipped_versions": list(fired.skipped),
+        "baseline_version": baseline,
+        "table": table_path,
+    }
 
-    Returns ``(info or None, table_seen)``. Existence is checked until the
+
+def poll_once(watch: CommitWatch, *, table_seen: bool, wait_for_creation: bool) -> tuple[Fired | None, bool]:
+    """One poke: the commits after the watch's cursor that pass its filters.
+
+    Returns ``(fired or None, table_seen)``. Existence is checked until the
     table has been seen once, so a steady poke costs one call. Raises
     TableNotFoundError for a missing table unless ``wait_for_creation``.
     """
     from airflow_delta_provider.delta.errors import TableNotFoundError
 
-    found = probe.newer_than(after_version)
-    if found is not None:
-        return probe.info(found), True
+    before = watch.cursor
+    fired = watch.poll()
+    if fired is not None or watch.cursor != before:
+        return fired, True
     if not table_seen:
-        if probe.table_exists(after_version):
+        if watch.probe.table_exists(before):
             table_seen = True
         elif not wait_for_creation:
-            raise TableNotFoundError(missing_table_message(probe.table_path))
+            raise TableNotFoundError(missing_table_message(watch.probe.table_path))
     return None, table_seen
 
 
 async def poll_once_async(
-    probe: VersionProbe, after_version: int, *, table_seen: bool, wait_for_creation: bool
-) -> tuple[VersionInfo | None, bool]:
+    watch: CommitWatch, *, table_seen: bool, wait_for_creation: bool
+) -> tuple[Fired | None, bool]:
     """:func:`poll_once` through the probe's async methods."""
     from airflow_delta_provider.delta.errors import TableNotFoundError
 
-    found = await probe.newer_than_async(after_version)
-    if found is not None:
-        return await probe.info_async(found), True
+    before = watch.cursor
+    fired = await watch.poll_async()
+    if fired is not None or watch.cursor != before:
+        return fired, True
     if not table_seen:
-        if await probe.table_exists_async(after_version):
+        if await watch.probe.table_exists_async(before):
             table_seen = True
         elif not wait_for_creation:
-            raise TableNotFoundError(missing_table_message(probe.table_path))
+            raise TableNotFoundError(missing_table_message(watch.probe.table_path))
     return None, table_seen
 
 
-class DeltaTableVersionTrigger(BaseTrigger):
-    """Fire once when a version newer than ``after_version`` exists.
+class _Serialized:
+    """``serialize()`` from the names of the constructor's arguments, each kept
+    as an attribute of the same name (the triggerer re-creates the trigger
+    from them)."""
 
-    The event payload is ``{"status": "success", "version", "baseline_version",
-    "table", "timestamp", "operation"}``, ``version`` being the latest version
-    at that moment; or ``{"status": "error", "error_type", "message", "table"}``
-    when the table is missing (and ``wait_for_creation`` is off) or unreadable.
+    serialized_fields: tuple[str, ...] = ()
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {name: getattr(self, name) for name in self.serialized_fields},
+        )
+
+
+def error_event(exc: Exception, table_path: str) -> TriggerEvent:
+    return TriggerEvent({"status": "error", "error_type": type(exc).__name__, "message": str(exc), "table": table_path})
+
+
+class DeltaTableVersionTrigger(_Serialized, BaseTrigger):
+    """Fire once when a version newer than ``after_version`` passes the filters.
+
+    The event payload is ``{"status": "success", "version", "timestamp",
+    "operation", "versions", "skipped_versions", "baseline_version",
+    "table"}`` (see :func:`fired_result`); or ``{"status": "error",
+    "error_type", "message", "table"}`` when the table is missing (and
+    ``wait_for_creation`` is off), unreadable, or a filter is invalid.
 
     :param table_path: The table root: a path or a ``file://``, ``s3://``,
         ``abfss://``/``az://`` or ``gs://`` URI.
@@ -109,7 +172,29 @@ class DeltaTableVersionTrigger(BaseTrigger):
     :param poll_interval: Seconds between two probes.
     :param wait_for_creation: Keep waiting while the table does not exist.
     :param storage_conn_id: The store's connection (None: the cloud's own chain).
+    :param data_changes_only: Fire only for commits that add or remove rows
+        (the default); False fires for every commit.
+    :param operations: Fire only for these ``commitInfo.operation`` values.
+    :param partition: Fire only for commits that change files in a matching
+        partition: a mapping of partition values, or a SQL predicate over
+        partition columns.
+    :param baseline_version: The baseline to report, when the sensor already
+        read past it (``after_version`` is then where it stopped reading).
+    :param skipped_versions: Versions the sensor's filters already skipped.
     """
+
+    serialized_fields = (
+        "table_path",
+        "after_version",
+        "poll_interval",
+        "wait_for_creation",
+        "storage_conn_id",
+        "data_changes_only",
+        "operations",
+        "partition",
+        "baseline_version",
+        "skipped_versions",
+    )
 
     def __init__(
         self,
@@ -118,6 +203,11 @@ class DeltaTableVersionTrigger(BaseTrigger):
         poll_interval: float = 60.0,
         wait_for_creation: bool = False,
         storage_conn_id: str | None = None,
+        data_changes_only: bool = True,
+        operations: Sequence[str] | None = None,
+        partition: Partition | None = None,
+        baseline_version: int | None = None,
+        skipped_versions: Sequence[int] | None = None,
     ) -> None:
         super().__init__()
         self.table_path = table_path
@@ -125,69 +215,130 @@ class DeltaTableVersionTrigger(BaseTrigger):
         self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
         self.storage_conn_id = storage_conn_id
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "table_path": self.table_path,
-                "after_version": self.after_version,
-                "poll_interval": self.poll_interval,
-                "wait_for_creation": self.wait_for_creation,
-                "storage_conn_id": self.storage_conn_id,
-            },
-        )
+        self.data_changes_only = data_changes_only
+        self.operations = list(operations) if operations is not None else None
+        self.partition = partition
+        self.baseline_version = after_version if baseline_version is None else baseline_version
+        self.skipped_versions = list(skipped_versions or [])
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_delta_provider.delta.errors import DeltaError
 
         try:
             probe = await open_probe_async(self.table_path, self.storage_conn_id)
+            watch = open_watch(
+                probe,
+                self.after_version,
+                data_changes_only=self.data_changes_only,
+                operations=self.operations,
+                partition=self.partition,
+                skipped=self.skipped_versions,
+            )
             table_seen = False
             while True:
-                info, table_seen = await poll_once_async(
-                    probe,
-                    self.after_version,
-                    table_seen=table_seen,
-                    wait_for_creation=self.wait_for_creation,
+                fired, table_seen = await poll_once_async(
+                    watch, table_seen=table_seen, wait_for_creation=self.wait_for_creation
                 )
-                if info is not None:
-                    self.log.info("Delta table %s has version %s", self.table_path, info.version)
+                if fired is not None:
+                    self.log.info("Delta table %s has version %s", self.table_path, fired.last.version)
                     yield TriggerEvent(
-                        {
-                            "status": "success",
-                            **info.to_dict(),
-                            "baseline_version": self.after_version,
-                            "table": self.table_path,
-                        }
+                        {"status": "success", **fired_result(fired, self.baseline_version, self.table_path)}
                     )
                     return
                 await asyncio.sleep(self.poll_interval)
         except (DeltaError, OSError) as exc:
-            yield TriggerEvent(
-                {
-                    "status": "error",
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                    "table": self.table_path,
-                }
-            )
+            yield error_event(exc, self.table_path)
 
 
-class DeltaTableEventTrigger(BaseEventTrigger):
-    """Fire once per new version of a Delta table, for event-driven scheduling.
+class DeltaPartitionTrigger(_Serialized, BaseTrigger):
+    """Fire once when a partition holds live data (at least ``min_records`` rows).
+
+    The event payload is ``{"status": "success", "version", "num_files",
+    "num_records", "partition", "table"}``, or an error event as
+    :class:`DeltaTableVersionTrigger`'s. See
+    :class:`~airflow_delta_provider.delta.watch.partition_watch.PartitionWatch`:
+    the first probe reads the snapshot, later ones only the new commits.
+
+    :param table_path: The table root.
+    :param partition: A mapping of partition values, or a SQL predicate over
+        partition columns.
+    :param min_records: Rows the partition must hold, from ``numRecords`` stats.
+    :param poll_interval: Seconds between two probes.
+    :param wait_for_creation: Keep waiting while the table does not exist.
+    :param storage_conn_id: The store's connection (None: the cloud's own chain).
+    """
+
+    serialized_fields = (
+        "table_path",
+        "partition",
+        "min_records",
+        "poll_interval",
+        "wait_for_creation",
+        "storage_conn_id",
+    )
+
+    def __init__(
+        self,
+        table_path: str,
+        partition: Partition,
+        min_records: int | None = None,
+        poll_interval: float = 60.0,
+        wait_for_creation: bool = False,
+        storage_conn_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.table_path = table_path
+        self.partition = partition
+        self.min_records = min_records
+        self.poll_interval = poll_interval
+        self.wait_for_creation = wait_for_creation
+        self.storage_conn_id = storage_conn_id
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_delta_provider.delta.errors import DeltaError, TableNotFoundError
+        from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
+
+        try:
+            probe = await open_probe_async(self.table_path, self.storage_conn_id)
+            watch = PartitionWatch(probe, self.partition, self.min_records)
+            while True:
+                state = await watch.poll_async()
+                if state is not None:
+                    self.log.info(
+                        "Partition %s of %s is ready at version %s", self.partition, self.table_path, state.version
+                    )
+                    yield TriggerEvent(
+                        {"status": "success", **state.to_dict(), "partition": self.partition, "table": self.table_path}
+                    )
+                    return
+                if watch.version is None and not self.wait_for_creation:
+                    raise TableNotFoundError(missing_table_message(self.table_path))
+                await asyncio.sleep(self.poll_interval)
+        except (DeltaError, OSError) as exc:
+            yield error_event(exc, self.table_path)
+
+
+class DeltaTableEventTrigger(_Serialized, BaseEventTrigger):
+    """Fire one event per poll for the new versions of a Delta table that pass its filters.
 
     Put it on an ``Asset`` through an ``AssetWatcher``; each event becomes an
-    asset event whose ``extra["payload"]`` is ``{"version", "table",
-    "timestamp", "operation"}``. When several versions land between two
-    probes, one event is fired for each, in version order.
+    asset event whose ``extra["payload"]`` is ``{"versions", "version",
+    "first_version", "operations", "timestamps", "operation", "timestamp",
+    "table"}``: ``versions`` are the versions that passed, in order
+    (``version`` the last and ``first_version`` the first of them), with one
+    ``commitInfo`` operation and timestamp each; ``operation`` and
+    ``timestamp`` are those of ``version``. Versions that land together
+    (between two probes, or while the triggerer was down) arrive in one event,
+    so one DAG run receives all of them: Airflow 3.3's scheduler may hand a
+    run only the first of several events that arrive together
+    (apache/airflow#56050).
 
-    The watermark (the last version fired) lives in the asset state store
-    under ``last_seen_version``, so a restarted triggerer resumes where it
-    stopped instead of firing again. With no watermark yet, the baseline is
-    ``after_version`` when given, else the table's latest version at start:
-    only versions committed after that fire. A missing table is waited for;
-    its version 0 is then a new version.
+    The watermark (the last version read, passing or not) lives in the
+    asset state store under ``last_seen_version``, so a restarted triggerer
+    resumes where it stopped instead of firing again. With no watermark yet,
+    the baseline is ``after_version`` when given, else the table's latest
+    version at start: only versions committed after that fire. A missing
+    table is waited for; its version 0 is then a new version.
 
     The watermark is advanced before the event is handed to the triggerer,
     as Airflow's asset state store guide does: a crash in between loses that
@@ -200,7 +351,23 @@ class DeltaTableEventTrigger(BaseEventTrigger):
     :param poll_interval: Seconds between two probes when nothing is new.
     :param after_version: Baseline used only when no watermark is stored yet.
     :param storage_conn_id: The store's connection (None: the cloud's own chain).
+    :param data_changes_only: Fire only for commits that add or remove rows
+        (the default); False fires for every commit.
+    :param operations: Fire only for these ``commitInfo.operation`` values.
+    :param partition: Fire only for commits that change files in a matching
+        partition: a mapping of partition values, or a SQL predicate over
+        partition columns.
     """
+
+    serialized_fields = (
+        "table_path",
+        "poll_interval",
+        "after_version",
+        "storage_conn_id",
+        "data_changes_only",
+        "operations",
+        "partition",
+    )
 
     def __init__(
         self,
@@ -208,44 +375,57 @@ class DeltaTableEventTrigger(BaseEventTrigger):
         poll_interval: float = 60.0,
         after_version: int | None = None,
         storage_conn_id: str | None = None,
+        data_changes_only: bool = True,
+        operations: Sequence[str] | None = None,
+        partition: Partition | None = None,
     ) -> None:
         super().__init__()
         self.table_path = table_path
         self.poll_interval = poll_interval
         self.after_version = after_version
         self.storage_conn_id = storage_conn_id
+        self.data_changes_only = data_changes_only
+        self.operations = list(operations) if operations is not None else None
+        self.partition = partition
         self._memory_watermark: int | None = None
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "table_path": self.table_path,
-                "poll_interval": self.poll_interval,
-                "after_version": self.after_version,
-                "storage_conn_id": self.storage_conn_id,
-            },
-        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_delta_provider.delta.errors import StorageError
 
         probe = await open_probe_async(self.table_path, self.storage_conn_id)
-        last = await self._start_watermark(probe)
+        watch = open_watch(
+            probe,
+            await self._start_watermark(probe),
+            data_changes_only=self.data_changes_only,
+            operations=self.operations,
+            partition=self.partition,
+            every_commit=True,
+        )
         while True:
-            version = last + 1
+            before = watch.cursor
             try:
-                found = await probe.has_async(version)
-                info = await probe.info_async(version) if found else None
+                fired = await watch.poll_async()
             except (OSError, StorageError) as exc:  # storage hiccup: a watcher keeps watching
                 self.log.warning("Cannot read the log of %s: %s", self.table_path, exc)
-                info = None
-            if info is None:
+                watch.cursor = before
+                fired = None
+            if watch.cursor != before:
+                await self._save_watermark(watch.cursor)
+            watch.skipped.clear()  # an event reports what passed; nothing accumulates
+            if fired is None:
                 await asyncio.sleep(self.poll_interval)
                 continue
-            await self._save_watermark(version)
-            last = version
-            yield TriggerEvent({**info.to_dict(), "table": self.table_path})
+            yield TriggerEvent(self._payload(fired))
+
+    def _payload(self, fired: Fired) -> dict[str, Any]:
+        return {
+            **fired.last.to_dict(),
+            "versions": fired.versions,
+            "first_version": fired.passed[0].version,
+            "operations": [info.operation for info in fired.passed],
+            "timestamps": [info.timestamp for info in fired.passed],
+            "table": self.table_path,
+        }
 
     async def _start_watermark(self, probe: VersionProbe) -> int:
         stored = await self._load_watermark()
@@ -264,8 +444,7 @@ class DeltaTableEventTrigger(BaseEventTrigger):
             if hint > last + 1:
                 first = await probe.first_present_async(last + 1, hint)
                 self.log.warning(
-                    "Versions %s to %s of %s were removed by log cleanup before they were seen; "
-                    "resuming at version %s",
+                    "Versions %s to %s of %s were removed by log cleanup before they were seen; resuming at version %s",
                     last + 1,
                     first - 1,
                     self.table_path,

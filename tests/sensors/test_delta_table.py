@@ -75,6 +75,8 @@ def test_succeeds_with_the_latest_version_and_its_commit_info(tmp_path):
     assert isinstance(result, PokeReturnValue) and result.is_done
     assert result.xcom_value == {
         "version": 3,
+        "versions": [1, 2, 3],
+        "skipped_versions": [],
         "baseline_version": 0,
         "table": str(table),
         "timestamp": BASE_TS + 3000,
@@ -99,7 +101,7 @@ def test_execute_in_poke_mode_returns_the_result(tmp_path):
 
 
 def test_after_version_is_templated_and_parsed(tmp_path):
-    assert set(DeltaTableVersionSensor.template_fields) == {"table_path", "after_version"}
+    assert set(DeltaTableVersionSensor.template_fields) == {"table_path", "after_version", "operations", "partition"}
     table = write_log(tmp_path / "t", 3)
     assert _sensor(table, after_version="1").poke({}).xcom_value["version"] == 2
     assert not _sensor(table, after_version="2").poke({})
@@ -198,6 +200,11 @@ def test_defers_to_the_version_trigger_with_the_baseline(tmp_path):
         "poll_interval": 0.01,
         "wait_for_creation": True,
         "storage_conn_id": None,
+        "data_changes_only": True,
+        "operations": None,
+        "partition": None,
+        "baseline_version": 4,
+        "skipped_versions": [],
     }
     assert deferred.value.method_name == "execute_complete"
     assert deferred.value.timeout.total_seconds() == 120
@@ -220,6 +227,8 @@ async def test_execute_complete_takes_the_trigger_event(tmp_path):
     result = _sensor(table, deferrable=True).execute_complete({}, event.payload)
     assert result == {
         "version": 4,
+        "versions": [3, 4],
+        "skipped_versions": [],
         "baseline_version": 2,
         "table": str(table),
         "timestamp": BASE_TS + 4000,

@@ -252,3 +252,24 @@ def test_overlapping_commands_in_threads_leave_pysparks_error_records_as_they_fo
         thread.join(20)
     assert seen == {"silent while one remains": True}
     assert not any(logger.disabled for logger in loggers)  # before the fix: silenced for good
+
+
+def test_workers_run_the_drivers_python_when_its_venv_is_not_on_path(tmp_path):
+    """``/venv/bin/python -m airflow_delta_provider.spark`` from cron or a Docker
+    entrypoint: PySpark would start its workers with ``python3`` from PATH,
+    which has no pyarrow, and every arrow job would fail."""
+    path = str(tmp_path / "t")
+    from deltalake import write_deltalake
+
+    write_deltalake(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    venv_bin = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.abspath(p) != venv_bin)
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow_delta_provider.spark", "delete", path, "--condition", "id = 2",
+         "--io", "arrow", "--spark-conf", "spark.master=local[1]"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(table_rows(path)) == [(1,), (3,)]

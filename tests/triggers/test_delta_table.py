@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from airflow.triggers.base import BaseEventTrigger
 
 from airflow_delta_provider.delta.errors import TableNotFoundError
@@ -13,6 +14,7 @@ from airflow_delta_provider.triggers.delta_table import (
     DeltaTableVersionTrigger,
 )
 from tests.delta_logs import BASE_TS, delete_commits, write_commit, write_log
+from tests.delta_rs_history import EXPECTED
 
 
 def _rebuild(trigger):
@@ -57,6 +59,11 @@ def test_version_trigger_serialize_round_trip(tmp_path):
         "poll_interval": 2.5,
         "wait_for_creation": True,
         "storage_conn_id": "s3",
+        "data_changes_only": True,
+        "operations": None,
+        "partition": None,
+        "baseline_version": 7,
+        "skipped_versions": [],
     }
     assert _rebuild(trigger).serialize() == (classpath, kwargs)
 
@@ -68,6 +75,8 @@ async def test_version_trigger_fires_on_an_existing_newer_version(tmp_path):
     assert event.payload == {
         "status": "success",
         "version": 5,
+        "versions": [3, 4, 5],
+        "skipped_versions": [],
         "baseline_version": 2,
         "table": str(root),
         "timestamp": BASE_TS + 5000,
@@ -115,7 +124,15 @@ def test_event_trigger_is_an_event_trigger_and_round_trips(tmp_path):
     assert isinstance(trigger, BaseEventTrigger)
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_delta_provider.triggers.delta_table.DeltaTableEventTrigger"
-    assert kwargs == {"table_path": str(tmp_path), "poll_interval": 3.0, "after_version": 4, "storage_conn_id": None}
+    assert kwargs == {
+        "table_path": str(tmp_path),
+        "poll_interval": 3.0,
+        "after_version": 4,
+        "storage_conn_id": None,
+        "data_changes_only": True,
+        "operations": None,
+        "partition": None,
+    }
     assert _rebuild(trigger).serialize() == (classpath, kwargs)
     # The triggerer identifies watchers by this hash: it must be stable across a rebuild.
     assert BaseEventTrigger.hash(classpath, kwargs) == BaseEventTrigger.hash(*_rebuild(trigger).serialize())
@@ -131,7 +148,7 @@ async def _take(events, n):
     return [(await events.__anext__()).payload for _ in range(n)]
 
 
-async def test_event_trigger_fires_once_per_version_in_order(tmp_path):
+async def test_event_trigger_fires_one_event_per_poll(tmp_path):
     root = write_log(tmp_path / "t", 10)
     store = FakeAssetStateStore()
     events = _event_trigger(root, store).run()
@@ -140,27 +157,37 @@ async def test_event_trigger_fires_once_per_version_in_order(tmp_path):
     assert store.values == {WATERMARK_KEY: 9}
     await asyncio.sleep(0.1)
     assert not first.done()  # existing versions are not new
-
-    for version in (10, 11, 12):  # three commits between two polls
-        write_commit(root, version)
-    payloads = [(await first).payload, *await _take(events, 2)]
-    assert [p["version"] for p in payloads] == [10, 11, 12]
-    assert payloads[0] == {
+    write_commit(root, 10)
+    assert (await first).payload == {
         "version": 10,
-        "table": str(root),
-        "timestamp": BASE_TS + 10_000,
+        "versions": [10],
+        "first_version": 10,
+        "operations": ["WRITE"],
+        "timestamps": [BASE_TS + 10_000],
         "operation": "WRITE",
+        "timestamp": BASE_TS + 10_000,
+        "table": str(root),
     }
-    assert store.values[WATERMARK_KEY] == 12
+    await events.aclose()
+
+    # Three commits while the triggerer is down: one event covers them all.
+    for version, operation in ((11, "WRITE"), (12, "MERGE"), (13, "DELETE")):
+        write_commit(root, version, operation=operation)
+    events = _event_trigger(root, store).run()
+    burst = (await events.__anext__()).payload
+    assert (burst["first_version"], burst["versions"], burst["version"]) == (11, [11, 12, 13], 13)
+    assert burst["operations"] == ["WRITE", "MERGE", "DELETE"]
+    assert burst["timestamps"] == [BASE_TS + v * 1000 for v in (11, 12, 13)]
+    assert store.values[WATERMARK_KEY] == 13
 
     # Nothing more until the next commit, and then exactly that version.
     nxt = asyncio.ensure_future(events.__anext__())
     await asyncio.sleep(0.1)
     assert not nxt.done()
-    write_commit(root, 13, operation="DELETE")
-    assert (await nxt).payload["version"] == 13
+    write_commit(root, 14, operation="DELETE")
+    assert (await nxt).payload["versions"] == [14]
     await events.aclose()
-    assert [v for _, v in store.writes] == [9, 10, 11, 12, 13]
+    assert [v for _, v in store.writes] == [9, 10, 13, 14]
 
 
 async def test_event_trigger_resumes_from_the_stored_watermark(tmp_path):
@@ -168,7 +195,7 @@ async def test_event_trigger_resumes_from_the_stored_watermark(tmp_path):
     store = FakeAssetStateStore()
     store.values[WATERMARK_KEY] = 2  # a previous triggerer fired up to version 2
     events = _event_trigger(root, store).run()
-    assert [p["version"] for p in await _take(events, 2)] == [3, 4]
+    assert (await events.__anext__()).payload["versions"] == [3, 4]
     await events.aclose()
 
     # A restarted triggerer (new instance, same store) does not fire 3 and 4 again.
@@ -193,7 +220,7 @@ async def test_event_trigger_baseline_and_table_creation(tmp_path):
     other = FakeAssetStateStore()
     write_commit(root, 1)
     events = _event_trigger(root, other, after_version=-1).run()
-    assert [p["version"] for p in await _take(events, 2)] == [0, 1]
+    assert (await events.__anext__()).payload["versions"] == [0, 1]
     await events.aclose()
 
 
@@ -203,7 +230,7 @@ async def test_event_trigger_skips_versions_lost_to_log_cleanup(tmp_path):
     store = FakeAssetStateStore()
     store.values[WATERMARK_KEY] = 2
     events = _event_trigger(root, store).run()
-    assert [p["version"] for p in await _take(events, 6)] == [7, 8, 9, 10, 11, 12]
+    assert (await events.__anext__()).payload["versions"] == [7, 8, 9, 10, 11, 12]
     await events.aclose()
 
 
@@ -219,3 +246,62 @@ async def test_event_trigger_without_a_state_store_keeps_the_watermark_in_memory
     assert (await pending).payload["version"] == 2
     assert trigger._memory_watermark == 2
     await events.aclose()
+
+
+# --- filters -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> str:
+    pytest.importorskip("deltalake")
+    from tests.delta_rs_history import write_mixed_history
+
+    return write_mixed_history(tmp_path_factory.mktemp("mixed") / "t")
+
+
+async def _first_payload(events, seconds: float = 0.5) -> dict | None:
+    try:
+        return (await asyncio.wait_for(events.__anext__(), seconds)).payload
+    except asyncio.TimeoutError:
+        return None
+    finally:
+        await events.aclose()
+
+
+@pytest.mark.parametrize(("filters", "expected"), EXPECTED.values(), ids=EXPECTED.keys())
+async def test_event_trigger_filters_a_burst_into_one_event(history, filters, expected):
+    store = FakeAssetStateStore()
+    payload = await _first_payload(_event_trigger(history, store, after_version=-1, **filters).run())
+    assert store.values[WATERMARK_KEY] == 7  # every version was read, passing or not
+    if not expected:
+        assert payload is None
+        return
+    operations = {h["version"]: h["operation"] for h in deltalake_history(history)}
+    assert payload["versions"] == expected
+    assert (payload["first_version"], payload["version"]) == (expected[0], expected[-1])
+    assert payload["operations"] == [operations[v] for v in expected]
+
+
+async def test_event_trigger_after_a_restart_reports_only_the_data_change(tmp_path):
+    pytest.importorskip("deltalake")
+    from deltalake import DeltaTable
+
+    from tests.delta_rs_history import DAY_3, append, write_mixed_history
+
+    uri = write_mixed_history(tmp_path / "t")
+    store = FakeAssetStateStore()
+    store.values[WATERMARK_KEY] = 7
+    # While the triggerer is down: an OPTIMIZE, then an append.
+    append(uri, DAY_3, 1)  # 8
+    append(uri, DAY_3, 1)  # 9
+    DeltaTable(uri).optimize.compact()  # 10
+    append(uri, DAY_3, 1)  # 11
+    payload = await _first_payload(_event_trigger(uri, store, operations=["WRITE", "MERGE"]).run())
+    assert payload["versions"] == [8, 9, 11] and payload["operations"] == ["WRITE", "WRITE", "WRITE"]
+    assert store.values[WATERMARK_KEY] == 11
+
+
+def deltalake_history(uri: str) -> list[dict]:
+    from deltalake import DeltaTable
+
+    return DeltaTable(uri).history()

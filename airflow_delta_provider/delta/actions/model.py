@@ -321,6 +321,19 @@ class RemoveFile:
     def key(self) -> tuple[str, str | None]:
         return (self.path, self.dv_id)
 
+    def as_add(self) -> AddFile:
+        """The ``add`` this tombstone removed, as far as it records it (partition
+        values, stats, deletion vector), for readers of the removed rows."""
+        return AddFile(
+            path=self.path,
+            partition_values=dict(self.partition_values or {}),
+            size=self.size or 0,
+            modification_time=0,
+            data_change=self.data_change,
+            stats=self.stats,
+            deletion_vector=self.deletion_vector,
+        )
+
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> RemoveFile:
         pv = d.get("partitionValues")
@@ -370,6 +383,16 @@ class AddCDCFile:
     size: int
     data_change: bool = False
     tags: dict[str, str] | None = None
+
+    def as_add(self) -> AddFile:
+        """This change-data file as an ``add`` a scan can read."""
+        return AddFile(
+            path=self.path,
+            partition_values=dict(self.partition_values),
+            size=self.size,
+            modification_time=0,
+            data_change=False,
+        )
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> AddCDCFile:

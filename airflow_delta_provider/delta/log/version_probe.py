@@ -23,22 +23,12 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from airflow_delta_provider.delta.errors import CorruptLogError
+from airflow_delta_provider.delta.log.commit_summary import CommitSummary, VersionInfo, version_info
 from airflow_delta_provider.delta.log.store import LAST_CHECKPOINT, LogStore, commit_name, parse_checkpoint_hint
 from airflow_delta_provider.delta.storage import open_storage
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """One table version, with what its ``commitInfo`` says about it."""
-
-    version: int
-    timestamp: int | None  # milliseconds since the epoch
-    operation: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation}
 
 
 @dataclass(frozen=True)
@@ -74,6 +64,7 @@ class VersionProbe:
 
     def __init__(self, table_path: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.table_path = table_path
+        self.storage_options = dict(storage_options or {})
         self.store = LogStore(open_storage(table_path, storage_options))
         self._offset_listing = self.store.storage.lists_from_offset
 
@@ -122,6 +113,11 @@ class VersionProbe:
         """
         return self._run(self._info(version))
 
+    def commits(self, low: int, high: int) -> list[CommitSummary]:
+        """What each of the commits ``low..high`` did, in order; one request
+        each. A commit that log cleanup removed meanwhile is left out."""
+        return self._run(self._commits(low, high))
+
     async def has_async(self, version: int) -> bool:
         return await self._run_async(self._has(version))
 
@@ -142,6 +138,9 @@ class VersionProbe:
 
     async def info_async(self, version: int) -> VersionInfo:
         return await self._run_async(self._info(version))
+
+    async def commits_async(self, low: int, high: int) -> list[CommitSummary]:
+        return await self._run_async(self._commits(low, high))
 
     # --- each question, once ----------------------------------------------------
 
@@ -213,14 +212,20 @@ class VersionProbe:
         data = yield _Read(commit_name(version))
         if data is None:
             return VersionInfo(version, None, None)
-        commit_info = _commit_info(data)
-        timestamp = commit_info.get("inCommitTimestamp", commit_info.get("timestamp"))
-        operation = commit_info.get("operation")
-        return VersionInfo(
-            version,
-            timestamp if isinstance(timestamp, int) else None,
-            operation if isinstance(operation, str) else None,
-        )
+        return version_info(version, _commit_info(data))
+
+    @staticmethod
+    def _commits(low: int, high: int) -> Question[list[CommitSummary]]:
+        out = []
+        for version in range(max(low, 0), high + 1):
+            data = yield _Read(commit_name(version))
+            if data is None:
+                continue
+            try:
+                out.append(CommitSummary.parse(version, data))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorruptLogError(f"commit {commit_name(version)} cannot be parsed: {exc!r}") from exc
+        return out
 
     # --- answering the requests ----------------------------------------------------
 
@@ -281,4 +286,4 @@ def _commit_info(data: bytes) -> dict[str, Any]:
     return {}
 
 
-__all__ = ["VersionInfo", "VersionProbe"]
+__all__ = ["CommitSummary", "VersionInfo", "VersionProbe"]

@@ -29,7 +29,7 @@ import bisect
 import datetime as dt
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -274,27 +274,30 @@ def prune_files(
     return [f for f in files if T in _truths(tree, f, fields)]
 
 
-def matches_partition(
-    add: AddFile,
+def partition_matcher(
     predicate: Predicate,
     schema: Mapping[str, Any] | str,
     partition_columns: Iterable[str],
     *,
     time_zone: str = "UTC",
     mapping_mode: str = NO_MAPPING,
-) -> bool:
-    """Whether every row of ``add`` matches, decided from partition values alone.
+) -> Callable[[AddFile], bool]:
+    """A test of whether every row of a file matches, decided from its partition
+    values alone (the predicate is bound once).
 
-    Exact: raises InvalidInputError when the predicate cannot be decided from
-    partition values (it reads a data column, or something the skipper does
-    not understand).
+    Exact: the test raises InvalidInputError when the predicate cannot be
+    decided from partition values (it reads a data column, or something the
+    skipper does not understand).
     """
-    partition_columns = list(partition_columns)
-    tree, fields = _prepare(predicate, schema, partition_columns, time_zone, mapping_mode, partition_only=True)
-    truths = _truths(tree, add, fields)
-    if len(truths) > 1:
-        raise InvalidInputError(f"condition {predicate.sql!r} cannot be decided from partition values alone")
-    return truths == {T}
+    tree, fields = _prepare(predicate, schema, list(partition_columns), time_zone, mapping_mode, partition_only=True)
+
+    def matches(add: AddFile) -> bool:
+        truths = _truths(tree, add, fields)
+        if len(truths) > 1:
+            raise InvalidInputError(f"condition {predicate.sql!r} cannot be decided from partition values alone")
+        return truths == {T}
+
+    return matches
 
 
 def partition_filter(
@@ -365,4 +368,4 @@ def prune_by_keys(
     return out
 
 
-__all__ = ["Predicate", "matches_partition", "partition_filter", "prune_by_keys", "prune_files"]
+__all__ = ["Predicate", "partition_filter", "partition_matcher", "prune_by_keys", "prune_files"]

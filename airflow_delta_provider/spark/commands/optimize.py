@@ -96,11 +96,11 @@ def run_optimize(
             else:
                 frame = tracked_rows(spark, snapshot, one.files, mode)[0]
         if zorder_by:
-            from airflow_delta_provider.spark.write.zorder import zorder_key
+            from airflow_delta_provider.spark.write.zorder import with_zorder_key
 
             key, noise = "__delta_zorder_key", "__delta_zorder_noise"
             count = max(1, math.ceil(one.size / size))
-            frame = frame.withColumn(key, zorder_key(frame, zorder_by)).withColumn(noise, F.rand(seed=0))
+            frame = with_zorder_key(frame, zorder_by, key).withColumn(noise, F.rand(seed=0))
             # The noise splits rows of one key (duplicates, nulls) over files, as delta-spark's addNoise.
             frame = frame.repartitionByRange(count, F.col(key), F.col(noise))
             ordering = [*snapshot.partition_columns, key]  # the partition sort a writer needs comes first

@@ -40,6 +40,20 @@ obstore, which reads each cloud's variables (``AWS_*``, ``AZURE_*``,
   before the session is seen by a worker, one set after it is not (a worker
   only sees it if the session is created after the variable is set).
 
+The Python of the workers
+-------------------------
+PySpark starts its Python workers with ``PYSPARK_PYTHON``, read once when the
+SparkContext starts, else with ``python3`` from PATH, not with the driver's
+interpreter. A driver run from a virtualenv that is not on PATH (cron,
+systemd, a Docker entrypoint calling ``/venv/bin/python``) would get workers
+without pyarrow, and every ``arrow`` job would fail with
+``ModuleNotFoundError``. So on a local master, where the workers run on this
+machine, a session started here sets ``PYSPARK_PYTHON`` to
+``spark.pyspark.python`` when that is configured, else to this interpreter,
+unless ``PYSPARK_PYTHON`` is already set (:func:`worker_python`). Remote
+executors keep the cluster's Python: it needs pyarrow and obstore for
+``arrow`` I/O (see the installation docs).
+
 Spark hides a setting's value in its UI, event log and environment listings
 when its name matches ``spark.redaction.regex``, by default
 :data:`SPARK_DEFAULT_REDACTION_REGEX`. That covers ``AWS_SECRET_ACCESS_KEY``,
@@ -56,6 +70,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -142,6 +157,9 @@ def get_or_create_session(
         effective_master = master or configured.get("spark.master") or "local[*]"
         for key, value in executor_env_conf(effective_master, configured=configured).items():
             builder = builder.config(key, value)
+        python = worker_python(effective_master, configured)
+        if python:
+            os.environ["PYSPARK_PYTHON"] = python  # read by the SparkContext about to start
     for key, value in REQUIRED_CONF.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
@@ -162,6 +180,18 @@ def is_connect(spark: Any) -> bool:
 def is_local_master(master: str) -> bool:
     """Whether executors run inside the driver JVM (``local``, ``local[N]``, ``local[N,F]``)."""
     return master == "local" or master.startswith("local[")
+
+
+def worker_python(
+    master: str, configured: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> str | None:
+    """The interpreter local Python workers must run, when PySpark would pick
+    ``python3`` from PATH instead; None when ``PYSPARK_PYTHON`` is set or the
+    executors are remote. Pure."""
+    environ = os.environ if environ is None else environ
+    if "PYSPARK_PYTHON" in environ or not is_local_master(master):
+        return None
+    return configured.get("spark.pyspark.python") or sys.executable
 
 
 def executor_env_conf(

@@ -8,6 +8,13 @@ as delta-spark's ``interleave_bits(range_partition_id(...))`` does. Everything
 is a native Spark expression: no Python UDF runs per row, and it works over
 Spark Connect.
 
+The range id is found by a binary search over the sorted quantiles, one
+projection per step (:func:`_with_rank`): eight array lookups a row for 256
+ranges, all in generated code. (A higher-order ``filter`` over the quantiles
+compared all of them, interpreted; a ``CASE WHEN`` tree of 255 branches is
+too large for Spark's code generation. Either made Z-order 1.2 to 1.6 times
+slower than delta-spark's on 2 million rows.)
+
 Columns must be numeric, dates or timestamps: the types Spark's
 ``approxQuantile`` orders (OPTIMIZE refuses float and double columns, whose
 files carry no min/max).
@@ -15,7 +22,8 @@ files carry no min/max).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -46,50 +54,61 @@ def _as_number(column: Column, data_type: DataType) -> Column:
     return column.cast("double")
 
 
-def zorder_key(frame: DataFrame, columns: Sequence[str]) -> Column:
-    """The Z-order key of ``frame``'s rows over ``columns`` (a long); runs one quantile job."""
+def with_zorder_key(frame: DataFrame, columns: Sequence[str], name: str) -> DataFrame:
+    """``frame`` with a column ``name``: the Z-order key of its rows over
+    ``columns`` (a long). Runs one quantile job."""
     if not columns:
         raise InvalidInputError("Z-order needs at least one column")
     if len(columns) > KEY_BITS:
         raise InvalidInputError(f"Z-order takes at most {KEY_BITS} columns, not {len(columns)}")
     types = {f.name: f.dataType for f in frame.schema.fields}
-    numbers = []
-    for name in columns:
-        if not zorder_types_supported(types[name]):
+    values = [f"__zorder_value_{i}" for i in range(len(columns))]
+    ranks = [f"__zorder_rank_{i}" for i in range(len(columns))]
+    for column, value in zip(columns, values):
+        if not zorder_types_supported(types[column]):
             raise InvalidInputError(
-                f"cannot Z-order by {name}: its type {types[name].simpleString()} has no quantiles "
+                f"cannot Z-order by {column}: its type {types[column].simpleString()} has no quantiles "
                 "(numeric, date and timestamp columns can be Z-ordered)"
             )
-        numbers.append(_as_number(F.col(_quote(name)), types[name]))
+        frame = frame.withColumn(value, _as_number(F.col(_quote(column)), types[column]))
     bits = max(1, min(MAX_COLUMN_BITS, KEY_BITS // len(columns)))
     probes = [i / (1 << bits) for i in range(1, 1 << bits)]
-    helpers = [f"__zorder_{i}" for i in range(len(columns))]
-    quantiles = frame.select(*[n.alias(h) for n, h in zip(numbers, helpers)]).approxQuantile(
-        helpers, probes, QUANTILE_ERROR
-    )
-    range_ids = []
-    for number, bounds in zip(numbers, quantiles):
-        cuts = sorted(set(bounds))
-        if not cuts:  # all null
-            range_ids.append(F.lit(0).cast("long"))
-            continue
-        edges = F.array(*[F.lit(float(c)) for c in cuts])
-        range_ids.append(F.size(F.filter(edges, _below(number))).cast("long"))
+    quantiles = frame.approxQuantile(values, probes, QUANTILE_ERROR)
+    for value, rank, bounds in zip(values, ranks, quantiles):
+        frame = _with_rank(frame, value, sorted(set(bounds)), bits, rank)
     key = F.lit(0).cast("long")
-    k = len(range_ids)
+    k = len(ranks)
     for bit in range(bits):
-        for i, range_id in enumerate(range_ids):
-            key = key + F.shiftleft(F.shiftright(range_id, bit).bitwiseAND(F.lit(1).cast("long")), bit * k + i)
-    return key
+        for i, rank in enumerate(ranks):
+            key = key + F.shiftleft(F.shiftright(F.col(rank), bit).bitwiseAND(F.lit(1).cast("long")), bit * k + i)
+    return frame.withColumn(name, key).drop(*values, *ranks)
 
 
-def _below(value: Column) -> Callable[[Column], Column]:
-    """``edge -> edge < value``, for ``F.filter`` (which reads the lambda's parameters)."""
-    return lambda edge: edge < value
+def _with_rank(frame: DataFrame, value: str, cuts: Sequence[float], bits: int, rank: str) -> DataFrame:
+    """``frame`` with a column ``rank``: how many of the sorted ``cuts`` (at
+    most ``2**bits - 1``) lie below column ``value``.
+
+    A binary search by halving steps, each a projection that reads the rank
+    so far (so no step repeats the ones before it): add ``step`` when the cut
+    just past it is below the value. Cuts are padded with +infinity to
+    ``2**bits``. A null value ranks 0; NaN, which Spark orders above every
+    number, ranks last.
+    """
+    size = 1 << bits
+    if len(cuts) >= size:
+        raise ValueError(f"{len(cuts)} cuts do not fit {bits} bits")
+    padded = F.array(*[F.lit(float(c)) for c in [*cuts, *[math.inf] * (size - len(cuts))]])
+    frame = frame.withColumn(rank, F.lit(0).cast("long"))
+    step = size // 2
+    while step >= 1:
+        below = F.element_at(padded, F.col(rank).cast("int") + step) < F.col(value)
+        frame = frame.withColumn(rank, F.col(rank) + F.when(below, F.lit(step).cast("long")).otherwise(0))
+        step //= 2
+    return frame
 
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-__all__ = ["KEY_BITS", "MAX_COLUMN_BITS", "zorder_key", "zorder_types_supported"]
+__all__ = ["KEY_BITS", "MAX_COLUMN_BITS", "with_zorder_key", "zorder_types_supported"]

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata, parse_commit
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.partitions import decode_path, parse_partition_values
-from airflow_delta_provider.delta.scan.skipping import Predicate, matches_partition, partition_filter, prune_files
+from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filter, partition_matcher, prune_files
 from airflow_delta_provider.delta.schema.arrow import to_arrow_type
 
 duckdb = pytest.importorskip("duckdb")
@@ -152,7 +152,11 @@ def test_missing_stats_keep_the_file():
 
 def test_stats_parsed_from_a_checkpoint_are_used():
     f = AddFile(
-        "cp", {"p": "1"}, 1, 0, stats_parsed=stats(2, {"day": dt.date(2020, 1, 1)}, {"day": dt.date(2020, 1, 5)}, {"day": 0})
+        "cp",
+        {"p": "1"},
+        1,
+        0,
+        stats_parsed=stats(2, {"day": dt.date(2020, 1, 1)}, {"day": dt.date(2020, 1, 5)}, {"day": 0}),
     )
     assert kept([f], "day = '2020-01-03'") == ["cp"]
     assert kept([f], "day > DATE '2020-01-05'") == []
@@ -261,7 +265,7 @@ def test_strings_and_truncated_bounds():
     assert kept([f], "name = 'carl'") == ["s"]
     assert kept([f], "name > 'dan'") == []
     assert kept([f], "name < 'bob'") == []
-    assert kept([f], "name = \"bo\"") == []
+    assert kept([f], 'name = "bo"') == []
     long_max = "m" * 32
     t = add("t", stats(2, {"Name": "a" * 32}, {"Name": long_max}, {"Name": 0}))
     # The max may have been cut: "mmm...mz" could be in the file.
@@ -305,20 +309,20 @@ def test_partition_and_stats_together():
     assert kept(files, "p = 2 OR id > 5") == ["b", "c"]
 
 
-def test_partition_filter_and_matches_partition_are_exact():
+def test_partition_filter_and_partition_matcher_are_exact():
     files = [add("a", p="1"), add("b", p="2"), add("c", p=None), add("d", p="oops")]
     good = files[:3]
     pred = Predicate.parse("p >= 2 OR p IS NULL")
     assert [f.path for f in partition_filter(good, pred, SCHEMA, PARTS)] == ["b", "c"]
-    assert [matches_partition(f, pred, SCHEMA, PARTS) for f in good] == [False, True, True]
+    assert [partition_matcher(pred, SCHEMA, PARTS)(f) for f in good] == [False, True, True]
     # Undecidable: a bad partition value, a data column, or an unknown construct.
     assert partition_filter(files, pred, SCHEMA, PARTS) is None
     assert partition_filter(good, Predicate.parse("p = 1 AND id = 3"), SCHEMA, PARTS) is None
     assert partition_filter(good, Predicate.parse("abs(p) = 1"), SCHEMA, PARTS) is None
     with pytest.raises(InvalidInputError, match="partition values"):
-        matches_partition(good[0], Predicate.parse("p = 1 AND id = 3"), SCHEMA, PARTS)
+        partition_matcher(Predicate.parse("p = 1 AND id = 3"), SCHEMA, PARTS)(good[0])
     # Decidable even when a data column is ANDed with a false partition test.
-    assert matches_partition(good[1], Predicate.parse("p = 1 AND id = 3"), SCHEMA, PARTS) is False
+    assert partition_matcher(Predicate.parse("p = 1 AND id = 3"), SCHEMA, PARTS)(good[1]) is False
 
 
 def test_no_predicate_keeps_everything():
@@ -342,7 +346,11 @@ PROP_SCHEMA = {
 _ints = st.integers(-5, 5)
 _strs = st.one_of(st.text("abé", max_size=3), st.text("ab", min_size=31, max_size=34))
 _rows = st.lists(st.tuples(st.one_of(st.none(), _ints), st.one_of(st.none(), _strs)), min_size=1, max_size=6)
-_files = st.lists(st.tuples(st.one_of(st.none(), _ints), _rows, st.sampled_from(["full", "none", "partial", "cut"])), min_size=1, max_size=5)
+_files = st.lists(
+    st.tuples(st.one_of(st.none(), _ints), _rows, st.sampled_from(["full", "none", "partial", "cut"])),
+    min_size=1,
+    max_size=5,
+)
 
 
 def _sql_literal(column: str, draw_int: int, draw_str: str) -> str:
@@ -421,7 +429,9 @@ def test_no_file_with_a_matching_row_is_pruned(files, predicate):
         for x, s in rows:
             for key, value in zip(table, (f"f{i}", x, s, p)):
                 table[key].append(value)
-    rows_table = pa.table(table, schema=pa.schema([("f", pa.string()), ("x", pa.int64()), ("s", pa.string()), ("p", pa.int32())]))
+    rows_table = pa.table(
+        table, schema=pa.schema([("f", pa.string()), ("x", pa.int64()), ("s", pa.string()), ("p", pa.int32())])
+    )
     _DUCK.register("rows_arrow", rows_table)
     _DUCK.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM rows_arrow")
     matching = {r[0] for r in _DUCK.execute(f"SELECT DISTINCT f FROM t WHERE {duck_sql}").fetchall()}
@@ -470,7 +480,8 @@ def _check_golden(table: Path, conditions: list[tuple[str, bool]]) -> None:
     assert all_rows.num_rows == sum(t.num_rows for t in per_file.values())
     for condition, some_pruned in conditions:
         survivors = {
-            a.path for a in prune_files(adds, Predicate.parse(condition), metadata.schema_json, metadata.partition_columns)
+            a.path
+            for a in prune_files(adds, Predicate.parse(condition), metadata.schema_json, metadata.partition_columns)
         }
         holding = set()
         for path, rows in per_file.items():

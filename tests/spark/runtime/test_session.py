@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from airflow_delta_provider.spark.runtime.session import (
     check_spark_version,
     executor_env_conf,
     get_or_create_session,
+    worker_python,
 )
 
 
@@ -164,3 +166,17 @@ def test_local_python_workers_see_the_driver_environment(spark):
         yield os.environ.get("PYTEST_VERSION")
 
     assert spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect() == [os.environ["PYTEST_VERSION"]]
+
+
+@pytest.mark.parametrize(
+    ("master", "environ", "configured", "expected"),
+    [
+        ("local[*]", {}, {}, sys.executable),
+        ("local[2]", {}, {"spark.pyspark.python": "/opt/py/bin/python"}, "/opt/py/bin/python"),
+        ("local", {"PYSPARK_PYTHON": "/usr/bin/python3.12"}, {}, None),
+        ("spark://host:7077", {}, {}, None),
+        ("yarn", {}, {}, None),
+    ],
+)
+def test_worker_python(master, environ, configured, expected):
+    assert worker_python(master, configured, environ) == expected
