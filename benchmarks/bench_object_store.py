@@ -8,6 +8,12 @@
 * One sensor poke (``VersionProbe.newer_than`` of the latest version, and,
   when a version is new, its ``info``) on logs of 100 and of 10,000 versions:
   the store requests it makes and its wall time. Target: equal counts, at most 3.
+* One poke of a filtered watch (:class:`~airflow_delta_provider.delta.watch.commit_watch.CommitWatch`,
+  what the sensors and triggers poll with): every commit, data changes only
+  (the default), and a ``partition`` filter with data changes only, on
+  partitioned logs of 100 and 10,000 versions with a checkpoint every 10.
+  The partition filter's one-time read of the table's partitioning (at the
+  first poke) is timed apart. Target: equal counts at both sizes, at most 3.
 
 The benchmark starts its own ``moto_server`` on a free loopback port and
 stops it at the end; nothing leaves the machine. The logs are built once in
@@ -164,6 +170,64 @@ def run(quick: bool, reps: int, data_dir: Path) -> dict:
                     poke(probe, after)
                 row[what] = {"requests": counter.count, "seconds": median_time(lambda p=probe, a=after: poke(p, a), reps)}
             out["poke"][label] = row
+        out["filtered_pokes"] = filtered_pokes(endpoint, data_dir, reps, (100, 1_000 if quick else 10_000))
+    return out
+
+
+#: The filters of the filtered pokes, as the sensors take them.
+POKE_FILTERS = {
+    "every commit": {"data_changes_only": False},
+    "data changes (default)": {},
+    "partition ds=d0, data changes": {"partition": {"ds": "d0"}},
+}
+
+
+def partitioned_log(versions: int, data_dir: Path) -> Path:
+    """A log of ``versions`` commits, each adding one file to partition ``ds=d0``,
+    with a checkpoint at the last multiple of 10 (built once)."""
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+    from tests.delta_logs import write_log
+
+    root = data_dir / f"pokes-partitioned-{versions}"
+    if not (root / ".complete").exists():
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+        write_log(root, versions, partition_value="d0")
+        table = DeltaTable(str(root))
+        write_checkpoint(table, table.snapshot((versions - 1) // 10 * 10))
+        (root / ".complete").write_text("ok")
+    return root
+
+
+def filtered_pokes(endpoint: str, data_dir: Path, reps: int, sizes: tuple[int, ...]) -> dict:
+    """Requests and median time of one filtered poke: nothing new, and one new commit."""
+    from airflow_delta_provider.delta.watch.commit_filter import CommitFilter
+    from airflow_delta_provider.delta.watch.commit_watch import CommitWatch
+
+    out: dict = {}
+    for versions in sizes:
+        uri = upload(partitioned_log(versions, data_dir), endpoint)
+        latest = versions - 1
+        for name, filters in POKE_FILTERS.items():
+            watch = CommitWatch(VersionProbe(uri), latest, CommitFilter.build(**filters))
+            started = time.perf_counter()
+            if watch.needs_partitioning:
+                watch.load_partitioning()
+            first = time.perf_counter() - started
+
+            def poll(after: int, watch: CommitWatch = watch) -> object:
+                watch.cursor = after
+                watch.skipped.clear()
+                return watch.poll()
+
+            row: dict = {"partitioning_s": first if filters.get("partition") else None}
+            for what, after in (("nothing new", latest), ("one new version", latest - 1)):
+                with RequestCounter() as counter:
+                    fired = poll(after)
+                assert (fired is None) == (what == "nothing new"), (name, what)
+                row[what] = {"requests": counter.count, "seconds": median_time(lambda a=after: poll(a), reps)}
+            out.setdefault(name, {})[str(versions)] = row
     return out
 
 
@@ -185,6 +249,20 @@ def markdown(r: dict) -> str:
             f"| {label} versions | {a['requests']} | {a['seconds'] * 1000:.1f} ms | {b['requests']} | "
             f"{b['seconds'] * 1000:.1f} ms |"
         )
+    lines += [
+        "",
+        "**One poke of a filtered watch on S3 (moto), partitioned logs**\n",
+        "| filter | log | nothing new: requests | time | one new version: requests | time | first poke's partitioning |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, by_size in r["filtered_pokes"].items():
+        for size, row in by_size.items():
+            a, b = row["nothing new"], row["one new version"]
+            first = "-" if row["partitioning_s"] is None else f"{row['partitioning_s'] * 1000:.0f} ms"
+            lines.append(
+                f"| {name} | {int(size):,} versions | {a['requests']} | {a['seconds'] * 1000:.1f} ms | "
+                f"{b['requests']} | {b['seconds'] * 1000:.1f} ms | {first} |"
+            )
     return "\n".join(lines)
 
 

@@ -223,7 +223,8 @@ def test_an_unreadable_log_costs_the_schema_not_the_lineage(tmp_path: Path, capl
 
 def test_sensor_reports_the_table_at_the_version_it_saw(tmp_path: Path) -> None:
     table = _table(tmp_path / "t")
-    sensor = DeltaTableVersionSensor(task_id="wait", table_path=str(table), after_version=0)
+    # Version 1 is a metadata-only UPDATE here: every commit counts for this lineage test.
+    sensor = DeltaTableVersionSensor(task_id="wait", table_path=str(table), after_version=0, data_changes_only=False)
     started = _as_json(sensor.get_openlineage_facets_on_start())
     assert started["outputs"] == []
     assert [(d["namespace"], d["name"], sorted(d["facets"])) for d in started["inputs"]] == [

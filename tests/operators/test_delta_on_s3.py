@@ -108,6 +108,7 @@ def test_pipeline_on_s3_through_a_connection_and_no_secret_leaks(s3_connection, 
             table_path=table,
             after_version="{{ ti.xcom_pull(task_ids='delete')['version'] }}",
             storage_conn_id=CONN_ID,
+            data_changes_only=False,  # the commit it waits for is metadata-only
             deferrable=True,
             poke_interval=0.1,
             timeout=600,
