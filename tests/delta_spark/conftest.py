@@ -10,6 +10,17 @@ import pytest
 from tests.delta_spark.matrix import Seeds
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _classic_session_before_spark_connect(request):
+    """Start our classic SparkSession before any Spark Connect client of the
+    oracle: PySpark forks the JVM's launcher with a ``preexec_fn``, and a fork
+    taken while gRPC's threads run can kill the child before it starts (seen
+    once in CI: "Java gateway process exited before sending its port number",
+    beside a gRPC ``epoll_wait error: Bad file descriptor``)."""
+    if any("spark" in item.fixturenames for item in request.session.items):
+        request.getfixturevalue("spark")
+
+
 @pytest.fixture(scope="session")
 def seeds(delta_spark, tmp_path_factory) -> Seeds:
     """The seeds; with ``MATRIX_SEEDS`` set, kept in that folder and reused by later runs (local iteration)."""
