@@ -116,6 +116,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         self.partition = partition
         self.deferrable = deferrable
         self._baseline: int | None = None
+        self._probe: VersionProbe | None = None
         self._watch: CommitWatch | None = None
         self._table_seen = False
         # The version the sensor succeeded with, for get_openlineage_facets_on_complete.
@@ -126,7 +127,9 @@ class DeltaTableVersionSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
-        probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
+        if self._probe is None:  # once per sensor object: its watch keeps polling through it
+            self._probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
+        probe = self._probe
         if self._baseline is None:
             self._baseline, is_latest = self._initial_baseline(probe, context)
             if is_latest:
@@ -394,18 +397,10 @@ class DeltaPartitionSensor(BaseSensorOperator):
 
 
 def _parse_min_records(value: int | str | None) -> int | None:
-    """``min_records`` as an int; templated values arrive as strings."""
-    from airflow_delta_provider.delta.errors import InvalidInputError
+    """``min_records`` as an int; a template that rendered nothing means none."""
+    from airflow_delta_provider.delta.watch.partition_watch import parse_min_records
 
-    if _absent(value):
-        return None
-    try:
-        count = int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"min_records must be a positive integer, got {value!r}") from None
-    if count < 1:
-        raise InvalidInputError(f"min_records must be a positive integer, got {count}")
-    return count
+    return None if _absent(value) else parse_min_records(value)
 
 
 def _absent(value: int | str | None) -> bool:

@@ -407,8 +407,7 @@ class DeltaTableEventTrigger(_Serialized, BaseEventTrigger):
                 fired = await watch.poll_async()
             except (OSError, StorageError) as exc:  # storage hiccup: a watcher keeps watching
                 self.log.warning("Cannot read the log of %s: %s", self.table_path, exc)
-                watch.cursor = before
-                fired = None
+                fired = None  # the cursor moves only after a whole poll
             if watch.cursor != before:
                 await self._save_watermark(watch.cursor)
             watch.skipped.clear()  # an event reports what passed; nothing accumulates

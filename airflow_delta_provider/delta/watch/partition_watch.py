@@ -16,9 +16,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.actions.model import AddFile, Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.log.commit_summary import CommitSummary
+from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.log.version_probe import VersionProbe
 from airflow_delta_provider.delta.watch.commit_filter import PartitionScheme, PartitionSpec, partition_predicate
 from airflow_delta_provider.delta.watch.commit_watch import PartitionMatcher
@@ -41,13 +42,13 @@ class PartitionState:
 class PartitionWatch:
     """The live files of one partition, kept current commit by commit."""
 
-    def __init__(self, probe: VersionProbe, partition: PartitionSpec, min_records: int | None = None) -> None:
-        if min_records is not None and (isinstance(min_records, bool) or int(min_records) < 1):
-            raise InvalidInputError(f"min_records must be a positive integer, got {min_records!r}")
+    def __init__(self, probe: VersionProbe, partition: PartitionSpec, min_records: int | str | None = None) -> None:
         partition_predicate(partition)  # a predicate that does not parse fails here
         self.probe = probe
         self.partition = partition
-        self.min_records = None if min_records is None else int(min_records)
+        self.min_records = parse_min_records(min_records)
+        # Adds and removes may spell one file's path differently (relative, absolute, encoded).
+        self._canonical = PathCanonicalizer(probe.store.table_root)
         self.version: int | None = None  # None until the first poll found the table
         self._files: dict[FileKey, int | None] = {}
         self._in_partition: PartitionMatcher | None = None
@@ -106,7 +107,7 @@ class PartitionWatch:
         snapshot = DeltaTable(self.probe.table_path, self.probe.storage_options).snapshot(version)
         self._use(snapshot.metadata)
         assert self._in_partition is not None
-        self._files = {f.key: f.num_live_records for f in snapshot.files if self._in_partition(f)}
+        self._files = {self._key(f): f.num_live_records for f in snapshot.files if self._in_partition(f)}
         self.version = snapshot.version
 
     def _apply(self, commits: list[CommitSummary], latest: int) -> PartitionState | None:
@@ -118,9 +119,9 @@ class PartitionWatch:
             assert self._in_partition is not None
             for change in commit.files:
                 if change.kind == "remove":
-                    self._files.pop(change.file.key, None)
+                    self._files.pop(self._key(change.file), None)
                 elif change.kind == "add" and self._in_partition(change.file):
-                    self._files[change.file.key] = change.file.num_live_records
+                    self._files[self._key(change.file)] = change.file.num_live_records
             self.version = commit.version
             if self.ready:
                 return self.state
@@ -130,5 +131,21 @@ class PartitionWatch:
     def _use(self, metadata: Metadata) -> None:
         self._in_partition = PartitionScheme.of(metadata).matcher(self.partition, self.probe.table_path)
 
+    def _key(self, add: AddFile) -> FileKey:
+        return (self._canonical(add.path), add.dv_id)
 
-__all__ = ["PartitionState", "PartitionWatch"]
+
+def parse_min_records(value: int | str | None) -> int | None:
+    """``min_records`` as a positive int (a templated one arrives as text)."""
+    if value is None:
+        return None
+    try:
+        count = int(value) if not isinstance(value, bool) else 0
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1:
+        raise InvalidInputError(f"min_records must be a positive integer, got {value!r}")
+    return count
+
+
+__all__ = ["PartitionState", "PartitionWatch", "parse_min_records"]
