@@ -5,11 +5,18 @@ checkpoint plus the commits after it). It exposes what readers and writers
 need: protocol, metadata, schema, the live files, unexpired tombstones and the
 ``txn`` versions. Loading it runs the reader protocol gate, so nothing is
 read from a table whose features we do not implement.
+
+Loading reads the commits and the checkpoint's small actions (protocol,
+metadata, ``txn``, domains) and the checkpoint's footers; its file actions,
+most of a large checkpoint, are read on first use, as delta-spark's
+``DeltaLog.update()`` and delta-kernel-rs's snapshot do. A sensor or a
+protocol check then pays for what it uses.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -25,8 +32,8 @@ from airflow_delta_provider.delta.actions.model import (
     parse_commit,
 )
 from airflow_delta_provider.delta.errors import CorruptLogError
-from airflow_delta_provider.delta.log.checkpoint_reader import apply_checkpoint
-from airflow_delta_provider.delta.log.replay import LogReplay
+from airflow_delta_provider.delta.log.checkpoint_reader import CheckpointFileActions, apply_checkpoint_state
+from airflow_delta_provider.delta.log.replay import FileState, LogReplay
 from airflow_delta_provider.delta.log.segment import LogSegment
 from airflow_delta_provider.delta.log.store import LogStore, commit_name
 from airflow_delta_provider.delta.table_features import gate as features
@@ -40,6 +47,7 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
     from airflow_delta_provider.delta.scan.skipping import Predicate
 
+
 class Snapshot:
     """The state of a table at :attr:`version`."""
 
@@ -49,30 +57,30 @@ class Snapshot:
         segment: LogSegment,
         replay: LogReplay,
         timestamp: int,
+        checkpoint_files: CheckpointFileActions | None = None,
     ) -> None:
         self._store = store
         self.segment = segment
         self.version = segment.version
         self.timestamp = timestamp
         if replay.protocol is None:
-            raise CorruptLogError(
-                f"cannot reconstruct version {segment.version}: the log has no protocol action"
-            )
+            raise CorruptLogError(f"cannot reconstruct version {segment.version}: the log has no protocol action")
         if replay.metadata is None:
-            raise CorruptLogError(
-                f"cannot reconstruct version {segment.version}: the log has no metaData action"
-            )
+            raise CorruptLogError(f"cannot reconstruct version {segment.version}: the log has no metaData action")
         self.protocol: Protocol = replay.protocol
         self.metadata: Metadata = replay.metadata
         features.check_readable(self.protocol, self.metadata)
-        self._file_state = replay.finish()
         self._txns = replay.txns
         self.domain_metadata: dict[str, DomainMetadata] = dict(replay.domains)
+        self._replay: LogReplay | None = replay
+        self._checkpoint_files = checkpoint_files
+        self._files_lock = threading.Lock()
+        self._files_state: FileState | None = None
 
     @classmethod
     def load(cls, store: LogStore, segment: LogSegment, timestamp: int | None = None) -> Snapshot:
         replay = LogReplay(store.table_root)
-        apply_checkpoint(store, segment.checkpoint_files, replay)
+        checkpoint_files = apply_checkpoint_state(store, segment.checkpoint_files, replay)
         for commit in segment.commits:
             try:
                 replay.apply(parse_commit(store.read(commit.name)))
@@ -82,7 +90,7 @@ class Snapshot:
                 raise CorruptLogError(f"commit {commit.name} cannot be parsed: {exc!r}") from exc
         if timestamp is None:
             timestamp = _commit_time(store, segment)
-        return cls(store, segment, replay, timestamp)
+        return cls(store, segment, replay, timestamp, checkpoint_files)
 
     # --- table identity -------------------------------------------------------
 
@@ -108,6 +116,19 @@ class Snapshot:
         return dict(self.metadata.configuration)
 
     # --- files ---------------------------------------------------------------
+
+    @property
+    def _file_state(self) -> FileState:
+        """The reconciled files, reading the checkpoint's file actions the first time."""
+        if self._files_state is None:
+            with self._files_lock:
+                if self._files_state is None:
+                    assert self._replay is not None
+                    if self._checkpoint_files is not None:
+                        self._checkpoint_files.apply(self._replay)
+                    self._files_state = self._replay.finish()
+                    self._replay = self._checkpoint_files = None
+        return self._files_state
 
     @cached_property
     def files(self) -> list[AddFile]:

@@ -269,6 +269,35 @@ def test_commits_after_a_checkpoint_override_its_rows(tmp_path):
     assert snap.num_files == 2 and snap.size_in_bytes == 6 and snap.num_records == 8
 
 
+def test_a_checkpoints_file_actions_are_read_on_first_use(tmp_path):
+    """Loading needs the checkpoint's protocol and metadata only; its adds are
+    read when files are asked for. Proven by removing the checkpoint between
+    the two: the load has what it needs, the files then name the lost file."""
+    from airflow_delta_provider.delta.errors import CorruptCheckpointError
+
+    _write_checkpoint_with_stats_parsed(tmp_path, 0)
+    write(tmp_path, 1, add("new.parquet", size=1))
+    snap = DeltaTable(tmp_path).snapshot()
+    assert snap.version == 1 and snap.protocol.min_reader_version == 1 and snap.schema["fields"][0]["name"] == "id"
+    checkpoint = tmp_path / "_delta_log" / f"{0:020d}.checkpoint.parquet"
+    checkpoint.rename(tmp_path / "moved.parquet")
+    with pytest.raises(CorruptCheckpointError, match=rf"checkpoint {checkpoint.name} disappeared"):
+        snap.file_paths()
+    (tmp_path / "moved.parquet").rename(checkpoint)
+    assert paths(snap) == ["json.parquet", "new.parquet", "parsed.parquet"]
+
+
+def test_the_file_state_is_built_once_under_concurrent_readers(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _write_checkpoint_with_stats_parsed(tmp_path, 0)
+    write(tmp_path, 1, remove("parsed.parquet", now_ms()), add("new.parquet", size=1))
+    snap = DeltaTable(tmp_path).snapshot()
+    with ThreadPoolExecutor(8) as pool:
+        counts = set(pool.map(lambda _: (snap.num_files, len(snap.file_paths()), snap.size_in_bytes), range(32)))
+    assert counts == {(2, 2, 6)}
+
+
 # --- the reader protocol gate and damaged logs --------------------------------
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -22,45 +23,101 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_delta_provider.delta.actions.model import Action, action_from_json
-from airflow_delta_provider.delta.errors import CorruptCheckpointError
+from airflow_delta_provider.delta.errors import CorruptCheckpointError, CorruptSidecarError
 from airflow_delta_provider.delta.log.replay import ACTION_COLUMNS, LogReplay
-from airflow_delta_provider.delta.log.sidecars import SidecarFile, read_sidecar
+from airflow_delta_provider.delta.log.sidecars import SIDECAR_COLUMNS, SidecarFile, sidecar_footer
 from airflow_delta_provider.delta.log.store import LogFile, LogStore
 
 _V2_COLUMNS = ("checkpointMetadata", "sidecar")
+#: The non-file actions, read when a snapshot loads.
+_STATE_COLUMNS = tuple(c for c in ACTION_COLUMNS if c not in SIDECAR_COLUMNS)
 
 
 def apply_checkpoint(store: LogStore, files: Iterable[LogFile], replay: LogReplay) -> None:
-    """Apply a checkpoint (its files, in part order) to ``replay``.
+    """Apply a whole checkpoint (its files, in part order) to ``replay``.
 
     Call it before any commit is applied. Raises
     :class:`~airflow_delta_provider.delta.errors.CorruptCheckpointError` (or its
     ``CorruptSidecarError``) naming the file that cannot be read.
     """
+    apply_checkpoint_state(store, files, replay).apply(replay)
+
+
+def apply_checkpoint_state(store: LogStore, files: Iterable[LogFile], replay: LogReplay) -> CheckpointFileActions:
+    """Apply a checkpoint's protocol, metadata, ``txn`` and domain actions to ``replay``;
+    return what reads its file actions, which may come after the commits are applied.
+
+    A snapshot needs its protocol and metadata first, and often nothing else:
+    with 100,000 files, the ``add`` column is most of the checkpoint. Every
+    parquet file's footer is read here, so a missing or torn file (a torn file
+    has no footer) is found while the snapshot loads and can be skipped.
+    """
+    parts: list[_ParquetPart] = []
     for f in files:
         if f.is_json:
             actions, sidecars = _read_json(store, f, with_actions=True)
             replay.apply(actions)
         else:
-            table = _read_parquet(store, f, (*ACTION_COLUMNS, *_V2_COLUMNS))
+            part = _ParquetPart(store.path(f.name), _footer(store, f), f"checkpoint {f.name}", CorruptCheckpointError)
+            table = part.read(store, (*_STATE_COLUMNS, *_V2_COLUMNS))
             replay.apply_checkpoint_table(table)
             sidecars = _sidecars_of(table, f)
+            parts.append(part)
         for sidecar in sidecars:
-            replay.apply_checkpoint_table(read_sidecar(store, sidecar, f.name))
+            rel, footer = sidecar_footer(store, sidecar, f.name)
+            parts.append(_ParquetPart(rel, footer, f"sidecar {rel} of checkpoint {f.name}", CorruptSidecarError))
+    return CheckpointFileActions(store, parts)
+
+
+class CheckpointFileActions:
+    """The ``add`` and ``remove`` rows of a checkpoint's parquet files and
+    sidecars, read by :meth:`apply`. Every file is read before any row is
+    applied, so a failed read leaves the replay as it was."""
+
+    def __init__(self, store: LogStore, parts: list[_ParquetPart]) -> None:
+        self._store = store
+        self._parts = parts
+
+    def apply(self, replay: LogReplay) -> None:
+        tables = [part.read(self._store, SIDECAR_COLUMNS) for part in self._parts]
+        for table in tables:
+            replay.apply_checkpoint_table(table)
 
 
 def sidecar_references(store: LogStore, f: LogFile) -> list[SidecarFile]:
     """The sidecars one checkpoint file refers to, reading nothing else of it."""
     if f.is_json:
         return _read_json(store, f, with_actions=False)[1]
-    return _sidecars_of(_read_parquet(store, f, _V2_COLUMNS), f)
+    part = _ParquetPart(store.path(f.name), _footer(store, f), f"checkpoint {f.name}", CorruptCheckpointError)
+    return _sidecars_of(part.read(store, _V2_COLUMNS), f)
 
 
-def _read_parquet(store: LogStore, f: LogFile, wanted: Iterable[str]) -> pa.Table:
+@dataclass(frozen=True)
+class _ParquetPart:
+    """A parquet file of a checkpoint whose footer has been read."""
+
+    path: str  # relative to the table root
+    footer: pq.FileMetaData
+    label: str  # "checkpoint <name>" or "sidecar <path> of checkpoint <name>"
+    error: type[CorruptCheckpointError]
+
+    def read(self, store: LogStore, wanted: Iterable[str]) -> pa.Table:
+        """The columns of ``wanted`` that the file has (none missing is an error)."""
+        names = self.footer.schema.to_arrow_schema().names
+        columns = [c for c in wanted if c in names]
+        try:
+            with store.storage.open_input_file(self.path) as fh:
+                return pq.ParquetFile(fh, metadata=self.footer).read(columns=columns)
+        except FileNotFoundError:
+            raise self.error(f"{self.label} disappeared from {store.table_root} while reading it") from None
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise self.error(f"cannot read {self.label}: {exc}") from exc
+
+
+def _footer(store: LogStore, f: LogFile) -> pq.FileMetaData:
     try:
         with store.open_input_file(f.name) as fh:
-            present = pq.read_schema(fh).names
-            return pq.read_table(fh, columns=[c for c in wanted if c in present])
+            return pq.read_metadata(fh)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptCheckpointError(f"cannot read checkpoint {f.name}: {exc}") from exc
 
@@ -109,9 +166,7 @@ def _check_version(checkpoint_metadata: dict[str, Any], f: LogFile) -> None:
     """A ``checkpointMetadata`` must name the version of its file."""
     version = checkpoint_metadata.get("version")
     if version is not None and int(version) != f.version:
-        raise CorruptCheckpointError(
-            f"checkpoint {f.name} says it holds version {version}, its name says {f.version}"
-        )
+        raise CorruptCheckpointError(f"checkpoint {f.name} says it holds version {version}, its name says {f.version}")
 
 
-__all__ = ["apply_checkpoint", "sidecar_references"]
+__all__ = ["CheckpointFileActions", "apply_checkpoint", "apply_checkpoint_state", "sidecar_references"]

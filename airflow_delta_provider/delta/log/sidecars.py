@@ -97,14 +97,16 @@ def sidecar_storage_path(store: LogStore, sidecar: SidecarFile, checkpoint: str)
     return rel
 
 
-def read_sidecar(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> pa.Table:
-    """The ``add`` and ``remove`` columns of one sidecar of ``checkpoint``."""
+def sidecar_footer(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> tuple[str, pq.FileMetaData]:
+    """The storage path and parquet footer of one sidecar of ``checkpoint``.
+
+    Reading the footer proves the sidecar is there and whole (a torn file has
+    no footer) before its rows are needed.
+    """
     rel = sidecar_storage_path(store, sidecar, checkpoint)
     try:
         with store.storage.open_input_file(rel) as f:
-            schema = pq.read_schema(f)
-            columns = [c for c in SIDECAR_COLUMNS if c in schema.names]
-            return pq.read_table(f, columns=columns)
+            return rel, pq.read_metadata(f)
     except FileNotFoundError:
         raise CorruptSidecarError(
             f"sidecar {rel} of checkpoint {checkpoint} is missing from {store.table_root}"
@@ -117,8 +119,8 @@ __all__ = [
     "SIDECAR_COLUMNS",
     "SIDECAR_FOLDER",
     "SidecarFile",
-    "read_sidecar",
     "sidecar_action_path",
+    "sidecar_footer",
     "sidecar_name",
     "sidecar_storage_path",
 ]

@@ -434,14 +434,18 @@ def test_no_file_with_a_matching_row_is_pruned(files, predicate):
     )
     _DUCK.register("rows_arrow", rows_table)
     _DUCK.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM rows_arrow")
-    matching = {r[0] for r in _DUCK.execute(f"SELECT DISTINCT f FROM t WHERE {duck_sql}").fetchall()}
+    # The predicate is evaluated in a projection: DuckDB 1.5.5's WHERE drops the
+    # row of ``(p = 0) OR (NOT (p IS NOT DISTINCT FROM 0))`` with p NULL, which
+    # its own SELECT of the same expression calls true.
+    verdicts = _DUCK.execute(f"SELECT f, ({duck_sql}) IS TRUE FROM t").fetchall()
+    matching = {f for f, hit in verdicts if hit}
     pred = Predicate.parse(spark_sql)
     survivors = {a.path for a in prune_files(adds, pred, PROP_SCHEMA, ["p"])}
     assert matching <= survivors, spark_sql
 
     exact = partition_filter(adds, pred, PROP_SCHEMA, ["p"])
     if exact is not None:
-        counts = dict(_DUCK.execute(f"SELECT f, count(*) FROM t WHERE {duck_sql} GROUP BY f").fetchall())
+        counts = {f: sum(1 for g, hit in verdicts if hit and g == f) for f in matching}
         wholly = {a.path for a in adds if counts.get(a.path, 0) == len(files[int(a.path[1:])][1])}
         assert {a.path for a in exact} == wholly, spark_sql
 

@@ -118,7 +118,7 @@ def test_partition_predicate_of_a_mapping_quotes_names_and_values():
         ({"partition": {}}, "mapping of partition values"),
         ({"partition": "  "}, "non-empty SQL predicate"),
         ({"partition": ["ds"]}, "mapping of partition values"),
-        ({"partition": "ds = = 1"}, ""),
+        ({"partition": "ds = = 1"}, "cannot parse condition .ds = = 1."),
     ],
 )
 def test_bad_filters_are_refused_with_their_reason(kwargs, message):
