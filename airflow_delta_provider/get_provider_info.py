@@ -21,8 +21,12 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "airflow-delta-provider",
         "name": "Delta Lake",
         "description": (
-            "Change Delta Lake tables with Spark (UPDATE, DELETE, APPEND, CHECKPOINT, VACUUM) "
-            "and wait for new table versions, without Databricks or a Delta jar."
+            "Run Delta Lake operations from DAGs on plain Apache Spark (spark-submit or Spark Connect): "
+            "UPDATE, DELETE, APPEND (and overwrite), MERGE, OPTIMIZE (compaction, Z-order), ALTER TABLE, "
+            "RESTORE, CHECKPOINT, VACUUM, REORG (purge of deletion vectors) and CHANGES (the change data "
+            "feed of a version range, to a folder); CHECKPOINT, VACUUM, ALTER and RESTORE also with no "
+            "Spark at all. Sensors and triggers wait for new table versions and partitions. "
+            "No Databricks, no Delta jar."
         ),
         "versions": [__version__],
         "integrations": [

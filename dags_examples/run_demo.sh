@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the delta_pipeline example once on local Spark, then delta_maintenance, then show the table's history.
+# Run the delta_pipeline example once on local Spark, then delta_downstream and delta_maintenance, then
+# print what they did (dags_examples/demo_summary.py).
 # `make demo` calls this after it has installed Java and the .venv; run it from anywhere.
 set -euo pipefail
 
@@ -18,6 +19,12 @@ export AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]", "e
 echo "==> Migrating the Airflow database in $AIRFLOW_HOME"
 airflow db migrate >/dev/null
 
+# The orders table's version before this run (-1: none), so the summary shows what this run committed.
+BEFORE="$("$PY" -c 'import sys
+from airflow_delta_provider.delta.table import DeltaTable
+t = DeltaTable(sys.argv[1])
+print(t.latest_version() if t.exists() else -1)' "$DELTA_DEMO_DATA/delta/orders")"
+
 echo "==> Running delta_pipeline on local Spark (table: $DELTA_DEMO_DATA/delta/orders)"
 airflow dags test delta_pipeline
 
@@ -28,13 +35,4 @@ echo "==> Running delta_maintenance (OPTIMIZE with Z-order, VACUUM, CHECKPOINT) 
 airflow dags test delta_maintenance
 
 echo
-echo "==> History of $DELTA_DEMO_DATA/delta/orders"
-"$PY" -m airflow_delta_provider.delta history "$DELTA_DEMO_DATA/delta/orders" | "$PY" -c '
-import json, sys
-for entry in sorted(json.load(sys.stdin), key=lambda e: e["version"]):
-    metrics = entry.get("operationMetrics") or {}
-    rows = ("numOutputRows", "numUpdatedRows", "numDeletedRows", "numCopiedRows", "numTargetRowsInserted",
-            "numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsCopied")
-    shown = ", ".join(k + "=" + str(metrics[k]) for k in rows if k in metrics)
-    print("version %3d  %-14s %s" % (entry["version"], entry.get("operation", "?"), shown))
-'
+"$PY" "$ROOT/dags_examples/demo_summary.py" "$DELTA_DEMO_DATA" "$BEFORE"

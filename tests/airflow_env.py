@@ -101,6 +101,16 @@ def xcom(dag_run: Any, task_id: str, key: str = "return_value") -> Any:
         return None if row is None else XComModel.deserialize_value(row)
 
 
+def task_tries(dag_run: Any) -> dict[str, int]:
+    """task_id -> how many tries each task instance of ``dag_run`` took."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.query(TaskInstance).filter_by(dag_id=dag_run.dag_id, run_id=dag_run.run_id)
+        return {ti.task_id: ti.try_number for ti in rows}
+
+
 def task_states(dag_run: Any) -> dict[str, str]:
     """task_id -> final state of every task instance of ``dag_run``."""
     from airflow.models.taskinstance import TaskInstance

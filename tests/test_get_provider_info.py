@@ -16,6 +16,26 @@ def test_every_listed_module_imports() -> None:
                 importlib.import_module(module)
 
 
+def test_the_description_names_every_operation_of_the_operators() -> None:
+    """Each operator's operation, as the Spark CLI names it, and those that run with no Spark."""
+    import re
+
+    from airflow_delta_provider.operators import delta as operators
+    from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
+
+    description = get_provider_info()["description"]
+    operations = {
+        cls.operation
+        for cls in vars(operators).values()
+        if isinstance(cls, type)
+        and issubclass(cls, operators.DeltaSparkOperator)
+        and cls is not operators.DeltaSparkOperator
+    }
+    assert [op for op in sorted(operations) if not re.search(rf"\b{op.upper()}\b", description)] == []
+    *first, last = (op.upper() for op in PYTHON_ENGINE_OPERATIONS)
+    assert f"{', '.join(first)} and {last} also with no Spark" in description
+
+
 def test_providers_manager_lists_the_provider_and_its_hook() -> None:
     from airflow.providers_manager import ProvidersManager
 
@@ -39,6 +59,9 @@ def test_airflow_cli_lists_the_provider_and_its_hook() -> None:
     for command, expected in (("list", "airflow-delta-provider"), ("hooks", "DeltaSparkHook")):
         out = subprocess.run(
             [airflow, "providers", command, "--output", "plain"],
-            capture_output=True, text=True, timeout=180, check=True,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=True,
         ).stdout
         assert expected in out, f"airflow providers {command} does not show {expected}"

@@ -1,11 +1,16 @@
 """``python -m airflow_delta_provider.delta``: look at a table without Spark.
 
-``describe`` prints one JSON object about a snapshot; ``history`` prints the
-commitInfo of recent commits, newest first. In ``describe``, the top-level
-``numRecords`` counts live rows (the files' ``numRecords`` stats minus the
-rows their deletion vectors hide); each file shows its own ``numRecords``
-stats and ``deletionVector`` (``storageType`` and ``cardinality``, or null).
-Errors exit with code 2 and one line on stderr.
+``describe`` shows a snapshot; ``history`` shows the commitInfo of recent
+commits, newest first. ``--format`` picks the output: ``json`` (one line, for
+scripts) or ``table`` (column-aligned text for people, see :mod:`.cli_format`).
+The default is ``table`` when stdout is a terminal and ``json`` otherwise, so
+pipes and scripts get JSON. ``describe --format json`` is one object; its
+top-level ``numRecords`` counts live rows (the files' ``numRecords`` stats
+minus the rows their deletion vectors hide); each file shows its own
+``numRecords`` stats and ``deletionVector`` (``storageType`` and
+``cardinality``, or null). ``history --format json`` is a list of commitInfo
+objects, each with its ``version``. Errors exit with code 2 and one line on
+stderr.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote
 
 from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.cli_format import describe_lines, history_lines
 from airflow_delta_provider.delta.errors import DeltaError
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
@@ -72,15 +78,23 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m airflow_delta_provider.delta", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    d = sub.add_parser("describe", help="print a snapshot of the table as JSON")
+    d = sub.add_parser("describe", help="print a snapshot of the table")
     d.add_argument("table")
+    _add_format(d)
     when = d.add_mutually_exclusive_group()
     when.add_argument("--version", type=int)
     when.add_argument("--timestamp", help="ISO 8601; the newest version committed at or before it")
-    h = sub.add_parser("history", help="print commitInfo of the newest commits as JSON")
+    h = sub.add_parser("history", help="print commitInfo of the newest commits, newest first")
     h.add_argument("table")
     h.add_argument("--limit", type=int)
+    _add_format(h)
     return parser
+
+
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", choices=("table", "json"), help="default: table when stdout is a terminal, else json"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DeltaError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    json.dump(out, sys.stdout, indent=None, separators=(",", ":"))
-    sys.stdout.write("\n")
+    if (args.format or ("table" if sys.stdout.isatty() else "json")) == "table":
+        lines = describe_lines(out) if args.command == "describe" else history_lines(out)
+        sys.stdout.write("".join(line + "\n" for line in lines))
+    else:
+        json.dump(out, sys.stdout, indent=None, separators=(",", ":"))
+        sys.stdout.write("\n")
     return 0

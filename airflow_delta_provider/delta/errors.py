@@ -119,6 +119,12 @@ class RetentionTooShortError(InvalidInputError):
     """VACUUM was asked for a retention below the table's safe minimum."""
 
 
+class UntrackedDataFilesError(InvalidInputError):
+    """A table would be created where data files lie outside any Delta log:
+    the new table would not read them, and VACUUM would delete them. The
+    message names some of them and the ways out."""
+
+
 class DataFilesMissingError(InvalidInputError):
     """Files a version needs are gone from the store (deleted by VACUUM or by
     hand), so that version cannot be restored. The message names them."""

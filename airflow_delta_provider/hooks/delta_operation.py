@@ -67,11 +67,14 @@ def operation_metrics(raw: Any) -> dict[str, Any]:
 
 
 def is_permanent(error_name: str | None) -> bool:
-    """Whether a retry could not help: bad input or a feature we refuse."""
+    """Whether a retry could not help: bad input, a feature we refuse, or a
+    table that is not there (a mistyped ``table_path`` is not retried; a
+    sensor waits for a table only with ``wait_for_creation``)."""
     from airflow_delta_provider.delta import errors
 
     cls = getattr(errors, error_name or "", None)
-    return isinstance(cls, type) and issubclass(cls, (errors.InvalidInputError, errors.UnsupportedFeatureError))
+    permanent = (errors.InvalidInputError, errors.UnsupportedFeatureError, errors.TableNotFoundError)
+    return isinstance(cls, type) and issubclass(cls, permanent)
 
 
 class DeltaOperationMixin:

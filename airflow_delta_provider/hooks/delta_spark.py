@@ -37,7 +37,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,22 @@ if TYPE_CHECKING:
 # a crash ends its traceback the same way, possibly with a dotted module path.
 _ERROR_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exception)): \S")
 
+#: A line of Spark's own log in log4j's default console layout: ``26/11/27 21:39:37 INFO Utils: ...``.
+_SPARK_LOG_LINE_RE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?P<level>[A-Z]+) ")
+#: A line that continues a multi-line Spark record (a query plan, an RDD's name): it starts with a
+#: space or a plan's punctuation, never with a word, a path or a JSON object.
+_CONTINUATION_RE = re.compile(r"^(?:\s|[:+|\[\]()<>-])")
+#: Spark log levels whose lines a failed task's error may quote.
+_PROBLEM_LEVELS = frozenset({"WARN", "ERROR", "FATAL"})
+#: How many warning and error lines a crash's error quotes.
+_PROBLEM_LINES = 20
+#: SparkSubmitHook's failure names spark-submit's exit code.
+_EXIT_CODE_RE = re.compile(r"Error code is: (-?\d+)")
+#: SparkSubmitHook's log message with the (masked) spark-submit command.
+_SUBMIT_COMMAND_MESSAGE = "Spark-Submit cmd: %s"
+#: The Spark CLI's switch for a verbose run (the operators' ``debug``).
+_DEBUG_FLAG = "--debug"
+
 #: SparkSubmitHook's constructor arguments, the ones DeltaSparkHook passes through.
 _SUBMIT_ARGUMENTS = frozenset(inspect.signature(SparkSubmitHook.__init__).parameters) - {"self"}
 #: Arguments that release spark-submit before the application ends; the hook
@@ -90,38 +107,72 @@ def _read_as_spark(conn: Connection) -> Connection:
 
 
 class _SparkOutput:
-    """What the hook keeps of Spark's output: the result line and the error line."""
+    """What the hook keeps of Spark's output, and which lines the task log shows.
 
-    def __init__(self) -> None:
+    Kept: the result line, the error line, and the last warnings and errors
+    (the task's error when the application crashed without an error line).
+    Unless ``verbose``, Spark's INFO records (with their continuation lines),
+    the result line (the operator logs the result) and the error line (the
+    task's error repeats it) go to the debug level: a task log then shows
+    Spark's warnings and what the operation did, not 1,500 lines of start-up.
+    """
+
+    def __init__(self, verbose: bool = False) -> None:
+        self.verbose = verbose
         self.result: dict[str, Any] | None = None
         self.error_line: str | None = None
         self.error_name: str | None = None
+        self.problems: deque[str] = deque(maxlen=_PROBLEM_LINES)
+        self._hiding = False  # the last Spark record was quieted: its continuation lines are too
 
-    def observe(self, line: str) -> None:
+    def observe(self, line: str) -> bool:
+        """Take note of one line of output; whether the task log shows it at its own level."""
+        if self._hiding and _CONTINUATION_RE.match(line):  # a quieted record's plan or RDD name, line by line
+            return False
+        self._hiding = False
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
                 parsed = json.loads(line)
             except ValueError:
-                return
+                return True
             if isinstance(parsed, dict) and {"operation", "version"} <= parsed.keys():
                 self.result = parsed
-            return
+                return self.verbose  # the operator logs the result
+            return True
+        spark = _SPARK_LOG_LINE_RE.match(line)
+        if spark:
+            if spark.group("level") in _PROBLEM_LEVELS:
+                self.problems.append(line)
+                return True
+            self._hiding = not self.verbose
+            return self.verbose
         match = _ERROR_LINE_RE.match(line)
         if match:
             self.error_line, self.error_name = line, match.group("name")
+            return self.verbose
+        if line and not line.startswith("at "):  # a JVM crash's own lines, not its stack frames
+            self.problems.append(line)
+        return True
+
+    def shows(self, args: tuple[Any, ...]) -> bool:
+        """Whether a log call of SparkSubmitHook's keeps its level."""
+        if len(args) == 1 and isinstance(args[0], str):
+            return self.observe(args[0])
+        return self.verbose or not (args and args[0] == _SUBMIT_COMMAND_MESSAGE)
 
 
 class _ObservedLog:
-    """A logger that forwards every call, and shows each one-message record to an observer.
+    """A logger that forwards every call, first showing it to the run's
+    :class:`_SparkOutput`, which may move an INFO record to DEBUG.
 
     SparkSubmitHook logs each line of spark-submit's output as one message
     with no arguments; its own messages carry arguments.
     """
 
-    def __init__(self, logger: Any, observe: Callable[[str], None]) -> None:
+    def __init__(self, logger: Any, output: _SparkOutput) -> None:
         self.logger = logger
-        self.observe = observe
+        self.output = output
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.logger, name)
@@ -129,8 +180,8 @@ class _ObservedLog:
             return attribute
 
         def observed(*args: Any, **kwargs: Any) -> Any:
-            if len(args) == 1 and isinstance(args[0], str):
-                self.observe(args[0])
+            if not self.output.shows(args) and name == "info":
+                return self.logger.debug(*args, **kwargs)
             return attribute(*args, **kwargs)
 
         return observed
@@ -140,13 +191,14 @@ class _DeltaSparkSubmitHook(SparkSubmitHook):
     """The SparkSubmitHook of one run. It changes two public members, nothing else:
 
     * :meth:`get_connection` reads a ``delta_spark`` connection as ``spark``;
-    * :attr:`log` shows each logged line to the run's :class:`_SparkOutput`
-      (see :class:`DeltaSparkHook` for why).
+    * :attr:`log` shows each logged line to the run's :class:`_SparkOutput`,
+      which keeps what matters and quiets Spark's INFO lines (see
+      :class:`DeltaSparkHook` for why).
     """
 
-    def __init__(self, *, line_observer: Callable[[str], None], **spark_submit_kwargs: Any) -> None:
+    def __init__(self, *, output: _SparkOutput, **spark_submit_kwargs: Any) -> None:
         # Set first: the constructor already logs (connection lookup).
-        self.line_observer = line_observer
+        self.output = output
         super().__init__(**spark_submit_kwargs)
 
     @classmethod
@@ -155,7 +207,7 @@ class _DeltaSparkSubmitHook(SparkSubmitHook):
 
     @property
     def log(self) -> Any:
-        return _ObservedLog(super().log, self.line_observer)
+        return _ObservedLog(super().log, self.output)
 
 
 @dataclass(frozen=True)
@@ -283,6 +335,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
         self, operation: str, table: str, arguments: Sequence[str], token: str | None
     ) -> dict[str, Any] | None:
         """One spark-submit; the result line the driver printed (lost in cluster deploy mode)."""
+        self._check_connection()
         target = self.spark_target()
         if self.storage_options and target.cluster:
             raise AirflowFailException(
@@ -291,9 +344,9 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
                 "the cluster its own credentials (instance profile, workload identity, Hadoop settings) and "
                 "drop storage_conn_id"
             )
-        output = _SparkOutput()
+        output = _SparkOutput(verbose=_DEBUG_FLAG in arguments)
         hook_kwargs, popen_env = self._submit_arguments(operation, table, arguments, token, target)
-        self.spark_submit_hook = _DeltaSparkSubmitHook(line_observer=output.observe, **hook_kwargs)
+        self.spark_submit_hook = _DeltaSparkSubmitHook(output=output, **hook_kwargs)
         self._submit_and_wait(self.spark_submit_hook, output, operation, table, target, popen_env)
         return output.result
 
@@ -302,6 +355,26 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
         if self.spark_submit_hook is not None:
             self.spark_submit_hook.on_kill()
         self._run_commands_after_driver()
+
+    def _check_connection(self) -> None:
+        """Fail, saying how to define it, when the Spark connection is not defined.
+
+        SparkSubmitHook would submit to ``yarn`` instead, with one info line
+        (``Could not load connection string spark_default, defaulting to
+        yarn``): on any machine without YARN, a failure that names neither.
+        """
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
+        try:
+            self.get_connection(self.conn_id)
+        except AirflowNotFoundException:
+            variable = f"AIRFLOW_CONN_{self.conn_id.upper()}"
+            raise AirflowFailException(
+                f"the Spark connection {self.conn_id!r} is not defined. Define it in the environment, e.g. "
+                f"""{variable}='{{"conn_type": "spark", "host": "local[*]"}}', or in the UI (Admin > """
+                "Connections: type Spark, host local[*], spark://master:7077, yarn or k8s://...), "
+                "or pass conn_id= an existing one (docs/connections.rst)"
+            ) from None
 
     # --- Building the spark-submit ---------------------------------------------
 
@@ -468,13 +541,23 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
                 finally:
                     self._run_commands_after_driver()
         except AirflowException as err:
+            # SparkSubmitHook's error holds the whole command line and its last
+            # output lines; they are the cause only with debug.
+            cause = err if output.verbose else None
             line = output.error_line
-            if line is None:
+            if line is not None:
+                message = f"Delta {operation} on {table} failed: {line}"
+                if is_permanent(output.error_name):
+                    raise AirflowFailException(message) from cause
+                raise AirflowException(message) from cause
+            code = _EXIT_CODE_RE.search(str(err))
+            if code is None or output.verbose:
                 raise
-            message = f"Delta {operation} on {table} failed: {line}"
-            if is_permanent(output.error_name):
-                raise AirflowFailException(message) from err
-            raise AirflowException(message) from err
+            problems = "\n".join(output.problems) or "(none; debug=True logs all of its output)"
+            raise AirflowException(
+                f"Delta {operation} on {table} failed: spark-submit exited with code {code.group(1)}, "
+                f"reporting no error of the application. Its last warnings and errors:\n{problems}"
+            ) from None
 
     def _wait_for_driver(self, target: SparkTarget, driver_id: str) -> None:
         """Poll the standalone master's REST API until the driver ends; fail unless it FINISHED."""

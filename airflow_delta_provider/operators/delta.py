@@ -9,7 +9,7 @@ the Spark application parses back into the same request; a hook runs it:
 - :class:`~airflow_delta_provider.hooks.delta_in_process.DeltaInProcessHook`,
   in the task's process, when ``conn_id`` is a ``spark_connect`` connection
   (Spark Connect), or with ``engine="python"`` (no Spark: CHECKPOINT,
-  VACUUM, ALTER).
+  VACUUM, ALTER, RESTORE).
 
 Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
@@ -64,8 +64,9 @@ class DeltaSparkOperator(BaseOperator):
     """Base of the Delta operators: one operation, one Spark application, one commit.
 
     :param table_path: The table's location, as the Spark driver sees it: a
-        path, or a ``file://``, ``s3://`` (``s3a://``), ``abfss://`` (``az://``)
-        or ``gs://`` URI. (templated)
+        path, or a ``file://``, ``s3://`` (``s3a://``, ``s3n://``),
+        ``abfss://`` (``abfs://``, ``az://``, ``azure://``) or ``gs://``
+        (``gcs://``) URI. (templated)
     :param conn_id: The Spark connection (default ``spark_default``): a
         ``spark`` connection runs one spark-submit; a ``spark_connect``
         connection (``sc://host:port``) runs the operation in the task's
@@ -89,12 +90,14 @@ class DeltaSparkOperator(BaseOperator):
     :param name: The Spark application name (default ``delta-<operation>: <table>``). (templated)
     :param hook_params: Any other :class:`SparkSubmitHook` argument
         (``py_files``, ``jars``, ``keytab``, ``verbose``, ...).
-    :param debug: Also log PySpark's records of Spark errors, with their JVM
-        stacks (by default bad input is reported by its one line).
+    :param debug: Log everything: Spark's INFO output, the spark-submit
+        command, and on failure its output and PySpark's records of Spark
+        errors with their JVM stacks. By default the task log shows the
+        operation's own lines and Spark's warnings, and a failure is one line.
     :param engine: ``spark`` (default), or ``python`` for the operations that
         need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE): the core does them in the
         task's process, with no JVM, in a fraction of a second
-        (``docs/operators.rst`` says when Spark pays off for VACUUM).
+        (``docs/execution-modes.rst`` says when Spark pays off for VACUUM).
 
     Over Spark Connect, ``conf`` holds runtime settings of the session (the
     server refuses static ones by name); the spark-submit sizing arguments
@@ -241,8 +244,8 @@ class DeltaSparkOperator(BaseOperator):
             token=request.token,
             not_before=getattr(dag_run, "start_date", None),
         )
-        if result["version"] is None:
-            self.log.info("%s changed nothing in %s", result["operation"], result["table"])
+        if result["version"] is None:  # a dry run, nothing to do, or a read: what it found still counts
+            self.log.info("%s committed no version of %s: %s", result["operation"], result["table"], result["metrics"])
         else:
             self.log.info(
                 "%s: version %s of %s, %s",
@@ -357,7 +360,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
     :param overwrite_schema: With ``mode="overwrite"``, replace the schema too.
     :param txn_app_id: With ``txn_version``, the protocol's idempotent-write
         marker: a write whose (app id, version) the table has seen is skipped. (templated)
-    :param txn_version: See ``txn_app_id``.
+    :param txn_version: See ``txn_app_id``: an integer, or a template that
+        renders one, e.g. ``"{{ logical_date.strftime('%Y%m%d') }}"``. (templated)
     :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
     :param table_properties: Delta table properties to set in the same commit,
         e.g. ``{"delta.enableDeletionVectors": "true"}`` (which upgrades the
@@ -367,7 +371,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         the source's. Its field metadata may declare generated columns
         (``delta.generationExpression``) and identity columns
         (``delta.identity.start``, ``delta.identity.step``,
-        ``delta.identity.allowExplicitInsert``); the source may leave those out.
+        ``delta.identity.allowExplicitInsert``); the source may leave those out. (templated)
     """
 
     request_class = requests.AppendRequest
@@ -376,8 +380,10 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "source",
         "partition_by",
         "txn_app_id",
+        "txn_version",
         "options",
         "table_properties",
+        "table_schema",
     )
     _FORMATS = requests.APPEND_FORMATS
     _MODES = requests.APPEND_MODES
@@ -599,14 +605,33 @@ def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(key), str(value)) for key, value in mapping.items())
 
 
+def _check_unless_templated(operator: DeltaSparkOperator, value: Any) -> None:
+    """Build the request now, so a bad ``value`` fails when the DAG is parsed;
+    a template is checked once rendered, when the task runs."""
+    if not (isinstance(value, str) and "{{" in value):
+        operator.request()
+
+
 def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
-    """``value`` (a number, or the text a template rendered) as ``kind``; None stays None."""
+    """``value`` (a number, or the text a template rendered) as ``kind``; None stays None.
+
+    Every numeric argument goes through here, templated or not, so a value
+    rendered as ``"20240101"`` works and ``"yesterday"`` fails the task with
+    the argument's name (a ValueError, which the task turns into a failure
+    without retries)."""
     if value is None:
         return None
     try:
+        if isinstance(value, str):
+            return kind(value.strip())
+        if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
+            raise TypeError(value)
         return kind(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, not {value!r}") from None
+        what = {int: "an integer", float: "a number"}[kind]
+        if name.endswith("version"):
+            what = "a version number"
+        raise ValueError(f"{name} must be {what}, not {value!r}") from None
 
 
 class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
@@ -617,19 +642,19 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
     (``dataChange=false``).
 
     :param min_deleted_ratio: Only rewrite files whose vector hides more than
-        this share of their rows (default 0: every file with a vector).
+        this share of their rows (default 0: every file with a vector). (templated)
     """
 
     request_class = requests.ReorgRequest
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "min_deleted_ratio")
 
-    def __init__(self, *, min_deleted_ratio: float = 0.0, **kwargs: Any) -> None:
+    def __init__(self, *, min_deleted_ratio: float | str = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not 0.0 <= float(min_deleted_ratio) < 1.0:
-            raise ValueError(f"min_deleted_ratio must be at least 0 and below 1, not {min_deleted_ratio!r}")
-        self.min_deleted_ratio = float(min_deleted_ratio)
+        self.min_deleted_ratio = min_deleted_ratio
+        _check_unless_templated(self, min_deleted_ratio)
 
     def _request_fields(self) -> dict[str, Any]:
-        return {"min_deleted_ratio": self.min_deleted_ratio}
+        return {"min_deleted_ratio": _number(self.min_deleted_ratio, "min_deleted_ratio", float)}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten
@@ -685,8 +710,8 @@ class DeltaChangesOperator(DeltaSparkOperator):
 
     def _request_fields(self) -> dict[str, Any]:
         return {
-            "start": _version(self.start_version, "start_version"),
-            "end": None if self.end_version in (None, "") else _version(self.end_version, "end_version"),
+            "start": _number(self.start_version, "start_version"),
+            "end": None if self.end_version in (None, "") else _number(self.end_version, "end_version"),
             "output": self.output_path,
             "output_format": self.output_format,
         }
@@ -708,15 +733,6 @@ class DeltaChangesOperator(DeltaSparkOperator):
 
         version = None if result is None else result.get("version")
         return changes_lineage(self.table_path, self.output_path, version, lambda: self.hook.storage_options)
-
-
-def _version(value: int | str, name: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a version number, not {value!r}") from None
-
-
 
 
 class DeltaAlterTableOperator(DeltaSparkOperator):
@@ -789,7 +805,7 @@ class DeltaRestoreOperator(DeltaSparkOperator):
 
     def _request_fields(self) -> dict[str, Any]:
         if self.version is not None:
-            return {"version": _version(self.version, "version")}
+            return {"version": _number(self.version, "version")}
         return {"timestamp": str(self.timestamp)}
 
     def _lineage_arguments(self) -> dict[str, Any]:
@@ -807,14 +823,14 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
     With nothing to rewrite nothing is committed, and ``version`` is None.
 
     :param where: A condition on partition columns: only those partitions. (templated)
-    :param target_size: Bytes per file (default: ``delta.targetFileSize``, else 128 MiB).
+    :param target_size: Bytes per file (default: ``delta.targetFileSize``, else 128 MiB). (templated)
     :param zorder_by: Columns to Z-order by, as a list or one comma-separated
         string (integral, decimal, date or timestamp, with statistics; not
         partition columns). (templated)
     """
 
     request_class = requests.OptimizeRequest
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "zorder_by")
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "target_size", "zorder_by")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
         "where": "sql",
@@ -824,16 +840,15 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         self,
         *,
         where: str | None = None,
-        target_size: int | None = None,
+        target_size: int | str | None = None,
         zorder_by: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if target_size is not None and int(target_size) <= 0:
-            raise ValueError(f"target_size must be positive, not {target_size!r}")
         self.where = where
         self.target_size = target_size
         self.zorder_by = zorder_by  # a list, or one string of comma-separated names (templates render strings)
+        _check_unless_templated(self, target_size)
 
     def _request_fields(self) -> dict[str, Any]:
         names = self.zorder_by.split(",") if isinstance(self.zorder_by, str) else list(self.zorder_by or [])

@@ -53,7 +53,7 @@ class OperationRequest:
     #: Fields of which exactly one is given (a required, mutually exclusive group).
     exactly_one_of: ClassVar[tuple[str, ...]] = ()
 
-    table: str = positional(help="table path or file:// URI")
+    table: str = positional(help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
     io: str = option(
         "auto",
         choices=IO_MODES,

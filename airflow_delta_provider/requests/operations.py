@@ -122,9 +122,12 @@ class ReorgRequest(OperationRequest):
     summary = "REORG ... APPLY (PURGE) of deletion vectors"
 
     purge: bool = switch(required=True, to_command=False, help="rewrite files that carry deletion vectors")
-    min_deleted_ratio: float = option(
-        0.0, parse=float, help="only files whose vector hides more than this share"
-    )
+    min_deleted_ratio: float = option(0.0, parse=float, help="only files whose vector hides more than this share")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.min_deleted_ratio < 1.0:
+            raise ValueError(f"min_deleted_ratio must be at least 0 and below 1, not {self.min_deleted_ratio!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +138,11 @@ class OptimizeRequest(OperationRequest):
     where: str | None = option(help="a condition on partition columns: only those partitions")
     target_size: int | None = option(parse=int, help="bytes per file (default: delta.targetFileSize, else 128 MiB)")
     zorder_by: tuple[str, ...] = joined(metavar="C1,C2", help="Z-order by these columns")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.target_size is not None and self.target_size <= 0:
+            raise ValueError(f"target_size must be positive, not {self.target_size!r}")
 
 
 @dataclass(frozen=True, kw_only=True)

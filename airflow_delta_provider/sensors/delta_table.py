@@ -136,9 +136,14 @@ class DeltaTableVersionSensor(BaseSensorOperator):
                 # The baseline was just read as the latest version.
                 return PokeReturnValue(is_done=False)
         watch = self._watch or self._open_watch(probe, context)
-        fired, self._table_seen = poll_once(
-            watch, table_seen=self._table_seen, wait_for_creation=self.wait_for_creation
-        )
+        from airflow_delta_provider.delta.errors import TableNotFoundError
+
+        try:
+            fired, self._table_seen = poll_once(
+                watch, table_seen=self._table_seen, wait_for_creation=self.wait_for_creation
+            )
+        except TableNotFoundError:
+            raise _missing_table(self.table_path) from None
         if fired is None:
             self._store_progress(context, watch)
             if watch.skipped:
@@ -194,9 +199,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         latest = probe.latest()
         if latest is None:
             if not self.wait_for_creation:
-                from airflow_delta_provider.delta.errors import TableNotFoundError
-
-                raise TableNotFoundError(missing_table_message(self.table_path))
+                raise _missing_table(self.table_path)
             # The table's creation is then the change waited for.
             self.log.info("%s does not exist yet; waiting for it", self.table_path)
             self._store_baseline(context, -1)
@@ -335,7 +338,6 @@ class DeltaPartitionSensor(BaseSensorOperator):
         self._watch: PartitionWatch | None = None
 
     def poke(self, context: Context) -> PokeReturnValue:
-        from airflow_delta_provider.delta.errors import TableNotFoundError
         from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
@@ -356,7 +358,7 @@ class DeltaPartitionSensor(BaseSensorOperator):
             return PokeReturnValue(is_done=True, xcom_value=result)
         if self._watch.version is None:
             if not self.wait_for_creation:
-                raise TableNotFoundError(missing_table_message(self.table_path))
+                raise _missing_table(self.table_path)
             self.log.info("%s does not exist yet; waiting for it", self.table_path)
         else:
             current = self._watch.state
@@ -429,14 +431,28 @@ def _event_result(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k != "status"}
 
 
+def _missing_table(table_path: str) -> Exception:
+    """A missing table without ``wait_for_creation``: the task fails for good (no retry creates it)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_delta_provider.delta.errors import TableNotFoundError
+
+    return AirflowFailException(f"{TableNotFoundError.__name__}: {missing_table_message(table_path)}")
+
+
 def _trigger_error(event: dict[str, Any]) -> Exception:
-    """The exception a trigger error event stands for: a typed DeltaError when it names one."""
-    from airflow.sdk.exceptions import AirflowException
+    """The exception a trigger error event stands for: a typed DeltaError when it
+    names one, or a failure without retries when no retry could help."""
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
     from airflow_delta_provider.delta import errors
+    from airflow_delta_provider.hooks.delta_operation import is_permanent
 
     message = event.get("message") or f"the trigger failed: {event!r}"
-    cls = getattr(errors, str(event.get("error_type")), None)
+    name = str(event.get("error_type"))
+    if is_permanent(name):
+        return AirflowFailException(f"{name}: {message}")
+    cls = getattr(errors, name, None)
     if isinstance(cls, type) and issubclass(cls, errors.DeltaError):
         return cls(message)
     return AirflowException(message)

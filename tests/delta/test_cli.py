@@ -1,7 +1,9 @@
 """Unit tests for ``delta/cli.py`` (``python -m airflow_delta_provider.delta``).
 
-Most tests call :func:`main` in-process; two run the module as a real
+Most tests call :func:`main` in-process; three run the module as a real
 subprocess to check the entry point, stdout and the exit code end to end.
+Under capsys and in a subprocess stdout is not a terminal, so the default
+format is JSON; ``delta/cli_format.py`` has its own tests for the text.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.cli import main
+from airflow_delta_provider.delta.cli_format import HISTORY_HEADERS
 from airflow_delta_provider.delta.table import DeltaTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -127,6 +130,59 @@ def test_history_newest_first_with_limit(table, capsys):
     assert [h["version"] for h in hist] == [2, 1]
 
 
+def test_history_table_has_a_header_and_one_line_per_commit(table, capsys):
+    t, _, _ = table
+    code = main(["history", t.root, "--format", "table"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    header, *rows = out.splitlines()
+    assert header.split() == list(HISTORY_HEADERS)
+    assert [row.split()[0] for row in rows] == ["2", "1", "0"]
+    assert [row.split()[2] for row in rows[:2]] == ["DELETE", "WRITE"] and " CREATE TABLE " in rows[2]
+    assert "mode=Append" in rows[0] and "numFiles=1" in rows[0]
+    assert all(row.split()[1].endswith("Z") for row in rows)  # ISO 8601 in UTC
+
+
+def test_describe_table_shows_the_overview_schema_and_files(table, capsys):
+    t, _, _ = table
+    code = main(["describe", t.root, "--format", "table"])
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert code == 0 and err == ""
+    assert lines[0].split() == ["version:", "2"] and "numFiles:          2" in lines
+    assert "configuration:     delta.appendOnly=false" in lines
+    assert "partitionColumns:  p" in lines
+    schema = lines.index("schema (2 columns):")
+    assert [line.split() for line in lines[schema + 1 : schema + 4]] == [
+        ["column", "type", "nullable"],
+        ["id", "long", "true"],
+        ["p", "string", "true"],
+    ]
+    files = lines.index("files (2):")
+    assert lines[files + 1].split() == ["path", "partitionValues", "size", "numRecords", "dvCardinality"]
+    assert len(lines) == files + 4
+    assert sorted(line.split()[1:4:2] for line in lines[files + 2 :]) == [["p=x", "1"], ["p=x", "2"]]
+
+
+def test_json_format_is_the_default_off_a_terminal(table, capsys):
+    t, _, _ = table
+    for command in ("history", "describe"):
+        assert main([command, t.root]) == 0
+        default = capsys.readouterr().out
+        assert main([command, t.root, "--format", "json"]) == 0
+        assert capsys.readouterr().out == default
+        assert default.count("\n") == 1 and json.loads(default)
+
+
+def test_table_format_is_the_default_on_a_terminal(table, capsys, monkeypatch):
+    t, _, _ = table
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["history", t.root]) == 0
+    assert capsys.readouterr().out.startswith("version  timestamp")
+    assert main(["history", t.root, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["version"] == 2
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -139,6 +195,8 @@ def test_history_newest_first_with_limit(table, capsys):
         (["describe", "{table}", "--version", "0", "--timestamp", "2001-01-01"], "not allowed with"),
         (["history", "{table}", "--limit", "0"], "--limit"),
         (["history", "{table}", "--limit", "x"], "invalid int"),
+        (["history", "{table}", "--format", "xml"], "invalid choice"),
+        (["describe", "{table}", "--format", "yaml"], "invalid choice"),
         (["frobnicate", "{table}"], "invalid choice"),
         ([], "required"),
     ],
@@ -177,11 +235,29 @@ def test_unsupported_feature_is_an_error_naming_it(tmp_path, capsys):
     log = tmp_path / "_delta_log"
     log.mkdir()
     (log / f"{0:020d}.json").write_text(
-        json.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                                 "readerFeatures": ["variantShredding"], "writerFeatures": ["variantShredding"]}}) + "\n"
-        + json.dumps({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
-                                   "schemaString": '{"type":"struct","fields":[]}', "partitionColumns": [],
-                                   "configuration": {}}}) + "\n"
+        json.dumps(
+            {
+                "protocol": {
+                    "minReaderVersion": 3,
+                    "minWriterVersion": 7,
+                    "readerFeatures": ["variantShredding"],
+                    "writerFeatures": ["variantShredding"],
+                }
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "metaData": {
+                    "id": "x",
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": '{"type":"struct","fields":[]}',
+                    "partitionColumns": [],
+                    "configuration": {},
+                }
+            }
+        )
+        + "\n"
     )
     code, _, err = run(capsys, "describe", str(tmp_path))
     assert code == 2 and err.startswith("UnsupportedFeatureError: ") and "variantShredding" in err
@@ -191,7 +267,11 @@ def _subprocess(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "airflow_delta_provider.delta", *argv],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
     )
 
 
@@ -204,6 +284,15 @@ def test_subprocess_describe_and_history(table):
     assert doc["version"] == 2 and doc["numFiles"] == 2
     proc = _subprocess("history", t.root, "--limit", "1")
     assert proc.returncode == 0 and [h["version"] for h in json.loads(proc.stdout)] == [2]
+
+
+def test_subprocess_history_as_a_table(table):
+    t, _, _ = table
+    proc = _subprocess("history", t.root, "--format", "table")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.startswith("version  timestamp  ") and len(rows) == 3
+    assert [row.split()[2] for row in rows] == ["DELETE", "WRITE", "CREATE"]
 
 
 def test_subprocess_error_exit_code_and_stderr(tmp_path):
@@ -225,4 +314,3 @@ def test_describe_shows_timestamp_ntz_types_and_partition_values(golden_dir, cap
         '{"tsNtzPartition": null}',
     ]
     assert doc["numRecords"] == 9
-

@@ -99,9 +99,9 @@ def test_a_spark_submit_of_ours_holds_no_delta_jar(tmp_path: Path, monkeypatch: 
     lines: list[str] = []
     observe = hook_module._SparkOutput.observe
 
-    def recording(self, line: str) -> None:  # the hook still sees every line
+    def recording(self, line: str) -> bool:  # the hook still sees every line
         lines.append(line.rstrip("\n"))
-        observe(self, line)
+        return observe(self, line)
 
     monkeypatch.setattr(hook_module._SparkOutput, "observe", recording)
     source = tmp_path / "source.parquet"

@@ -143,6 +143,78 @@ def test_failure_without_an_error_line_keeps_spark_submits_message(cache_dir: Pa
         DeltaSparkHook(package_cache_dir=cache_dir).run("vacuum", "/t")
 
 
+def test_spark_info_records_and_their_continuation_lines_are_quiet_unless_debug() -> None:
+    from airflow_delta_provider.hooks.delta_spark import _SparkOutput
+
+    lines = [
+        ("26/11/27 21:53:41 INFO DAGScheduler: Submitting ResultStage 1 (MapPartitionsRDD[38] at collect", False),
+        (":  +- Filter isnotnull(order_id#235L)", False),
+        ("+- Project [order_id#235L]", False),
+        ("[rdd_38_0])", False),
+        ("26/11/27 21:53:42 WARN Utils: Your hostname, vm, resolves to a loopback address", True),
+        ("   a warning's own continuation", True),
+        ('{"table": "/t", "operation": "MERGE", "version": 2, "metrics": {}}', False),
+        ("Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties", True),
+        ("26/11/27 21:53:43 INFO SparkContext: Invoking stop() from shutdown hook", False),
+        ("InvalidInputError: invalid condition 'x > 1'", False),
+    ]
+    quiet = _SparkOutput()
+    assert [quiet.observe(line) for line, _ in lines] == [shown for _, shown in lines]
+    assert quiet.result == {"table": "/t", "operation": "MERGE", "version": 2, "metrics": {}}
+    assert quiet.error_name == "InvalidInputError"
+    assert list(quiet.problems) == [lines[4][0], lines[5][0].strip(), lines[7][0]]
+    verbose = _SparkOutput(verbose=True)
+    assert all(verbose.observe(line) for line, _ in lines)
+
+
+def test_a_missing_connection_is_named_with_how_to_define_it(cache_dir: Path) -> None:
+    popen = _fake_popen([])
+    with mock.patch(POPEN, popen), pytest.raises(AirflowFailException) as raised:
+        DeltaSparkHook(conn_id="spark_nowhere", package_cache_dir=cache_dir).run("vacuum", "/t")
+    message = str(raised.value)
+    assert message.startswith("the Spark connection 'spark_nowhere' is not defined")
+    assert """AIRFLOW_CONN_SPARK_NOWHERE='{"conn_type": "spark", "host": "local[*]"}'""" in message
+    assert "Admin > Connections" in message
+    popen.assert_not_called()  # not submitted to YARN by default
+
+
+def test_the_error_line_is_the_whole_failure_unless_debug(cache_dir: Path) -> None:
+    """No chained SparkSubmitHook error (the command line and its output) unless debug."""
+    line = "InvalidInputError: invalid condition 'x > 1'"
+    for arguments, chained in ((["--condition", "x > 1"], False), (["--condition", "x > 1", "--debug"], True)):
+        popen = _fake_popen(["26/01/01 12:00:00 INFO SparkContext: Running Spark", line], 2)
+        with mock.patch(POPEN, popen), pytest.raises(AirflowFailException) as raised:
+            DeltaSparkHook(package_cache_dir=cache_dir).run("delete", "/t", arguments)
+        assert str(raised.value) == f"Delta delete on /t failed: {line}"
+        assert (raised.value.__cause__ is not None) is chained
+
+
+def test_a_crash_without_an_error_line_quotes_its_last_warnings_and_errors(cache_dir: Path) -> None:
+    popen = _fake_popen(
+        [
+            "26/01/01 12:00:00 INFO SparkContext: Running Spark version 4.0.1",
+            "26/01/01 12:00:01 WARN TaskSetManager: Lost task 0.0 in stage 1.0",
+            "26/01/01 12:00:02 ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)",
+            "\tat org.apache.spark.executor.Executor$TaskRunner.run(Executor.scala:620)",
+            'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space',
+            "26/01/01 12:00:03 INFO ShutdownHookManager: Shutdown hook called",
+        ],
+        137,
+    )
+    with mock.patch(POPEN, popen), pytest.raises(AirflowException) as raised:
+        DeltaSparkHook(package_cache_dir=cache_dir).run("vacuum", "/t")
+    message = str(raised.value)
+    assert message.splitlines() == [
+        "Delta vacuum on /t failed: spark-submit exited with code 137, reporting no error of the application. "
+        "Its last warnings and errors:",
+        "26/01/01 12:00:01 WARN TaskSetManager: Lost task 0.0 in stage 1.0",
+        "26/01/01 12:00:02 ERROR Executor: Exception in task 0.0 in stage 1.0 (TID 1)",
+        'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space',
+    ]
+    assert type(raised.value) is AirflowException and raised.value.__cause__ is None  # a retry may help
+    assert "spark-submit --master" not in message
+
+
 def test_delta_spark_connections_are_read_as_spark(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_DELTA_LOCAL",
@@ -449,12 +521,12 @@ def test_a_standalone_cluster_driver_is_waited_for(cache_dir: Path, monkeypatch,
 def test_the_connection_is_read_as_spark_submit_hook_reads_it(monkeypatch, conn, kwargs) -> None:
     """SparkTarget repeats SparkSubmitHook's documented reading of a connection,
     which it keeps private; if the provider ever reads one differently, this fails."""
-    from airflow_delta_provider.hooks.delta_spark import _DeltaSparkSubmitHook
+    from airflow_delta_provider.hooks.delta_spark import _DeltaSparkSubmitHook, _SparkOutput
 
     if conn is not None:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_READ", json.dumps(conn))
     target = DeltaSparkHook(conn_id="spark_read", **kwargs).spark_target()
-    upstream = _DeltaSparkSubmitHook(line_observer=lambda line: None, conn_id="spark_read", **kwargs)
+    upstream = _DeltaSparkSubmitHook(output=_SparkOutput(), conn_id="spark_read", **kwargs)
     resolved = upstream._connection  # read in a test only, to compare
     assert (target.master, target.deploy_mode, target.spark_binary) == (
         resolved["master"],

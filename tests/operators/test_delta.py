@@ -31,7 +31,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
-from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
+from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, task_tries, xcom
 
 needs_spark = pytest.mark.skipif(not Path(application_path()).is_file(), reason="the Spark CLI is not there yet")
 
@@ -248,7 +248,14 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
         params={"country": "NL", "table": str(table)},
         default_args={"retries": 0},
     ) as dag:
-        create = DeltaAppendOperator(task_id="create", table_path="{{ params.table }}", source=str(first), **common)
+        create = DeltaAppendOperator(
+            task_id="create",
+            table_path="{{ params.table }}",
+            source=str(first),
+            txn_app_id="daily_load",
+            txn_version="{{ logical_date.strftime('%Y%m%d') | int }}",  # as docs/operators.rst prints it
+            **common,
+        )
         evolve = DeltaAppendOperator(
             task_id="evolve", table_path=str(table), source=str(wider), merge_schema=True, **common
         )
@@ -317,6 +324,10 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     created = xcom(dag_run, "create")
     assert created == {"table": str(table), "version": 0, "operation": "WRITE", "metrics": created["metrics"]}
     assert created["metrics"]["numOutputRows"] == 3
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    logical_day = int(dag_run.logical_date.strftime("%Y%m%d"))
+    assert DeltaTable(table).snapshot(version=0).txn_version("daily_load") == logical_day
     assert xcom(dag_run, "evolve")["version"] == 1
     updated = xcom(dag_run, "update")
     assert (updated["version"], updated["operation"], updated["metrics"]["numUpdatedRows"]) == (2, "UPDATE", 2)
@@ -485,6 +496,11 @@ def test_bad_input_leaves_one_clear_line_in_the_task_log(
     assert "Did you mean one of the following? [`amount`, `order_id`]" in log
     assert "SQLQueryContextLogger" not in log
     assert "JVM stacktrace" not in log and "\tat org.apache.spark" not in log
+    # The error once, as the task's error: no spark-submit command, no chained
+    # traceback, no Spark INFO lines.
+    assert log.count("invalid condition 'nosuchcol > 3'") == 1
+    assert "Cannot execute" not in log and "Spark-Submit cmd" not in log and "Last spark-submit output" not in log
+    assert "The above exception was the direct cause" not in log and " INFO SparkContext" not in log
     assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
 
 
@@ -648,3 +664,44 @@ def test_append_operator_passes_a_declared_table_schema():
     assert json.loads(argv[argv.index("--table-schema") + 1]) == declared
     assert json.loads(build_parser().parse_args(["append", "/t", *argv]).table_schema) == declared
     assert "--table-schema" not in DeltaAppendOperator(task_id="b", table_path="/t", source="/s").cli_arguments()
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_an_operation_that_commits_nothing_logs_what_it_found(tmp_path: Path, capfd: Any, caplog: Any) -> None:
+    """A VACUUM dry run commits no version; its file count and bytes are in the task log, not only in XCom."""
+    from airflow.sdk import DAG
+    from deltalake import write_deltalake
+
+    table = tmp_path / "t"
+    write_deltalake(str(table), pa.table({"id": [1, 2]}))
+    write_deltalake(str(table), pa.table({"id": [3]}), mode="overwrite")
+    with DAG("delta_dry_run_log", schedule=None) as dag:
+        DeltaVacuumOperator(
+            task_id="vacuum", table_path=str(table), retention_hours=0, retention_check=False, dry_run=True,
+            engine="python",
+        )  # fmt: skip
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"vacuum": "success"}
+    found = xcom(dag_run, "vacuum")
+    assert found["version"] is None and found["metrics"]["numFilesToDelete"] == 1
+    printed = capfd.readouterr()
+    log = printed.out + printed.err + caplog.text
+    assert f"VACUUM committed no version of {table}: {found['metrics']}" in log
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_missing_table_fails_at_once_without_a_retry(tmp_path: Path) -> None:
+    """A mistyped table_path is bad input: no retry creates the table, so none is spent."""
+    from airflow.sdk import DAG
+
+    with DAG("delta_missing_table", schedule=None) as dag:
+        DeltaCheckpointOperator(
+            task_id="checkpoint", table_path=str(tmp_path / "no_such_table"), engine="python", retries=3,
+            retry_delay=timedelta(0),
+        )  # fmt: skip
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"checkpoint": "failed"}
+    assert task_tries(dag_run) == {"checkpoint": 1}  # no retry spent
+    assert not (tmp_path / "no_such_table").exists()

@@ -204,17 +204,63 @@ def test_rendered_templates_become_typed_fields() -> None:
         DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours="soon").request()
 
 
+@pytest.mark.parametrize(
+    ("operator", "argument", "rendered", "field", "value"),
+    [
+        (DeltaAppendOperator, "txn_version", " 20240101 ", "txn_version", 20240101),
+        (DeltaOptimizeOperator, "target_size", "1048576", "target_size", 1048576),
+        (DeltaPurgeDeletionVectorsOperator, "min_deleted_ratio", "0.25", "min_deleted_ratio", 0.25),
+        (DeltaRestoreOperator, "version", "4", "version", 4),
+        (DeltaVacuumOperator, "retention_hours", "168", "retention_hours", 168.0),
+    ],
+)
+def test_numbers_are_templated_and_converted_once_rendered(operator, argument, rendered, field, value) -> None:
+    extra = {"source": "/s", "txn_app_id": "app"} if operator is DeltaAppendOperator else {}
+    task = operator(task_id="t", table_path="/t", **{argument: "{{ params.n }}"}, **extra)
+    task.render_template_fields({"params": {"n": rendered}})
+    assert getattr(task.request(), field) == value
+
+
+@pytest.mark.parametrize(
+    ("operator", "argument", "rendered", "message"),
+    [
+        (DeltaAppendOperator, "txn_version", "2024-01-01", "txn_version must be a version number, not '2024-01-01'"),
+        (DeltaOptimizeOperator, "target_size", "1.5", "target_size must be an integer, not '1.5'"),
+        (DeltaOptimizeOperator, "target_size", "-3", "target_size must be positive, not -3"),
+        (DeltaPurgeDeletionVectorsOperator, "min_deleted_ratio", "half", "min_deleted_ratio must be a number"),
+        (DeltaPurgeDeletionVectorsOperator, "min_deleted_ratio", "1", "min_deleted_ratio must be at least 0 and below 1"),
+    ],
+)
+def test_a_rendered_number_of_the_wrong_kind_is_named(operator, argument, rendered, message) -> None:
+    extra = {"source": "/s", "txn_app_id": "app"} if operator is DeltaAppendOperator else {}
+    task = operator(task_id="t", table_path="/t", **{argument: "{{ params.n }}"}, **extra)
+    task.render_template_fields({"params": {"n": rendered}})
+    with pytest.raises(ValueError, match=message):
+        task.request()
+
+
+def test_numbers_that_are_not_templates_are_checked_when_the_dag_is_parsed() -> None:
+    with pytest.raises(ValueError, match="target_size must be positive"):
+        DeltaOptimizeOperator(task_id="o", table_path="/t", target_size=0)
+    with pytest.raises(ValueError, match="min_deleted_ratio must be at least 0 and below 1"):
+        DeltaPurgeDeletionVectorsOperator(task_id="r", table_path="/t", min_deleted_ratio=1.5)
+
+
 def test_template_fields_are_unchanged() -> None:
+    """Every argument a user would template (paths, conditions, versions,
+    timestamps, sizes, lists, mappings) is; switches and choices are not."""
     base = ("table_path", "conf", "env_vars", "name")
     expected = {
         DeltaUpdateOperator: (*base, "updates", "condition"),
         DeltaDeleteOperator: (*base, "condition"),
-        DeltaAppendOperator: (*base, "source", "partition_by", "txn_app_id", "options", "table_properties"),
+        DeltaAppendOperator: (
+            *base, "source", "partition_by", "txn_app_id", "txn_version", "options", "table_properties", "table_schema"
+        ),
         DeltaMergeOperator: (*base, "source", "on", "clauses", "source_version", "options"),
         DeltaCheckpointOperator: base,
         DeltaVacuumOperator: (*base, "retention_hours"),
-        DeltaPurgeDeletionVectorsOperator: base,
-        DeltaOptimizeOperator: (*base, "where", "zorder_by"),
+        DeltaPurgeDeletionVectorsOperator: (*base, "min_deleted_ratio"),
+        DeltaOptimizeOperator: (*base, "where", "target_size", "zorder_by"),
         DeltaAlterTableOperator: (*base, "change"),
         DeltaRestoreOperator: (*base, "version", "timestamp"),
         DeltaChangesOperator: (*base, "start_version", "end_version", "output_path"),

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 from airflow.sdk import PokeReturnValue
-from airflow.sdk.exceptions import TaskDeferred
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
-from airflow_delta_provider.delta.errors import InvalidInputError, TableNotFoundError
+from airflow_delta_provider.delta.errors import InvalidInputError, StorageError
 from airflow_delta_provider.sensors.delta_table import BASELINE_STATE_KEY, DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
 from tests.delta_logs import BASE_TS, write_commit, write_log
@@ -169,9 +169,9 @@ def test_reads_a_table_written_by_delta_rs(tmp_path):
 
 
 @pytest.mark.parametrize("after_version", [None, 3])
-def test_missing_table_fails_with_its_path(tmp_path, after_version):
+def test_missing_table_fails_with_its_path_and_no_retry(tmp_path, after_version):
     path = tmp_path / "nowhere"
-    with pytest.raises(TableNotFoundError, match=r"nowhere.*wait_for_creation"):
+    with pytest.raises(AirflowFailException, match=r"TableNotFoundError: .*nowhere.*wait_for_creation"):
         _sensor(path, after_version=after_version).poke({})
 
 
@@ -216,7 +216,7 @@ def test_deferrable_returns_at_once_when_already_newer(tmp_path):
 
 
 def test_deferrable_fails_fast_on_a_missing_table(tmp_path):
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(AirflowFailException, match="TableNotFoundError"):
         _sensor(tmp_path / "none", deferrable=True).execute({})
 
 
@@ -237,8 +237,12 @@ async def test_execute_complete_takes_the_trigger_event(tmp_path):
 
 
 def test_execute_complete_raises_the_trigger_error(tmp_path):
+    """A missing table fails without retries; an error a retry may mend keeps its type."""
     event = {"status": "error", "error_type": "TableNotFoundError", "message": "no table at x"}
-    with pytest.raises(TableNotFoundError, match="no table at x"):
+    with pytest.raises(AirflowFailException, match="TableNotFoundError: no table at x"):
+        _sensor(tmp_path, deferrable=True).execute_complete({}, event)
+    event = {"status": "error", "error_type": "StorageError", "message": "the store is down"}
+    with pytest.raises(StorageError, match="the store is down"):
         _sensor(tmp_path, deferrable=True).execute_complete({}, event)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
-from airflow_delta_provider.delta.errors import InvalidInputError, TableNotFoundError
+from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.sensors.delta_table import (
     CURSOR_STATE_KEY,
     SKIPPED_STATE_KEY,
@@ -168,7 +168,7 @@ def test_partition_sensor_defers_and_its_trigger_fires(tmp_path):
 
 def test_partition_sensor_on_a_missing_table(tmp_path):
     missing = str(tmp_path / "none")
-    with pytest.raises(TableNotFoundError, match="wait_for_creation"):
+    with pytest.raises(AirflowFailException, match=r"TableNotFoundError: .*wait_for_creation"):
         _partition_sensor(missing, partition={"ds": DAY_1}).poke({})
     sensor = _partition_sensor(missing, partition={"ds": DAY_1}, wait_for_creation=True)
     assert not sensor.poke({})

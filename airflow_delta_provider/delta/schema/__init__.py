@@ -3,4 +3,4 @@
 rules (:mod:`.names`), Spark's tree display (:mod:`.display`), conversion to
 and from pyarrow (:mod:`.arrow`), which type changes widen and their record
 (:mod:`.widening`), and the write-time rules: enforcement and
-``mergeSchema`` (:mod:`.evolution`)."""
+``merge_schema`` (:mod:`.evolution`)."""

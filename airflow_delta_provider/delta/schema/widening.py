@@ -14,7 +14,7 @@ they apply in the ``metadata`` of the nearest struct field::
 ``typeWidening-preview``) also carry ``tableVersion``, the commit that made
 the change.
 
-Schema evolution (``mergeSchema``, :mod:`.evolution`) applies only a subset
+Schema evolution (``merge_schema``, :mod:`.evolution`) applies only a subset
 on its own (:func:`widens_on_merge`, delta-spark's
 ``TypeWidening.isTypeChangeSupportedForSchemaEvolution``): integers are never
 turned into ``double`` or ``decimal`` behind the user's back. What the
@@ -89,7 +89,7 @@ def _decimal_widens(source: tuple[int, int], target: tuple[int, int]) -> bool:
 
 
 def widens_on_merge(from_type: DeltaType, to_type: DeltaType) -> bool:
-    """Whether ``mergeSchema`` may change ``from_type`` to a different
+    """Whether ``merge_schema`` may change ``from_type`` to a different
     ``to_type`` when type widening is on: a supported change, except an
     integer becoming ``double`` or ``decimal`` (delta-spark leaves those to
     an explicit ALTER)."""
@@ -120,7 +120,9 @@ class TypeChange:
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> TypeChange:
-        if not (isinstance(raw, Mapping) and isinstance(raw.get("fromType"), str) and isinstance(raw.get("toType"), str)):
+        if not (
+            isinstance(raw, Mapping) and isinstance(raw.get("fromType"), str) and isinstance(raw.get("toType"), str)
+        ):
             raise CorruptLogError(f"column {where}: malformed {TYPE_CHANGES_KEY} entry {raw!r}")
         path = raw.get("fieldPath")
         version = raw.get("tableVersion")

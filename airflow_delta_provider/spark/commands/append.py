@@ -49,6 +49,7 @@ from airflow_delta_provider.delta.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
+from airflow_delta_provider.delta.operations.new_table_location import check_new_table_location
 from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
@@ -131,7 +132,9 @@ def run_append(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def write_parameters(mode: str, partition_by: Sequence[str], merge_schema: bool, overwrite_schema: bool) -> dict[str, Any]:
+def write_parameters(
+    mode: str, partition_by: Sequence[str], merge_schema: bool, overwrite_schema: bool
+) -> dict[str, Any]:
     """delta-spark's WRITE ``operationParameters``: the mode, the partitioning the writer asked for (not
     the table's: an append to a partitioned table without one records ``[]``), and the schema options
     that were on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans."""
@@ -164,6 +167,8 @@ def _append_once(
     target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
     snapshot = target.snapshot() if target.exists() else None
+    if snapshot is None and mode != "overwrite":
+        check_new_table_location(target.storage, partition_by)
 
     if snapshot is not None and txn_app_id is not None and txn_version is not None:
         recorded = snapshot.txn_version(txn_app_id)
@@ -174,7 +179,9 @@ def _append_once(
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
     data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
     previous = snapshot.metadata if snapshot is not None else None
-    widen = previous is not None and table_props.type_widening_enabled(table_props.with_properties(previous, table_properties))
+    widen = previous is not None and table_props.type_widening_enabled(
+        table_props.with_properties(previous, table_properties)
+    )
     metadata, schema, partition_columns = _plan_metadata(
         snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen, table_schema
     )
@@ -347,7 +354,7 @@ def _plan_metadata(
         )
     if snapshot is None or overwrite_schema:
         if table_schema is not None:
-            enforce_schema(_derived_nullable(table_schema), data_schema)
+            enforce_schema(_derived_nullable(table_schema), data_schema, declared=True)
         schema = as_nullable(data_schema) if table_schema is None else table_schema
         partition_columns = _resolve_partition_columns(schema, partition_by)
         if snapshot is None:
@@ -372,12 +379,12 @@ def _plan_metadata(
             "use mode overwrite with overwrite_schema to change them"
         )
     if merge_schema:
-        merged = merge_schemas(table_schema, data_schema, type_widening=widen)
+        merged = merge_schemas(table_schema, data_schema, type_widening=widen, can_overwrite=True)
         type_widening.check_partition_changes(table_schema, merged, partition_columns)
         if merged != table_schema:
             return replace(md, schema_string=schema_string(merged)), merged, partition_columns
         return md, table_schema, partition_columns
-    enforce_schema(_derived_nullable(table_schema), data_schema)
+    enforce_schema(_derived_nullable(table_schema), data_schema, type_widening=widen)
     return md, table_schema, partition_columns
 
 

@@ -1,5 +1,6 @@
 """Tests for :mod:`airflow_delta_provider.delta.schema.evolution`: enforcement
-(append without ``mergeSchema``) and ``mergeSchema``."""
+(append without ``merge_schema``) and ``merge_schema``, and the hints their
+errors give."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError
+from airflow_delta_provider.delta.schema import evolution
 from airflow_delta_provider.delta.schema.display import tree_string
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.fields import column_names, field_by_name
@@ -73,7 +75,7 @@ def test_enforce_refuses_with_both_trees_and_the_column(data, named):
 def test_enforce_reports_every_difference():
     data = struct(field("id", "string"), field("x", "long"), field("y", "long"))
     message = _mismatch(TABLE, data)
-    assert all(f"column {c}:" in message for c in ("id", "x", "y"))
+    assert "column id:" in message and "columns x, y:" in message
 
 
 def test_enforce_refuses_duplicate_data_columns():
@@ -176,8 +178,7 @@ def test_merge_refuses_other_type_changes(table_type, data_type):
 
 
 def test_merge_decimal_message_says_what_changed():
-    message = _mismatch(struct(field("d", "decimal(10,2)")), struct(field("d", "decimal(12,4)")),
-                        check=merge_schemas)
+    message = _mismatch(struct(field("d", "decimal(10,2)")), struct(field("d", "decimal(12,4)")), check=merge_schemas)
     assert "decimal(10,2)" in message and "decimal(12,4)" in message
 
 
@@ -206,3 +207,151 @@ def test_merged_schema_accepts_the_data_it_was_merged_with():
 def test_property_a_schema_fits_and_merges_with_itself(schema):
     enforce_schema(schema, schema)
     assert merge_schemas(schema, schema) == schema
+
+
+# --- Hints: each fits its problem, in the operator's argument names -------------------------
+
+
+def _problems(message: str) -> list[str]:
+    return [line[4:] for line in message.splitlines() if line.startswith("  - ")]
+
+
+def _problem(table: dict, data: dict, check=enforce_schema, **kwargs) -> str:
+    """The one problem line of the error ``check`` raises."""
+    with pytest.raises(SchemaMismatchError) as err:
+        check(table, data, **kwargs)
+    (line,) = _problems(str(err.value))
+    assert "mergeSchema" not in str(err.value) and "overwriteSchema" not in str(err.value)
+    return line
+
+
+def test_extra_columns_are_named_with_the_merge_schema_hint():
+    one = _problem(TABLE, struct(field("id", "long"), field("extra", "string")))
+    assert one == "column extra: not in the table schema; to add it, write with merge_schema=True"
+    nested = struct(field("id", "long"), field("x", "long"), field("info", struct(field("planet", "string"))))
+    assert _problem(TABLE, nested) == (
+        "columns x, info.planet: not in the table schema; to add them, write with merge_schema=True"
+    )
+
+
+def test_a_type_clash_names_both_types_and_hints_cast_or_overwrite_not_merge_schema():
+    line = _problem(TABLE, struct(field("id", "string")))
+    assert line == (
+        "column id: type string in the data, long in the table; cast the source column id to long, "
+        'or replace the table, schema included, with mode="overwrite" and overwrite_schema=True'
+    )
+    assert "merge_schema" not in line and "To add columns" not in line and "enableTypeWidening" not in line
+
+
+@pytest.mark.parametrize(
+    ("table_type", "data_type"),
+    [
+        ("integer", "long"),
+        ("byte", "long"),
+        ("float", "double"),
+        ("date", "timestamp_ntz"),
+        ("decimal(10,2)", "decimal(12,2)"),
+    ],
+)
+def test_a_clash_type_widening_solves_names_delta_enable_type_widening(table_type, data_type):
+    line = _problem(struct(field("c", table_type)), struct(field("c", data_type)))
+    assert line.startswith(f"column c: type {data_type} in the data, {table_type} in the table; ")
+    assert (
+        "set the table property delta.enableTypeWidening=true and write with merge_schema=True "
+        f"to widen c from {table_type} to {data_type}, or cast the source column c to {table_type}, "
+        'or replace the table, schema included, with mode="overwrite" and overwrite_schema=True'
+    ) in line
+
+
+def test_with_type_widening_on_the_hint_is_merge_schema():
+    line = _problem(struct(field("c", "integer")), struct(field("c", "long")), type_widening=True)
+    assert (
+        "write with merge_schema=True to widen c from integer to long (the table has delta.enableTypeWidening=true)"
+        in line
+    )
+    assert "set the table property" not in line
+
+
+@pytest.mark.parametrize(
+    ("table_type", "data_type", "fix"),
+    [
+        ("short", "integer", "write with merge_schema=True to widen c from short to integer"),
+        ("integer", "byte", "write with merge_schema=True to store it as integer"),
+    ],
+)
+def test_a_clash_merge_schema_alone_solves_needs_no_type_widening(table_type, data_type, fix):
+    line = _problem(struct(field("c", table_type)), struct(field("c", data_type)))
+    assert f"; {fix}, or cast the source column c to {table_type}" in line
+    assert "enableTypeWidening" not in line
+
+
+@pytest.mark.parametrize(
+    ("table_type", "data_type"),
+    [("integer", "double"), ("long", "integer"), ("long", "decimal(20,0)"), ("timestamp", "timestamp_ntz")],
+)
+def test_a_clash_no_widening_solves_hints_no_widening(table_type, data_type):
+    line = _problem(struct(field("c", table_type)), struct(field("c", data_type)), type_widening=True)
+    assert "enableTypeWidening" not in line and "merge_schema" not in line
+    assert f"cast the source column c to {table_type}" in line
+
+
+def test_a_missing_not_null_column_says_what_it_requires():
+    expected = (
+        "column id: missing from the data, but the table column is NOT NULL; "
+        "add id to the source, with a value in every row"
+    )
+    assert _problem(TABLE, struct(field("name", "string"))) == expected
+    assert _problem(TABLE, struct(field("name", "string")), check=merge_schemas) == expected
+
+
+def test_against_a_declared_table_schema_the_hints_point_at_it():
+    declared = struct(field("id", "long", nullable=False), field("v", "long"))
+    assert _problem(declared, struct(field("v", "long")), declared=True) == (
+        "column id: missing from the data, but the table column is NOT NULL; "
+        "add id to the source, or declare it nullable in table_schema"
+    )
+    assert _problem(declared, struct(field("id", "integer")), declared=True) == (
+        "column id: type integer in the data, long in the table; "
+        "cast the source column id to long, or declare id as integer in table_schema"
+    )
+    assert _problem(declared, struct(field("id", "long"), field("x", "long")), declared=True) == (
+        "column x: not in the declared table_schema; add it to table_schema, or drop it from the source"
+    )
+
+
+def test_merge_type_clash_hints_a_cast_and_overwrite_only_where_the_operation_can():
+    table, data = struct(field("id", "long")), struct(field("id", "string"))
+    clash = "column id: cannot merge type string in the data into long in the table; cast the source column id to long"
+    assert _problem(table, data, check=merge_schemas) == clash
+    assert _problem(table, data, check=merge_schemas, can_overwrite=True) == (
+        f'{clash}, or replace the table, schema included, with mode="overwrite" and overwrite_schema=True'
+    )
+
+
+def test_merge_widening_with_type_widening_off_names_the_property():
+    line = _problem(struct(field("c", "integer")), struct(field("c", "long")), check=merge_schemas)
+    assert line == (
+        "column c: cannot widen integer in the table to long in the data: type widening is off; "
+        "set the table property delta.enableTypeWidening=true to widen c from integer to long, "
+        "or cast the source column c to integer"
+    )
+
+
+def test_merge_refusal_of_integer_to_double_names_merge_schema():
+    line = _problem(
+        struct(field("c", "integer")), struct(field("c", "double")), check=merge_schemas, type_widening=True
+    )
+    assert "merge_schema never turns an integer column into double or decimal" in line
+    assert line.endswith("; cast the source column c to integer")
+
+
+def test_the_hints_name_the_append_operators_own_arguments():
+    import dataclasses
+    import inspect
+
+    from airflow_delta_provider.requests import AppendRequest
+
+    names = {evolution.MERGE_SCHEMA_ARG, evolution.OVERWRITE_SCHEMA_ARG, evolution.MODE_ARG, evolution.TABLE_SCHEMA_ARG}
+    assert names <= {f.name for f in dataclasses.fields(AppendRequest)}
+    operators = pytest.importorskip("airflow_delta_provider.operators.delta")
+    assert names <= set(inspect.signature(operators.DeltaAppendOperator.__init__).parameters)

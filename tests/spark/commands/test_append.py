@@ -277,3 +277,20 @@ def test_in_commit_timestamps_through_table_properties(spark, tmp_path, duckdb_d
     assert table.snapshot().metadata.configuration["delta.inCommitTimestampEnablementVersion"] == "1"
     assert sorted(RsTable(path).to_pyarrow_table()["id"].to_pylist()) == [1, 1, 3, 3, 20, 20]
     assert duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}') WHERE id = 20").fetchone() == (2,)
+
+
+def test_creating_a_table_over_untracked_data_files_is_refused_and_writes_nothing(spark, tmp_path):
+    """A folder of parquet files with no _delta_log (issue 27's new user): the
+    APPEND is refused, nothing is written; an overwrite on purpose replaces them."""
+    from airflow_delta_provider.delta.errors import UntrackedDataFilesError
+
+    path = tmp_path / "t"
+    path.mkdir()
+    pq.write_table(pa.table({"id": list(range(5))}), str(path / "part-0.parquet"))
+    src = _source(tmp_path, pa.table({"id": [10, 11]}))
+    with pytest.raises(UntrackedDataFilesError, match=r"holds 1 data file\(s\) but no Delta table.*: part-0.parquet\."):
+        run_append(spark, str(path), src, "parquet")
+    assert sorted(p.name for p in path.iterdir()) == ["part-0.parquet"]  # no log, no data file, no staging folder
+
+    replaced = run_append(spark, str(path), src, "parquet", mode="overwrite")
+    assert replaced.version == 0 and table_rows(str(path)) == [(10,), (11,)]

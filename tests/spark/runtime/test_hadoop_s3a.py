@@ -303,7 +303,9 @@ def test_spark_submit_with_a_storage_connection_and_io_auto(submitted, bucket, m
         ),
     )
     before = _rows(bucket, uri)
-    result = _hook(storage_conn_id=CONN_ID).run("update", uri, ["--condition", "part = 'p1'", "--set", "amount=-amount"])
+    # --debug: every line of spark-submit's output is logged, the command too; none may hold the secret.
+    arguments = ["--condition", "part = 'p1'", "--set", "amount=-amount", "--debug"]
+    result = _hook(storage_conn_id=CONN_ID).run("update", uri, arguments)
     assert (result["version"], result["operation"], result["metrics"]["numUpdatedRows"]) == (1, "UPDATE", 4)
     assert _rows(bucket, uri) == sorted((i, p, -a if p == "p1" else a, n) for i, p, a, n in before)
     assert _writers(bucket, uri) == {SPARK_WRITER}
@@ -316,7 +318,7 @@ def test_spark_submit_with_credentials_from_the_environment(submitted, bucket, m
     uri, seen = submitted
     for key, value in bucket.env.items():
         monkeypatch.setenv(key, value)
-    result = _hook().run("delete", uri, ["--condition", "id >= 6", "--io", "hadoop"])
+    result = _hook().run("delete", uri, ["--condition", "id >= 6", "--io", "hadoop", "--debug"])
     assert (result["version"], result["operation"], result["metrics"]["numDeletedRows"]) == (1, "DELETE", 6)
     assert [r[0] for r in _rows(bucket, uri)] == list(range(6))
     _assert_no_secret(bucket.secret, seen, capfd)

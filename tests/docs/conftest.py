@@ -1,0 +1,4 @@
+"""Airflow-side tests need the session's throwaway AIRFLOW_HOME before airflow loads."""
+
+import tests.airflow_env  # noqa: F401  (sets the environment on import)
+from tests.airflow_env import airflow_db  # noqa: F401  (fixture)
