@@ -1,16 +1,21 @@
-"""What ``make demo`` did, printed at its end: ``python dags_examples/demo_summary.py DATA SINCE``.
+"""What ``make demo`` did, printed at its end.
 
-For each Delta table under ``DATA/delta``: its latest version, rows, files
-and size, its checkpoint, and one line per version committed after
-``SINCE`` (the version before the demo ran, -1 for a new table), with the
-metrics of each: rows written, updated and deleted, and what OPTIMIZE and
-VACUUM did. Then the change-data folders DATA/changes holds. It reads the
-tables with the provider's core, as any reader would; no Spark.
+``python dags_examples/demo_summary.py --versions DATA`` prints each Delta
+table's latest version under ``DATA/delta`` as JSON, before the demo runs;
+``python dags_examples/demo_summary.py DATA BEFORE`` then prints, for each
+table: its latest version, rows, files and size, its checkpoint, its rows
+per partition, and one line per version committed since ``BEFORE`` (that
+JSON), with the metrics of each: rows written, updated and deleted, and
+what OPTIMIZE and VACUUM did. Then the change-data folders DATA/changes
+holds. It reads the tables with the provider's core, as any reader would;
+no Spark.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from airflow_delta_provider.delta.cli_table import clip, render
@@ -36,6 +41,12 @@ def table_summary(path: Path, since: int) -> list[str]:
     hint = table.log_store.read_last_checkpoint()
     if hint is not None:
         lines.append(f"  checkpoint at version {hint.get('version')}")
+    for column in snapshot.partition_columns:  # from the files' numRecords stats, as the log holds them
+        per_value: Counter[str] = Counter()
+        for f in snapshot.files:
+            per_value[str(f.partition_values.get(column))] += f.num_live_records or 0
+        counts = ", ".join(f"{value}: {n}" for value, n in sorted(per_value.items()))
+        lines.append(f"  rows per {column}: {counts}")
     commits = sorted((h for h in table.history() if h["version"] > since), key=lambda h: h["version"])
     if not commits:
         lines.append("  no version committed by this run")
@@ -51,11 +62,21 @@ def _metrics(metrics: dict[str, str]) -> str:
     return " ".join(f"{name}={metrics[name]}" for name in METRICS if name in metrics)
 
 
-def main(data: str, since: str) -> int:
+def tables(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "delta").glob("*") if (p / "_delta_log").is_dir())
+
+
+def versions(root: Path) -> dict[str, int]:
+    """Each table's latest version, by folder name."""
+    return {path.name: DeltaTable(str(path)).latest_version() for path in tables(root)}
+
+
+def main(data: str, before: str) -> int:
     root = Path(data)
+    since = json.loads(before)
     print("==> What the demo did")
-    for path in sorted(p for p in (root / "delta").glob("*") if (p / "_delta_log").is_dir()):
-        print("\n".join(table_summary(path, int(since))))
+    for path in tables(root):
+        print("\n".join(table_summary(path, since.get(path.name, -1))))
     changes = sorted(p for p in (root / "changes").glob("*/*") if p.is_dir())
     for folder in changes:
         files = sum(1 for _ in folder.rglob("*.parquet"))
@@ -64,4 +85,7 @@ def main(data: str, since: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--versions":
+        print(json.dumps(versions(Path(sys.argv[2]))))
+        sys.exit(0)
     sys.exit(main(*sys.argv[1:3]))

@@ -19,11 +19,8 @@ export AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]", "e
 echo "==> Migrating the Airflow database in $AIRFLOW_HOME"
 airflow db migrate >/dev/null
 
-# The orders table's version before this run (-1: none), so the summary shows what this run committed.
-BEFORE="$("$PY" -c 'import sys
-from airflow_delta_provider.delta.table import DeltaTable
-t = DeltaTable(sys.argv[1])
-print(t.latest_version() if t.exists() else -1)' "$DELTA_DEMO_DATA/delta/orders")"
+# Each table's version before this run, so the summary shows what this run committed.
+BEFORE="$("$PY" "$ROOT/dags_examples/demo_summary.py" --versions "$DELTA_DEMO_DATA")"
 
 echo "==> Running delta_pipeline on local Spark (table: $DELTA_DEMO_DATA/delta/orders)"
 airflow dags test delta_pipeline
@@ -33,6 +30,11 @@ airflow dags test delta_downstream
 
 echo "==> Running delta_maintenance (OPTIMIZE with Z-order, VACUUM, CHECKPOINT) on the same table"
 airflow dags test delta_maintenance
+
+echo "==> Running delta_daily_reload for 2026-05-01, again for 2026-05-01 (a rerun), then for 2026-05-02"
+for day in 2026-05-01 2026-05-01 2026-05-02; do
+    airflow dags test delta_daily_reload "$day"
+done
 
 echo
 "$PY" "$ROOT/dags_examples/demo_summary.py" "$DELTA_DEMO_DATA" "$BEFORE"

@@ -66,7 +66,7 @@ def airflow_db() -> Path:
     return AIRFLOW_HOME
 
 
-def run_dag(dag: Any) -> Any:
+def run_dag(dag: Any, **test_kwargs: Any) -> Any:
     """Run ``dag`` with ``dag.test()`` and return the finished DagRun.
 
     ``dag.test()`` only runs DAGs the metadata database knows, normally
@@ -84,7 +84,7 @@ def run_dag(dag: Any) -> Any:
         update_dag_parsing_results_in_db(
             "dags-folder", None, [LazyDeserializedDAG.from_dag(dag)], {}, None, set(), session=session
         )
-    return dag.test()
+    return dag.test(**test_kwargs)
 
 
 def xcom(dag_run: Any, task_id: str, key: str = "return_value") -> Any:

@@ -372,6 +372,13 @@ class DeltaAppendOperator(DeltaSparkOperator):
         (``delta.generationExpression``) and identity columns
         (``delta.identity.start``, ``delta.identity.step``,
         ``delta.identity.allowExplicitInsert``); the source may leave those out. (templated)
+    :param replace_where: With ``mode="overwrite"``: replace only the rows
+        this SQL predicate matches, with the source's rows, in one commit (an
+        idempotent reload of an interval: ``"ds = '{{ ds }}'"``). Every
+        source row must match it. (templated)
+    :param partition_overwrite_mode: With ``mode="overwrite"``: ``static``
+        (default) replaces the whole table, ``dynamic`` only the partitions
+        the source's rows fall in. (templated)
     """
 
     request_class = requests.AppendRequest
@@ -384,7 +391,13 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "options",
         "table_properties",
         "table_schema",
+        "replace_where",
+        "partition_overwrite_mode",
     )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkOperator.template_fields_renderers,
+        "replace_where": "sql",
+    }
     _FORMATS = requests.APPEND_FORMATS
     _MODES = requests.APPEND_MODES
 
@@ -402,6 +415,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
         options: Mapping[str, str] | None = None,
         table_properties: Mapping[str, str] | None = None,
         table_schema: Mapping[str, Any] | str | None = None,
+        replace_where: str | None = None,
+        partition_overwrite_mode: str = "static",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -409,6 +424,9 @@ class DeltaAppendOperator(DeltaSparkOperator):
             raise ValueError(f"source_format must be one of {self._FORMATS}, not {source_format!r}")
         if mode not in self._MODES:
             raise ValueError(f"mode must be one of {self._MODES}, not {mode!r}")
+        self.replace_where = replace_where
+        self.partition_overwrite_mode = partition_overwrite_mode
+        self._check_overwrite(mode, overwrite_schema)
         if (txn_app_id is None) != (txn_version is None):
             raise ValueError("txn_app_id and txn_version go together")
         self.source = source
@@ -437,9 +455,30 @@ class DeltaAppendOperator(DeltaSparkOperator):
             "partition_by": tuple(str(column) for column in self.partition_by),
             "txn_app_id": self.txn_app_id,
             "txn_version": _number(self.txn_version, "txn_version"),
+            "replace_where": self.replace_where,
+            "partition_overwrite_mode": None
+            if self.partition_overwrite_mode == "static"
+            else self.partition_overwrite_mode,
             "options": _pairs(self.options),
             "table_properties": _pairs(self.table_properties),
         }
+
+    def _check_overwrite(self, mode: str, overwrite_schema: bool) -> None:
+        """The selective-overwrite rules, when the DAG is parsed (a template is checked once rendered)."""
+        from airflow_delta_provider.delta.errors import InvalidInputError
+        from airflow_delta_provider.delta.operations.selective_overwrite import check_overwrite_arguments
+
+        overwrite_mode = self.partition_overwrite_mode
+        if "{{" in overwrite_mode:
+            return
+        if overwrite_mode not in requests.PARTITION_OVERWRITE_MODES:
+            raise ValueError(
+                f"partition_overwrite_mode must be one of {requests.PARTITION_OVERWRITE_MODES}, not {overwrite_mode!r}"
+            )
+        try:
+            check_overwrite_arguments(mode, self.replace_where, overwrite_mode == "dynamic", overwrite_schema)
+        except InvalidInputError as exc:
+            raise ValueError(f"DeltaAppendOperator: {exc}") from None
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {

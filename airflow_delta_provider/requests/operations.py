@@ -24,6 +24,10 @@ from airflow_delta_provider.requests.fields import (
 APPEND_FORMATS = ("parquet", "csv", "json", "delta")
 #: Write modes of APPEND.
 APPEND_MODES = ("append", "overwrite")
+#: How an overwrite treats partitions (delta-spark's ``partitionOverwriteMode``): ``static``
+#: replaces the whole table (or what ``replace_where`` matches), ``dynamic`` only the
+#: partitions the source writes.
+PARTITION_OVERWRITE_MODES = ("static", "dynamic")
 #: Source formats of MERGE.
 MERGE_SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
 #: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).
@@ -62,6 +66,14 @@ class AppendRequest(OperationRequest):
     )
     merge_schema: bool = switch()
     overwrite_schema: bool = switch()
+    replace_where: str | None = option(
+        metavar="SQL", help="with --mode overwrite: replace only the rows this predicate matches, in one commit"
+    )
+    partition_overwrite_mode: str | None = option(
+        flag="--partition-overwrite",
+        choices=PARTITION_OVERWRITE_MODES,
+        help="with --mode overwrite: dynamic replaces only the partitions the source writes (default: static)",
+    )
     partition_by: tuple[str, ...] = repeated(metavar="COL")
     txn_app_id: str | None = option()
     txn_version: int | None = option(parse=int)

@@ -19,7 +19,8 @@ def dagbag():
 def test_examples_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == {
-        "delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline", "delta_maintenance"
+        "delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline", "delta_maintenance",
+        "delta_daily_reload", "delta_daily_reload_consumer",
     }  # fmt: skip
 
 
@@ -149,3 +150,44 @@ def test_the_maintenance_dag_runs_with_real_spark_submit(tmp_path, monkeypatch) 
     reader = DeltaTable(str(table))
     assert len(reader.file_uris()) == 1
     assert sorted(reader.to_pyarrow_table()["order_id"].to_pylist()) == expected
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_the_daily_reload_leaves_the_same_rows_when_a_day_is_rerun(tmp_path, monkeypatch) -> None:
+    """dag.test() of delta_daily_reload for a day, the same day again, then the next day:
+    each day holds its four rows once; the rerun committed a version that changed nothing."""
+    import pendulum
+    from airflow.dag_processing.dagbag import DagBag
+    from deltalake import DeltaTable
+
+    from tests.airflow_env import run_dag, task_states, xcom
+
+    monkeypatch.setenv("DELTA_DEMO_DATA", str(tmp_path))
+    dag = DagBag(dag_folder=str(EXAMPLES / "delta_daily_reload.py")).dags["delta_daily_reload"]
+    table = tmp_path / "delta" / "events"
+    after: list[list[tuple]] = []
+    for day in (1, 1, 2):
+        dag_run = run_dag(dag, logical_date=pendulum.datetime(2026, 5, day, tz="UTC"))
+        assert task_states(dag_run) == {"extract": "success", "reload": "success"}
+        after.append(sorted(DeltaTable(str(table)).to_pyarrow_table().to_pydict()["event_id"]))
+    assert xcom(dag_run, "reload")["version"] == 2
+    assert after[0] == after[1] == [202605010, 202605011, 202605012, 202605013]
+    assert after[2] == after[1] + [202605020, 202605021, 202605022, 202605023]
+    history = DeltaTable(str(table)).history()
+    assert [h["operationParameters"].get("predicate") for h in history] == [
+        "ds = '2026-05-02'", "ds = '2026-05-01'", "ds = '2026-05-01'",
+    ]  # fmt: skip
+
+
+def test_the_reload_consumer_reads_the_versions_from_its_asset_events(dagbag) -> None:
+    from types import SimpleNamespace
+
+    from airflow_delta_provider.assets.uri import table_asset_uri
+
+    dag = dagbag.dags["delta_daily_reload_consumer"]
+    reload = dagbag.dags["delta_daily_reload"].get_task("reload")
+    # Scheduled on the asset the reload task emits its events on.
+    assert [asset.uri for asset in dag.timetable.asset_condition.objects] == [table_asset_uri(reload.table_path)]
+    task = dag.get_task("committed_versions")
+    events = {"events": [SimpleNamespace(extra={"version": 3, "operation": "WRITE"})]}
+    assert task.python_callable(triggering_asset_events=events) == [3]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ def test_the_summary_names_each_version_of_this_run_with_its_metrics(tmp_path: P
     deltalake.DeltaTable(str(table)).optimize.compact()
     (tmp_path / "changes" / "orders" / "up-to-4").mkdir(parents=True)
     printed = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path), "0"], capture_output=True, text=True, check=True
+        [sys.executable, str(SCRIPT), str(tmp_path), '{"orders": 0}'], capture_output=True, text=True, check=True
     ).stdout.splitlines()
 
     assert printed[0] == "==> What the demo did"
@@ -31,4 +32,8 @@ def test_the_summary_names_each_version_of_this_run_with_its_metrics(tmp_path: P
     body = [line.split() for line in printed[4:8]]
     assert [(row[0], row[1]) for row in body] == [("1", "WRITE"), ("2", "WRITE"), ("3", "WRITE"), ("4", "OPTIMIZE")]
     assert "numFilesAdded=1" in printed[7] and "numFilesRemoved=4" in printed[7]
+    versions = subprocess.run(
+        [sys.executable, str(SCRIPT), "--versions", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(versions) == {"orders": 4}
     assert printed[-1] == f"change data feed written to {tmp_path / 'changes' / 'orders' / 'up-to-4'} (0 parquet files)"

@@ -705,3 +705,41 @@ def test_a_missing_table_fails_at_once_without_a_retry(tmp_path: Path) -> None:
     assert task_states(dag_run) == {"checkpoint": "failed"}
     assert task_tries(dag_run) == {"checkpoint": 1}  # no retry spent
     assert not (tmp_path / "no_such_table").exists()
+
+
+class _ReloadFailsAfterCommitting(_LostAfterTheCommit, DeltaAppendOperator):
+    pass
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_a_reload_retried_after_its_commit_commits_once(tmp_path: Path) -> None:
+    """An interval reload with replace_where whose try is lost after its commit:
+    the retry returns that commit and commits nothing more. (Rerunning a day is
+    tests/dags_examples' daily reload.)"""
+    import pendulum
+    from airflow.sdk import DAG
+    from deltalake import DeltaTable as ReaderTable
+    from deltalake import write_deltalake
+
+    table = tmp_path / "events"
+    days = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "ds": ["2026-05-03", "2026-05-04", "2026-05-05"]})
+    write_deltalake(str(table), days, partition_by=["ds"])
+    landing = tmp_path / "landing" / "2026-05-04"
+    landing.mkdir(parents=True)
+    day = pa.table({"id": pa.array([20, 21], pa.int64()), "ds": ["2026-05-04", "2026-05-04"]})
+    pq.write_table(day, landing / "part-0.parquet")
+
+    with DAG("delta_reload_retry", schedule=None) as dag:
+        _ReloadFailsAfterCommitting(
+            task_id="reload", table_path=str(table), source=str(tmp_path / "landing" / "{{ ds }}"),
+            mode="overwrite", replace_where="ds = '{{ ds }}'", conf=SPARK_TEST_CONF, retries=1,
+            retry_delay=timedelta(0),
+        )  # fmt: skip
+    dag_run = run_dag(dag, logical_date=pendulum.datetime(2026, 5, 4, tz="UTC"))
+
+    assert task_states(dag_run) == {"reload": "success"} and task_tries(dag_run) == {"reload": 2}
+    assert xcom(dag_run, "reload")["version"] == 1
+    assert ReaderTable(str(table)).version() == 1  # one commit, though two tries
+    rows = ReaderTable(str(table)).to_pyarrow_table(columns=["id", "ds"]).to_pylist()
+    assert sorted(tuple(r.values()) for r in rows) == [(1, "2026-05-03"), (3, "2026-05-05"), (20, "2026-05-04"), (21, "2026-05-04")]

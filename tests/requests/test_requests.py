@@ -60,6 +60,24 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         },
     ),
     (
+        DeltaAppendOperator,
+        {
+            "source": "/in/day=2", "source_format": "json", "merge_schema": True, "partition_by": ["day"],
+            "mode": "overwrite", "replace_where": "day = '2'", "txn_app_id": "loader", "txn_version": 8,
+            "options": {"multiLine": "true"}, "table_properties": {"delta.appendOnly": "false"},
+            "table_schema": '{"type": "struct", "fields": []}',
+        },
+    ),
+    (
+        DeltaAppendOperator,
+        {
+            "source": "/in/day=3", "source_format": "delta", "merge_schema": True, "partition_by": ["day"],
+            "mode": "overwrite", "partition_overwrite_mode": "dynamic", "txn_app_id": "loader", "txn_version": 9,
+            "options": {"k": "v"}, "table_properties": {"delta.appendOnly": "false"},
+            "table_schema": '{"type": "struct", "fields": []}',
+        },
+    ),
+    (
         DeltaMergeOperator,
         {
             "source": "/in/upserts",
@@ -91,6 +109,8 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
 
 #: Fields whose only value is their default: REORG is always ``--purge``.
 _FIXED = {("reorg", "purge")}
+#: Fields of an operation of which exactly one is away from its default in a case (they exclude each other).
+_ONE_OF = {"append": ("overwrite_schema", "replace_where", "partition_overwrite_mode")}
 
 
 def _ids(case: tuple[type, dict[str, Any]]) -> str:
@@ -111,10 +131,24 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
 
     # Every argument really was away from its default (so none can be dropped on the way).
     assert (request.table, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
+    exclusive = _ONE_OF.get(request.operation, ())
     for field in request.operation_fields():
-        if (request.operation, field.name) in _FIXED or field.name in request.exactly_one_of:
+        if (request.operation, field.name) in _FIXED or field.name in (*request.exactly_one_of, *exclusive):
             continue
         assert getattr(request, field.name) != field.default, field.name
+    if exclusive:
+        defaults = {f.name: f.default for f in request.operation_fields()}
+        assert sum(getattr(request, name) != defaults[name] for name in exclusive) == 1
+
+
+def test_each_field_that_excludes_others_has_its_own_case() -> None:
+    for operation, names in _ONE_OF.items():
+        cls = REQUESTS[operation]
+        defaults = {f.name: f.default for f in cls.operation_fields()}
+        requests_ = [op_cls(task_id="t", **COMMON, **args).request() for op_cls, args in OPERATORS if op_cls.request_class is cls]
+        assert len(requests_) == len(names)
+        for name in names:
+            assert any(getattr(request, name) != defaults[name] for request in requests_), name
 
 
 def test_every_operation_has_an_operator_in_the_round_trip() -> None:
@@ -254,7 +288,8 @@ def test_template_fields_are_unchanged() -> None:
         DeltaUpdateOperator: (*base, "updates", "condition"),
         DeltaDeleteOperator: (*base, "condition"),
         DeltaAppendOperator: (
-            *base, "source", "partition_by", "txn_app_id", "txn_version", "options", "table_properties", "table_schema"
+            *base, "source", "partition_by", "txn_app_id", "txn_version", "options", "table_properties", "table_schema",
+            "replace_where", "partition_overwrite_mode",
         ),
         DeltaMergeOperator: (*base, "source", "on", "clauses", "source_version", "options"),
         DeltaCheckpointOperator: base,

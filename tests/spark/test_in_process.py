@@ -96,12 +96,15 @@ def test_every_command_over_connect_does_what_the_classic_session_does(spark, sp
     classic, remote = _twins(tmp_path)
     wider = _source(tmp_path / "wider.parquet", range(1000, 1010), extra=True)
     upserts = _source(tmp_path / "upserts.parquet", range(190, 215))
+    reload = _source(tmp_path / "reload.parquet", range(150, 160))
     upsert = [{"when": "matched", "update": "*"}, {"when": "not_matched", "insert": "*"}]
     steps = [
         ["append", "{t}", "--source", wider, "--format", "parquet", "--merge-schema",
          "--property", "delta.enableDeletionVectors=true"],
         ["update", "{t}", "--condition", "id % 7 = 0", "--set", "val = upper(val)", "--set", "note = 'seven'"],
         ["delete", "{t}", "--condition", "id BETWEEN 20 AND 60"],
+        ["append", "{t}", "--source", reload, "--format", "parquet", "--mode", "overwrite",
+         "--replace-where", "id >= 150 AND id < 160"],
         ["merge", "{t}", "--source", upserts, "--on", "t.id = s.id", "--clauses", json.dumps(upsert)],
         ["reorg", "{t}", "--purge"],
         ["alter", "{t}", "--change", json.dumps({"add_columns": [{"name": "extra", "type": "long"}]})],

@@ -50,6 +50,7 @@ from airflow_delta_provider.delta.errors import (
     UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.operations.new_table_location import check_new_table_location
+from airflow_delta_provider.delta.operations.selective_overwrite import check_overwrite_arguments
 from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
@@ -60,6 +61,8 @@ from airflow_delta_provider.delta.table_features import column_mapping, type_wid
 from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
+from airflow_delta_provider.requests import PARTITION_OVERWRITE_MODES
+from airflow_delta_provider.spark.commands.replacement import Replacement
 from airflow_delta_provider.spark.read.scan import scan
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
@@ -76,6 +79,8 @@ OPERATION = "WRITE"
 IDENTITY_ATTEMPTS = 3
 FORMATS = ("parquet", "csv", "json", "delta")
 MODES = ("append", "overwrite")
+#: ``partition_overwrite_mode`` replacing only the partitions the source writes.
+DYNAMIC = PARTITION_OVERWRITE_MODES[1]
 
 
 def run_append(
@@ -95,6 +100,8 @@ def run_append(
     table_properties: Mapping[str, str] | None = None,
     storage_options: Mapping[str, str] | None = None,
     table_schema: Mapping[str, Any] | str | None = None,
+    replace_where: str | None = None,
+    partition_overwrite_mode: str | None = None,
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` to ``table``.
 
@@ -117,15 +124,29 @@ def run_append(
     (``delta.generationExpression``) and identity columns
     (``delta.identity.start``/``step``/``allowExplicitInsert``), which then
     upgrade the protocol as delta-spark does. The source must fit it.
+
+    With ``mode="overwrite"``, ``replace_where`` (a SQL predicate) replaces
+    only the rows it matches, and ``partition_overwrite_mode="dynamic"`` only
+    the partitions the source writes, in the same one commit
+    (:mod:`~airflow_delta_provider.spark.commands.replacement`).
     """
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
+    if partition_overwrite_mode is not None and partition_overwrite_mode not in PARTITION_OVERWRITE_MODES:
+        raise InvalidInputError(
+            f"unknown partition_overwrite_mode {partition_overwrite_mode!r}; use one of "
+            f"{', '.join(PARTITION_OVERWRITE_MODES)}"
+        )
+    dynamic = partition_overwrite_mode == DYNAMIC
+    check_overwrite_arguments(mode, replace_where, dynamic, overwrite_schema)
     check_io(io)
-    args = (spark, table, source, format, merge_schema, list(partition_by or []), mode, overwrite_schema)
     declared = _parse_table_schema(table_schema)
-    more = (txn_app_id, txn_version, options, token, io, table_properties, storage_options, declared)
     for attempt in range(1, IDENTITY_ATTEMPTS + 1):
         try:
-            return _append_once(*args, *more)
+            return _append_once(
+                spark, table, source, format, merge_schema, list(partition_by or []), mode, overwrite_schema,
+                txn_app_id, txn_version, options, token, io, table_properties, storage_options, declared,
+                replace_where, dynamic,
+            )  # fmt: skip
         except IdentityHighWaterMarkConflictError:
             if attempt == IDENTITY_ATTEMPTS:
                 raise
@@ -133,12 +154,22 @@ def run_append(
 
 
 def write_parameters(
-    mode: str, partition_by: Sequence[str], merge_schema: bool, overwrite_schema: bool
+    mode: str,
+    partition_by: Sequence[str],
+    merge_schema: bool,
+    overwrite_schema: bool,
+    replace_where: str | None = None,
+    dynamic: bool = False,
 ) -> dict[str, Any]:
     """delta-spark's WRITE ``operationParameters``: the mode, the partitioning the writer asked for (not
-    the table's: an append to a partitioned table without one records ``[]``), and the schema options
-    that were on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans."""
+    the table's: an append to a partitioned table without one records ``[]``), the ``predicate`` of a
+    ``replace_where`` (as written) or ``isDynamicPartitionOverwrite``, and the schema options that were
+    on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans."""
     parameters: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": json.dumps(list(partition_by))}
+    if replace_where is not None:
+        parameters["predicate"] = replace_where
+    if dynamic:
+        parameters["isDynamicPartitionOverwrite"] = True
     if overwrite_schema and mode == "overwrite":
         parameters["canOverwriteSchema"] = True
     if merge_schema:
@@ -163,6 +194,8 @@ def _append_once(
     table_properties: Mapping[str, str] | None,
     storage_options: Mapping[str, str] | None,
     table_schema: dict[str, Any] | None = None,
+    replace_where: str | None = None,
+    dynamic: bool = False,
 ) -> CommandResult:
     target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
@@ -193,31 +226,39 @@ def _append_once(
     schema = metadata.schema_json
     data, identities = _complete_rows(data, schema, data_schema)
 
-    parameters = write_parameters(mode, partition_by, merge_schema, overwrite_schema)
+    parameters = write_parameters(mode, partition_by, merge_schema, overwrite_schema, replace_where, dynamic)
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    replacement = None
+    if snapshot is not None and mode == "overwrite":
+        replacement = Replacement(
+            spark, target, snapshot, txn, io=table_io, storage_options=storage_options,
+            replace_where=replace_where, dynamic=dynamic,
+        )  # fmt: skip
+        replacement.check_source(conform(data, schema))
     adds = write_files(data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io)
-    with WrittenFiles(target, adds) as written:
+    rewritten = replacement.written if replacement is not None else []
+    others = replacement.other_files if replacement is not None else []
+    with WrittenFiles(target, adds) as written, WrittenFiles(target, rewritten, others) as rewrites:
         if identities:
             metadata = _record_high_water_marks(txn, target, adds, metadata, snapshot, identities)
-        now = int(time.time() * 1000)
-        removes = []
-        if snapshot is not None and mode == "overwrite":
-            txn.read_whole_table()
-            removes = [f.remove(now) for f in snapshot.files]
-        if metadata is not (snapshot.metadata if snapshot is not None else None):
-            txn.update_metadata(metadata)
-        txn.add_all([*adds, *removes])
-        if txn_app_id is not None and txn_version is not None:
-            txn.set_txn(txn_app_id, int(txn_version))
         metrics: dict[str, Any] = {
             "numFiles": len(adds),
             "numOutputRows": sum(a.num_records or 0 for a in adds),
             "numOutputBytes": sum(a.size for a in adds),
         }
-        if mode == "overwrite" and snapshot is not None:
-            metrics["numRemovedFiles"] = len(removes)
-            metrics["numRemovedBytes"] = sum(r.size or 0 for r in removes)
+        if replacement is not None:
+            replacement.remove(adds, conform(data, schema))
+            if dynamic and not adds and replacement.dynamic:  # nothing written, no partition replaced
+                return CommandResult(table, OPERATION, None, replacement.metrics(adds))
+            txn.add_all(replacement.actions())
+            metrics = replacement.metrics(adds)
+        if metadata is not (snapshot.metadata if snapshot is not None else None):
+            txn.update_metadata(metadata)
+        txn.add_all(adds)
+        if txn_app_id is not None and txn_version is not None:
+            txn.set_txn(txn_app_id, int(txn_version))
         written.committing()
+        rewrites.committing()
         try:
             result = txn.commit(metrics=metrics, token=token)
         except MetadataChangedError as exc:

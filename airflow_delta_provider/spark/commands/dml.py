@@ -126,10 +126,16 @@ class DmlCommand:
 
     def prepare(self) -> None:
         """Snapshot, gate, input checks, pruning and read tracking. Writes nothing."""
+        snapshot = self.table.snapshot()
+        self.prepare_in(snapshot, self.table.transaction(self.operation, parameters=self.parameters, snapshot=snapshot))
+
+    def prepare_in(self, snapshot: Snapshot, txn: Transaction) -> None:
+        """:meth:`prepare` within a transaction another command opened on
+        ``snapshot`` (APPEND's ``replace_where`` removes its rows this way)."""
         self._started = time.monotonic()
         self.io = resolve_io(self.spark, self.table.storage.location, self.io)
-        self.snapshot = self.table.snapshot()
-        self.txn = self.table.transaction(self.operation, parameters=self.parameters, snapshot=self.snapshot)
+        self.snapshot = snapshot
+        self.txn = txn
         from airflow_delta_provider.spark.read.row_tracking import materialized
 
         self.tracking = materialized(self.snapshot)

@@ -529,17 +529,6 @@ def test_concurrent_append_conflicts_with_a_merge_unless_the_table_is_write_seri
                 assert commit(planned, rewritten).version == 5
 
 
-@pytest.fixture
-def backend(storage_backend, monkeypatch, spark):
-    """Each store in turn, its credentials in the driver's environment (the arrow workers inherit them)."""
-    import sys
-
-    monkeypatch.setattr(spark.sparkContext, "pythonExec", sys.executable)
-    for key, value in storage_backend.env.items():
-        monkeypatch.setenv(key, value)
-    return storage_backend
-
-
 def test_upsert_on_every_backend(spark, tmp_path, backend):
     """The same MERGE on a local copy and on the store: the same rows, read back by deltalake."""
     from deltalake import DeltaTable as RsTable

@@ -254,3 +254,20 @@ def test_row_tracking_and_the_change_data_feed_together(spark, tmp_path, io):
     assert not any(c.startswith("_row-") for c in changes.columns)
     kinds = sorted(r["_change_type"] for r in changes.select("_change_type").collect())
     assert kinds.count("update_preimage") == 5 and kinds.count("delete") == 1 and kinds.count("insert") == 2
+
+
+@pytest.mark.parametrize("io", ["hadoop", "arrow"])
+def test_a_replace_where_keeps_the_ids_of_the_rows_it_copies_and_gives_new_rows_fresh_ones(spark, tmp_path, io):
+    path = make(spark, tmp_path, io)  # ids 0-9 at version 0, 10-19 at version 1
+    before = tracked(spark, path, io)
+    mark = high_water_mark(path)
+    reload = source(tmp_path, "reload", range(15, 18))
+    result = run_append(spark, path, reload, "parquet", io=io, mode="overwrite", replace_where="id >= 15 AND id < 18")
+    after = tracked(spark, path, io)
+
+    assert sorted(after) == list(range(20))
+    kept = [i for i in range(20) if not 15 <= i < 18]
+    assert {i: after[i] for i in kept} == {i: before[i] for i in kept}  # copied rows keep id and version
+    fresh = [after[i] for i in (15, 16, 17)]
+    assert all(row_id > mark and version == result.version for row_id, version in fresh)
+    assert len({row_id for row_id, _ in after.values()}) == 20

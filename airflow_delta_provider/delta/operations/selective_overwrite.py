@@ -1,0 +1,107 @@
+"""Selective overwrites: what ``replace_where`` and dynamic partition overwrite replace.
+
+An overwrite that replaces part of a table, in one commit, as delta-spark's
+``replaceWhere`` and ``partitionOverwriteMode=dynamic`` do (``WriteIntoDelta``):
+
+- ``replace_where``: the rows matching a predicate go (whole files where
+  partition values or stats decide, the matching rows of the others), the
+  source's rows come, and every source row must match the predicate.
+  Any column may be named; a subquery or a call whose value changes between
+  evaluations (``rand()``) may not: the rows removed and the rows checked
+  would be different sets.
+- dynamic partition overwrite: the partitions the source's rows fall in are
+  replaced whole; on an unpartitioned table, the whole table.
+
+Both need ``mode="overwrite"``, exclude each other, and exclude
+``overwrite_schema`` (delta-spark refuses the last two pairs; it ignores a
+predicate on an append, which we refuse rather than ignore).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.parse import nondeterministic_calls, parse_condition
+from airflow_delta_provider.delta.partitions import parse_partition_value
+from airflow_delta_provider.delta.watch.commit_filter import partition_predicate
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.snapshot import Snapshot
+
+
+def check_overwrite_arguments(mode: str, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
+    """Refuse the combinations delta-spark refuses, and a selective overwrite
+    that is not an overwrite. ``dynamic``: dynamic partition overwrite."""
+    chosen = [name for name, on in (("replace_where", replace_where is not None), ("dynamic", dynamic)) if on]
+    if not chosen:
+        return
+    what = "replace_where" if replace_where is not None else 'partition_overwrite_mode="dynamic"'
+    if mode != "overwrite":
+        raise InvalidInputError(f'{what} replaces part of the table: it needs mode="overwrite", not {mode!r}')
+    if len(chosen) == 2:
+        raise InvalidInputError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
+    if overwrite_schema:
+        raise InvalidInputError(f"{what} cannot be used with overwrite_schema: the schema stays the table's")
+
+
+def check_replace_predicate(sql: str) -> None:
+    """Refuse an empty predicate, a subquery and a non-deterministic call,
+    naming them. Spark then resolves its columns against the table."""
+    if not sql.strip():
+        raise InvalidInputError("replace_where is empty; omit it to overwrite the whole table")
+    parse_condition(sql)  # syntax, and no subquery
+    calls = nondeterministic_calls(sql)
+    if calls:
+        raise InvalidInputError(
+            f"replace_where {sql!r} calls {', '.join(calls)}, whose value changes between evaluations: "
+            "the rows removed and the rows checked would differ; give a deterministic predicate"
+        )
+
+
+def replaced_partitions(snapshot: Snapshot, written: Iterable[AddFile]) -> list[AddFile]:
+    """The live files of ``snapshot`` in the partitions ``written`` falls in
+    (dynamic partition overwrite), partition values compared as typed values,
+    so two spellings of one timestamp are one partition."""
+    keys = {_partition_key(snapshot, f.partition_values) for f in written}
+    return [f for f in snapshot.files if _partition_key(snapshot, f.partition_values) in keys]
+
+
+def _partition_key(snapshot: Snapshot, values: Mapping[str, str | None]) -> tuple[Any, ...]:
+    types = {f["name"].lower(): f["type"] for f in snapshot.schema.get("fields", ())}
+    mapping = snapshot.column_mapping
+    lowered = {k.lower(): v for k, v in values.items()}
+    key = []
+    for column in snapshot.partition_columns:
+        stored = mapping.physical_column(column) if mapping.enabled else column
+        key.append(parse_partition_value(lowered.get(stored.lower()), types[column.lower()]))
+    return tuple(key)
+
+
+def partitions_predicate(snapshot: Snapshot, files: Iterable[AddFile]) -> str | None:
+    """A predicate over ``snapshot``'s partition columns matching exactly the
+    partitions ``files`` lie in (what a dynamic overwrite read, for conflict
+    checks); None for no file."""
+    types = {f["name"].lower(): f["type"] for f in snapshot.schema.get("fields", ())}
+    mapping = snapshot.column_mapping
+    terms = set()
+    for f in files:
+        lowered = {k.lower(): v for k, v in f.partition_values.items()}
+        values = {
+            column: lowered.get((mapping.physical_column(column) if mapping.enabled else column).lower())
+            for column in snapshot.partition_columns
+        }
+        terms.add(partition_predicate(values, types).sql)
+    if not terms:
+        return None
+    return " OR ".join(f"({term})" for term in sorted(terms))
+
+
+__all__ = [
+    "check_overwrite_arguments",
+    "check_replace_predicate",
+    "partitions_predicate",
+    "replaced_partitions",
+]
