@@ -234,8 +234,11 @@ def _append_once(
             spark, target, snapshot, txn, io=table_io, storage_options=storage_options,
             replace_where=replace_where, dynamic=dynamic,
         )  # fmt: skip
-        replacement.check_source(conform(data, schema))
-    adds = write_files(data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io)
+        replacement.prepare()
+    adds = write_files(
+        data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io,
+        row_checks=replacement.row_checks if replacement is not None else None,
+    )  # fmt: skip
     rewritten = replacement.written if replacement is not None else []
     others = replacement.other_files if replacement is not None else []
     with WrittenFiles(target, adds) as written, WrittenFiles(target, rewritten, others) as rewrites:
@@ -247,6 +250,7 @@ def _append_once(
             "numOutputBytes": sum(a.size for a in adds),
         }
         if replacement is not None:
+            replacement.check_written(adds)
             replacement.remove(adds, conform(data, schema))
             if dynamic and not adds and replacement.dynamic:  # nothing written, no partition replaced
                 return CommandResult(table, OPERATION, None, replacement.metrics(adds))

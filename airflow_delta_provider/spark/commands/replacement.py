@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddFile, RemoveFile
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -77,23 +76,62 @@ class Replacement:
 
     # --- before any write -------------------------------------------------------------
 
-    def check_source(self, rows: DataFrame) -> None:
-        """With ``replace_where``: refuse a source row the predicate does not
-        match (delta-spark's ``DELTA_REPLACE_WHERE_MISMATCH``), showing it.
-        ``rows`` has the table's columns. Records the predicate's read."""
+    def prepare(self) -> None:
+        """With ``replace_where``: check the predicate against the table, prune
+        by it, and record its read. Writes nothing."""
         if self._rows is None:
             return
         try:
             self._rows.prepare_in(self.snapshot, self.txn)
         except InvalidInputError as exc:
             raise InvalidInputError(f"replace_where: {exc}") from None
-        assert self._rows.condition is not None
-        stray = rows.filter(~F.coalesce(self._rows.condition, F.lit(False))).limit(1).collect()
-        if stray:
-            raise InvalidInputError(
-                f"a source row does not match replace_where {self.replace_where!r}, so it would land outside "
-                f"the rows it replaces: {_shown(stray[0].asDict())}; every row written must match the predicate"
-            )
+
+    @property
+    def _message(self) -> str:
+        return (
+            f"a source row does not match replace_where {self.replace_where!r}, so it would land outside the "
+            "rows it replaces; every row written must match it. The row's values: "
+        )
+
+    @property
+    def row_checks(self) -> dict[str, str]:
+        """What every source row must meet, for the write job to check
+        (delta-spark's ``DELTA_REPLACE_WHERE_MISMATCH``): the predicate, unless
+        partition values decide it (:meth:`check_written` does, with no job)."""
+        if self._rows is None or self._partition_only:
+            return {}
+        return {self._message: self.replace_where or ""}
+
+    @property
+    def _partition_only(self) -> bool:
+        predicate = self._rows.predicate if self._rows is not None else None
+        return predicate is not None and predicate.is_partition_only(self.snapshot.partition_columns)
+
+    def check_written(self, new_files: list[AddFile]) -> None:
+        """A partition-only ``replace_where``: every new file's partition must match it."""
+        if self._rows is None or not self._partition_only:
+            return
+        from airflow_delta_provider.delta.scan.skipping import partition_filter
+
+        assert self._rows.predicate is not None
+        snap = self.snapshot
+        matching = partition_filter(
+            new_files, self._rows.predicate, snap.schema, snap.partition_columns, mapping_mode=snap.column_mapping.mode
+        )
+        if matching is None:  # not decided by partition values after all: read the new rows back
+            from pyspark.sql import functions as F
+
+            condition = self._rows.condition
+            assert condition is not None
+            stray = self._rows.scan(new_files).filter(~F.coalesce(condition, F.lit(False))).limit(1).collect()
+            if stray:
+                raise InvalidInputError(self._message + ", ".join(f"{k} = {v}" for k, v in stray[0].asDict().items()))
+            return
+        kept = {f.path for f in matching}
+        for f in new_files:
+            if f.path not in kept:
+                values = ", ".join(f"{k} = {'NULL' if v is None else v}" for k, v in f.partition_values.items())
+                raise InvalidInputError(self._message + values)
 
     # --- after the new files are written -------------------------------------------------
 
@@ -150,10 +188,6 @@ class Replacement:
             metrics["numAddedChangeFiles"] = len(result.changes)
             metrics["numDeletionVectorsAdded"] = len(result.marked)
         return metrics
-
-
-def _shown(row: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in row.items())
 
 
 __all__ = ["Replacement"]

@@ -105,6 +105,7 @@ def write_files(
     io: str = "auto",
     hidden_columns: Sequence[str] = (),
     change_data: bool = False,
+    row_checks: Mapping[str, str] | None = None,
 ) -> list[AddFile]:
     """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
 
@@ -120,6 +121,11 @@ def write_files(
     column, written with it under ``_change_data/`` (the caller turns the
     returned actions into ``cdc`` ones); they are neither checked against
     the table's constraints (a pre-image is an old row) nor given stats.
+
+    ``row_checks``: more conditions every row must meet, checked in the same
+    job as the table's constraints, ``{message: SQL}``; a row that does not
+    fails the write with the message and the row's values of the columns the
+    condition reads (APPEND's ``replace_where``, as delta-spark checks it).
     """
     storage = storage_of(target)
     if configuration is None:
@@ -130,7 +136,7 @@ def write_files(
     keep = [*hidden_columns, *extra]
     conformed = conform(df, schema, keep=keep)
     if not change_data:
-        conformed = enforce_constraints(conformed, schema, table_constraints(configuration), keep)
+        conformed = enforce_constraints(conformed, schema, table_constraints(configuration), keep, row_checks)
     leaves = [] if change_data else stats_leaves(schema, partition_columns, configuration)  # logical names
     mapping = ColumnMapping.of(schema, configuration)
     if mapping.enabled:  # files hold physical names (and field ids): so do stats and partition values
@@ -454,7 +460,11 @@ def _strip(value: Any) -> Any:
 
 
 def enforce_constraints(
-    df: DataFrame, schema: Mapping[str, Any], constraints: Mapping[str, str] | None = None, keep: Sequence[str] = ()
+    df: DataFrame,
+    schema: Mapping[str, Any],
+    constraints: Mapping[str, str] | None = None,
+    keep: Sequence[str] = (),
+    row_checks: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """``df`` (already conformed) with every column guarded by its constraints.
 
@@ -467,6 +477,8 @@ def enforce_constraints(
     constraint's message names it, its expression and the row's values of
     the columns it reads. Checking inside the write costs no extra pass over
     the data. The ``keep`` columns (after the table's) pass unguarded.
+    ``row_checks`` (``{message: SQL}``) are checked the same way, each
+    failing with its own message.
     """
     checks: dict[str, list[tuple[Column, Column]]] = {}
     for field in schema.get("fields", ()):
@@ -480,6 +492,9 @@ def enforce_constraints(
     for name, sql in sorted((constraints or {}).items()):
         if names:  # a table-level check, guarding its first column
             checks.setdefault(names[0], []).append(_check_constraint(name, sql, names))
+    for lead, sql in (row_checks or {}).items():
+        if names:
+            checks.setdefault(names[0], []).append(_check_constraint(lead, sql, names, lead))
     if not checks:
         return df
     columns = []
@@ -491,8 +506,9 @@ def enforce_constraints(
     return df.select(*columns, *[column(name) for name in keep])
 
 
-def _check_constraint(name: str, sql: str, columns: list[str]) -> tuple[Column, Column]:
-    """(the row breaks it, the message naming it and the row's values of the columns it reads)."""
+def _check_constraint(name: str, sql: str, columns: list[str], lead: str | None = None) -> tuple[Column, Column]:
+    """(the row breaks it, the message naming it and the row's values of the columns it reads).
+    ``lead``: the message's start, instead of the CHECK constraint's."""
     try:
         holds = F.expr(sql)
     except PySparkException as exc:
@@ -501,7 +517,7 @@ def _check_constraint(name: str, sql: str, columns: list[str]) -> tuple[Column, 
     shown = [c for c in columns if read is None or c.lower() in read]
     values = [F.concat(F.lit(f"{c} = "), F.coalesce(column(c).cast("string"), F.lit("NULL"))) for c in shown]
     message = F.concat(
-        F.lit(f"CHECK constraint {name} ({sql}) violated by row with values: "),
+        F.lit(lead if lead is not None else f"CHECK constraint {name} ({sql}) violated by row with values: "),
         F.concat_ws(", ", *values) if values else F.lit("(none)"),
     )
     return ~F.coalesce(holds, F.lit(False)), message

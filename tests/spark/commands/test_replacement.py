@@ -177,7 +177,9 @@ def test_dynamic_overwrite_of_an_empty_source_commits_nothing_and_of_an_unpartit
     ("kwargs", "source_rows", "message"),
     [
         ({"mode": "overwrite", "replace_where": "ds = '2024-01-02'"}, DAYS.slice(0, 1),
-         r"a source row does not match replace_where \"ds = '2024-01-02'\".*id=0, ds='2024-01-01'"),
+         r"a source row does not match replace_where \"ds = .2024-01-02.\".*The row.s values: ds = 2024-01-01"),
+        ({"mode": "overwrite", "replace_where": "id >= 5"}, DAYS.slice(0, 1),
+         r"a source row does not match replace_where 'id >= 5'.*The row.s values: id = 0"),
         ({"mode": "overwrite", "replace_where": "nosuch = 1"}, DAYS.slice(0, 1), r"replace_where: .*nosuch"),
         ({"mode": "overwrite", "replace_where": "rand() < 0.5"}, DAYS.slice(0, 1), r"calls rand"),
         ({"mode": "overwrite", "replace_where": "id IN (SELECT 1)"}, DAYS.slice(0, 1), r"subquery"),
