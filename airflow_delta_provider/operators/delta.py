@@ -416,7 +416,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         table_properties: Mapping[str, str] | None = None,
         table_schema: Mapping[str, Any] | str | None = None,
         replace_where: str | None = None,
-        partition_overwrite_mode: str = "static",
+        partition_overwrite_mode: str = requests.STATIC_OVERWRITE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -457,7 +457,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
             "txn_version": _number(self.txn_version, "txn_version"),
             "replace_where": self.replace_where,
             "partition_overwrite_mode": None
-            if self.partition_overwrite_mode == "static"
+            if self.partition_overwrite_mode == requests.STATIC_OVERWRITE
             else self.partition_overwrite_mode,
             "options": _pairs(self.options),
             "table_properties": _pairs(self.table_properties),
@@ -476,7 +476,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
                 f"partition_overwrite_mode must be one of {requests.PARTITION_OVERWRITE_MODES}, not {overwrite_mode!r}"
             )
         try:
-            check_overwrite_arguments(mode, self.replace_where, overwrite_mode == "dynamic", overwrite_schema)
+            check_overwrite_arguments(mode, self.replace_where, overwrite_mode == requests.DYNAMIC_OVERWRITE, overwrite_schema)
         except InvalidInputError as exc:
             raise ValueError(f"DeltaAppendOperator: {exc}") from None
 

@@ -28,6 +28,7 @@ APPEND_MODES = ("append", "overwrite")
 #: replaces the whole table (or what ``replace_where`` matches), ``dynamic`` only the
 #: partitions the source writes.
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+STATIC_OVERWRITE, DYNAMIC_OVERWRITE = PARTITION_OVERWRITE_MODES
 #: Source formats of MERGE.
 MERGE_SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
 #: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).

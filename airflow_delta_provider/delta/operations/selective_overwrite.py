@@ -19,7 +19,7 @@ predicate on an append, which we refuse rather than ignore).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.actions.model import AddFile
@@ -35,14 +35,13 @@ if TYPE_CHECKING:
 def check_overwrite_arguments(mode: str, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
     """Refuse the combinations delta-spark refuses, and a selective overwrite
     that is not an overwrite. ``dynamic``: dynamic partition overwrite."""
-    chosen = [name for name, on in (("replace_where", replace_where is not None), ("dynamic", dynamic)) if on]
-    if not chosen:
+    if replace_where is None and not dynamic:
         return
+    if replace_where is not None and dynamic:
+        raise InvalidInputError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
     what = "replace_where" if replace_where is not None else 'partition_overwrite_mode="dynamic"'
     if mode != "overwrite":
         raise InvalidInputError(f'{what} replaces part of the table: it needs mode="overwrite", not {mode!r}')
-    if len(chosen) == 2:
-        raise InvalidInputError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
     if overwrite_schema:
         raise InvalidInputError(f"{what} cannot be used with overwrite_schema: the schema stays the table's")
 
@@ -65,38 +64,38 @@ def replaced_partitions(snapshot: Snapshot, written: Iterable[AddFile]) -> list[
     """The live files of ``snapshot`` in the partitions ``written`` falls in
     (dynamic partition overwrite), partition values compared as typed values,
     so two spellings of one timestamp are one partition."""
-    keys = {_partition_key(snapshot, f.partition_values) for f in written}
-    return [f for f in snapshot.files if _partition_key(snapshot, f.partition_values) in keys]
+    values_of, types = _partition_reader(snapshot)
 
+    def key(f: AddFile) -> tuple[Any, ...]:
+        return tuple(parse_partition_value(v, types[c.lower()]) for c, v in values_of(f).items())
 
-def _partition_key(snapshot: Snapshot, values: Mapping[str, str | None]) -> tuple[Any, ...]:
-    types = {f["name"].lower(): f["type"] for f in snapshot.schema.get("fields", ())}
-    mapping = snapshot.column_mapping
-    lowered = {k.lower(): v for k, v in values.items()}
-    key = []
-    for column in snapshot.partition_columns:
-        stored = mapping.physical_column(column) if mapping.enabled else column
-        key.append(parse_partition_value(lowered.get(stored.lower()), types[column.lower()]))
-    return tuple(key)
+    keys = {key(f) for f in written}
+    return [f for f in snapshot.files if key(f) in keys]
 
 
 def partitions_predicate(snapshot: Snapshot, files: Iterable[AddFile]) -> str | None:
     """A predicate over ``snapshot``'s partition columns matching exactly the
     partitions ``files`` lie in (what a dynamic overwrite read, for conflict
     checks); None for no file."""
+    values_of, types = _partition_reader(snapshot)
+    terms = sorted({partition_predicate(values_of(f), types).sql for f in files})
+    return " OR ".join(f"({term})" for term in terms) if terms else None
+
+
+def _partition_reader(
+    snapshot: Snapshot,
+) -> tuple[Callable[[AddFile], dict[str, str | None]], dict[str, Any]]:
+    """A file's partition values by logical column name (the log keys them by
+    physical name under column mapping), and the columns' types by lower-case name."""
     types = {f["name"].lower(): f["type"] for f in snapshot.schema.get("fields", ())}
     mapping = snapshot.column_mapping
-    terms = set()
-    for f in files:
+    stored = {c: (mapping.physical_column(c) if mapping.enabled else c).lower() for c in snapshot.partition_columns}
+
+    def values_of(f: AddFile) -> dict[str, str | None]:
         lowered = {k.lower(): v for k, v in f.partition_values.items()}
-        values = {
-            column: lowered.get((mapping.physical_column(column) if mapping.enabled else column).lower())
-            for column in snapshot.partition_columns
-        }
-        terms.add(partition_predicate(values, types).sql)
-    if not terms:
-        return None
-    return " OR ".join(f"({term})" for term in sorted(terms))
+        return {column: lowered.get(key) for column, key in stored.items()}
+
+    return values_of, types
 
 
 __all__ = [

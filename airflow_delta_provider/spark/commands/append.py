@@ -61,7 +61,7 @@ from airflow_delta_provider.delta.table_features import column_mapping, type_wid
 from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
-from airflow_delta_provider.requests import PARTITION_OVERWRITE_MODES
+from airflow_delta_provider.requests import DYNAMIC_OVERWRITE, PARTITION_OVERWRITE_MODES
 from airflow_delta_provider.spark.commands.replacement import Replacement
 from airflow_delta_provider.spark.read.scan import scan
 from airflow_delta_provider.spark.result import CommandResult
@@ -79,8 +79,6 @@ OPERATION = "WRITE"
 IDENTITY_ATTEMPTS = 3
 FORMATS = ("parquet", "csv", "json", "delta")
 MODES = ("append", "overwrite")
-#: ``partition_overwrite_mode`` replacing only the partitions the source writes.
-DYNAMIC = PARTITION_OVERWRITE_MODES[1]
 
 
 def run_append(
@@ -136,7 +134,7 @@ def run_append(
             f"unknown partition_overwrite_mode {partition_overwrite_mode!r}; use one of "
             f"{', '.join(PARTITION_OVERWRITE_MODES)}"
         )
-    dynamic = partition_overwrite_mode == DYNAMIC
+    dynamic = partition_overwrite_mode == DYNAMIC_OVERWRITE
     check_overwrite_arguments(mode, replace_where, dynamic, overwrite_schema)
     check_io(io)
     declared = _parse_table_schema(table_schema)
