@@ -35,11 +35,26 @@ _T = TypeVar("_T")
 
 
 def analyse(what: str, sql: str, build: Callable[[], _T]) -> _T:
-    """Run ``build`` (which parses and analyses) and translate Spark's errors."""
+    """Run ``build`` (which parses and analyses) and translate Spark's errors.
+
+    A Spark Connect server lost during the analysis is not bad input: that
+    error passes unchanged, for the caller to report the engine as
+    unavailable (a retry may find it back)."""
     try:
         return build()
     except PySparkException as exc:
+        if _server_lost(exc):
+            raise
         raise InvalidInputError(f"invalid {what} {sql!r}: {_first_line(exc)}") from exc
+
+
+def _server_lost(exc: BaseException) -> bool:
+    try:
+        from airflow_delta_provider.spark.runtime.remote_session import unreachable_reason
+
+        return unreachable_reason(exc) is not None
+    except ImportError:  # no gRPC: a classic session, which has no server to lose
+        return False
 
 
 @overload

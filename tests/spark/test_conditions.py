@@ -79,3 +79,28 @@ def test_assignments_are_case_insensitive_and_cast(spark):
 def test_bad_assignments(spark, sets, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
         c.parse_assignments(spark, SCHEMA, sets)
+
+
+def test_a_lost_server_during_analysis_is_not_reported_as_bad_input() -> None:
+    """A Connect server killed while a condition is analysed (seen in CI): the
+    error passes unchanged, so the command reports the engine as unavailable
+    (a retry may help), not the condition as invalid (no retry)."""
+    from pyspark.errors import PySparkException
+
+    from airflow_delta_provider.delta.errors import InvalidInputError
+    from airflow_delta_provider.spark.conditions import analyse
+
+    lost = PySparkException(message='<_InactiveRpcError: status = StatusCode.UNAVAILABLE details = "Socket closed">')
+    bad = PySparkException(message="[UNRESOLVED_COLUMN] A column `x` cannot be resolved.")
+
+    def raising(exc: Exception):
+        def build():
+            raise exc
+
+        return build
+
+    with pytest.raises(PySparkException) as raised:
+        analyse("condition", "x > 1", raising(lost))
+    assert raised.value is lost
+    with pytest.raises(InvalidInputError, match="invalid condition 'x > 1': .UNRESOLVED_COLUMN"):
+        analyse("condition", "x > 1", raising(bad))
