@@ -102,5 +102,5 @@ def test_a_lost_server_during_analysis_is_not_reported_as_bad_input() -> None:
     with pytest.raises(PySparkException) as raised:
         analyse("condition", "x > 1", raising(lost))
     assert raised.value is lost
-    with pytest.raises(InvalidInputError, match="invalid condition 'x > 1': .UNRESOLVED_COLUMN"):
+    with pytest.raises(InvalidInputError, match=r"invalid condition 'x > 1': .UNRESOLVED_COLUMN"):
         analyse("condition", "x > 1", raising(bad))
