@@ -198,3 +198,14 @@ class ProtocolChangedError(ConcurrentModificationError):
 
 class ConcurrentTransactionError(ConcurrentModificationError):
     """Another writer committed the same ``txn`` appId or metadata domain."""
+
+
+def first_line(error: BaseException | str) -> str:
+    """The first non-blank line of an error's text (or of ``error`` itself),
+    for one-line messages: Spark's errors carry a stack or a plan after it.
+    An error with no text gives its type's name."""
+    text = error if isinstance(error, str) else str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines:
+        return lines[0]
+    return "" if isinstance(error, str) else type(error).__name__

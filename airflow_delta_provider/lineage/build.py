@@ -15,7 +15,7 @@ that calls them anyway gets nothing instead of an ImportError.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -34,8 +34,8 @@ def operator_lineage(
     storage_options: StorageOptions,
     *,
     rewrite: Mapping[str, Any] | None = None,
-    source: str | None = None,
-    source_format: str | None = None,
+    sources: Sequence[tuple[str, str]] = (),
+    source_is_query: bool = False,
     source_has_table_columns: bool = False,
     joins_source: bool = False,
 ) -> Any:
@@ -46,8 +46,11 @@ def operator_lineage(
     :param storage_options: The table's (and the source's) storage options.
     :param rewrite: For UPDATE, DELETE and REORG, the :class:`.columns.Rewrite`
         fields: the table at the version read is then an input too.
-    :param source: APPEND's source path, an input.
-    :param source_format: The source's format (``delta`` sources are read for their schema).
+    :param sources: The (path, format) of each source of APPEND or MERGE,
+        inputs (``delta`` sources are read for their schema): the source path,
+        or the views of a source query.
+    :param source_is_query: The sources are a query's views: a column may come
+        from any of them, computed, so no column lineage is given.
     :param source_has_table_columns: The table's columns are the source's
         (an overwrite that replaces the schema), so each comes from its namesake.
     :param joins_source: The source is joined to the table (MERGE): both are
@@ -73,14 +76,14 @@ def operator_lineage(
         inputs.append(facets.input_dataset(table, facets.table_facets(read_version, schema)))
         if schema is not None:
             lineage = rewrite_lineage(schema, Rewrite(**rewrite))
-    if source is not None:
+    for source, source_format in sources:
         lineage_source = _name(source, options)
         source_schema = _source_schema(source, options) if version is not None and source_format == "delta" else None
         source_facets = facets.table_facets(schema=source_schema) if source_format == "delta" else {}
         inputs.append(facets.input_dataset(lineage_source, source_facets))
         if schema is not None and not joins_source:
             lineage = _append_lineage(schema, source_schema, source_has_table_columns)
-    if joins_source:
+    if joins_source or source_is_query:
         lineage = None
 
     output_facets = facets.table_facets(version, schema)
@@ -96,9 +99,7 @@ def sensor_lineage(table_path: str, version: int | None, storage_options: Storag
     return changes_lineage(table_path, None, version, storage_options)
 
 
-def changes_lineage(
-    table_path: str, output: str | None, version: int | None, storage_options: StorageOptions
-) -> Any:
+def changes_lineage(table_path: str, output: str | None, version: int | None, storage_options: StorageOptions) -> Any:
     """An ``OperatorLineage`` that reads the table (at ``version``, once known)
     and writes the folder ``output`` when given (a table's changes written
     out); None without OpenLineage."""

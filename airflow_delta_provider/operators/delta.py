@@ -351,9 +351,23 @@ class DeltaAppendOperator(DeltaSparkOperator):
     """Append (or overwrite with) the rows of a source, creating the table if needed.
 
     The table schema is enforced unless ``merge_schema`` lets new columns in.
+    The source is a path (``source``), or a SQL query (``source_sql``) over
+    the ``source_views`` it names::
+
+        source_sql="SELECT o.*, c.region FROM orders o JOIN customers c USING (customer_id) "
+        "WHERE o.ds = '{{ ds }}'",
+        source_views={"orders": {"path": "s3://raw/orders", "format": "delta", "version": 12},
+                      "customers": {"path": "s3://raw/customers.csv", "format": "csv",
+                                    "options": {"header": "true"}}},
 
     :param source: Path of the data to write. (templated)
-    :param source_format: ``parquet``, ``csv``, ``json`` or ``delta``.
+    :param source_format: ``parquet``, ``csv``, ``json``, ``orc`` or ``delta``.
+    :param source_sql: Instead of ``source``: a Spark SQL query whose rows to
+        write. It reads the ``source_views``, which exist for this query only. (templated)
+    :param source_views: The query's views: a mapping from a view name to
+        ``{"path", "format", "version"?, "options"?}``, the format one of
+        ``parquet``, ``csv``, ``json``, ``orc`` or ``delta`` (read through our
+        own scan, at ``version`` if given). (templated)
     :param merge_schema: Add the source's new columns to the table schema.
     :param partition_by: Partition columns, for a table this creates. (templated)
     :param mode: ``append`` or ``overwrite``.
@@ -385,6 +399,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
+        "source_sql",
+        "source_views",
         "partition_by",
         "txn_app_id",
         "txn_version",
@@ -396,16 +412,19 @@ class DeltaAppendOperator(DeltaSparkOperator):
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
+        "source_sql": "sql",
+        "source_views": "json",
         "replace_where": "sql",
     }
-    _FORMATS = requests.APPEND_FORMATS
     _MODES = requests.APPEND_MODES
 
     def __init__(
         self,
         *,
-        source: str,
+        source: str | None = None,
         source_format: str = "parquet",
+        source_sql: str | None = None,
+        source_views: Mapping[str, Any] | str | None = None,
         merge_schema: bool = False,
         partition_by: Sequence[str] | None = None,
         mode: str = "append",
@@ -420,8 +439,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if source_format not in self._FORMATS:
-            raise ValueError(f"source_format must be one of {self._FORMATS}, not {source_format!r}")
+        _check_source(self, source, source_format, source_sql, source_views)
         if mode not in self._MODES:
             raise ValueError(f"mode must be one of {self._MODES}, not {mode!r}")
         self.replace_where = replace_where
@@ -431,6 +449,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
             raise ValueError("txn_app_id and txn_version go together")
         self.source = source
         self.source_format = source_format
+        self.source_sql = source_sql
+        self.source_views = source_views
         self.merge_schema = merge_schema
         self.partition_by = list(partition_by or [])
         self.mode = mode
@@ -447,7 +467,9 @@ class DeltaAppendOperator(DeltaSparkOperator):
         schema = self.table_schema
         return {
             "source": self.source,
-            "format": self.source_format,
+            "format": self.source_format if self.source is not None else None,
+            "source_sql": self.source_sql,
+            "source_views": requests.views_json(self.source_views),
             "mode": self.mode,
             "table_schema": schema if schema is None or isinstance(schema, str) else json.dumps(schema),
             "merge_schema": bool(self.merge_schema),
@@ -476,14 +498,16 @@ class DeltaAppendOperator(DeltaSparkOperator):
                 f"partition_overwrite_mode must be one of {requests.PARTITION_OVERWRITE_MODES}, not {overwrite_mode!r}"
             )
         try:
-            check_overwrite_arguments(mode, self.replace_where, overwrite_mode == requests.DYNAMIC_OVERWRITE, overwrite_schema)
+            check_overwrite_arguments(
+                mode, self.replace_where, overwrite_mode == requests.DYNAMIC_OVERWRITE, overwrite_schema
+            )
         except InvalidInputError as exc:
             raise ValueError(f"DeltaAppendOperator: {exc}") from None
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {
-            "source": self.source,
-            "source_format": self.source_format,
+            "sources": _lineage_sources(self.source, self.source_format, self.source_views),
+            "source_is_query": self.source_sql is not None,
             "source_has_table_columns": self.mode == "overwrite" and self.overwrite_schema,
         }
 
@@ -504,6 +528,9 @@ class DeltaMergeOperator(DeltaSparkOperator):
     committed. With nothing to change, ``version`` is None.
 
     :param source: Path of the source data, or of a Delta table. (templated)
+    :param source_sql: Instead of ``source``: a Spark SQL query whose rows
+        are the source, over ``source_views`` (as :class:`DeltaAppendOperator`'s). (templated)
+    :param source_views: The query's views, as :class:`DeltaAppendOperator`'s. (templated)
     :param on: The join condition, e.g. ``t.id = s.id``. (templated)
     :param clauses: The WHEN clauses, as a list of dicts or their JSON text. (templated)
     :param source_format: ``parquet``, ``csv``, ``json``, ``orc`` or ``delta``.
@@ -519,6 +546,8 @@ class DeltaMergeOperator(DeltaSparkOperator):
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
+        "source_sql",
+        "source_views",
         "on",
         "clauses",
         "source_version",
@@ -526,18 +555,21 @@ class DeltaMergeOperator(DeltaSparkOperator):
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
+        "source_sql": "sql",
+        "source_views": "json",
         "on": "sql",
         "clauses": "json",
     }
-    _FORMATS = requests.MERGE_SOURCE_FORMATS
 
     def __init__(
         self,
         *,
-        source: str,
         on: str,
         clauses: Sequence[Mapping[str, Any]] | str,
+        source: str | None = None,
         source_format: str = "parquet",
+        source_sql: str | None = None,
+        source_views: Mapping[str, Any] | str | None = None,
         source_version: int | str | None = None,
         target_alias: str = "t",
         source_alias: str = "s",
@@ -546,8 +578,9 @@ class DeltaMergeOperator(DeltaSparkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if source_format not in self._FORMATS:
-            raise ValueError(f"source_format must be one of {self._FORMATS}, not {source_format!r}")
+        _check_source(self, source, source_format, source_sql, source_views)
+        if source_sql is not None and (source_version is not None or options):
+            raise ValueError("source_version and options describe a source path; a query's views carry their own")
         if source_version is not None and source_format != "delta":
             raise ValueError("source_version needs source_format='delta'")
         if not isinstance(clauses, str) or "{{" not in clauses:  # a template is checked once rendered
@@ -559,6 +592,8 @@ class DeltaMergeOperator(DeltaSparkOperator):
             except InvalidInputError as exc:
                 raise ValueError(f"DeltaMergeOperator: {exc}") from None
         self.source = source
+        self.source_sql = source_sql
+        self.source_views = source_views
         self.on = on
         self.clauses = clauses
         self.source_format = source_format
@@ -572,6 +607,8 @@ class DeltaMergeOperator(DeltaSparkOperator):
         return {
             "source": self.source,
             "source_format": self.source_format,
+            "source_sql": self.source_sql,
+            "source_views": requests.views_json(self.source_views),
             "on": self.on,
             "clauses": self.clauses if isinstance(self.clauses, str) else json.dumps(list(self.clauses)),
             "target_alias": self.target_alias,
@@ -582,7 +619,8 @@ class DeltaMergeOperator(DeltaSparkOperator):
         }
 
     def _lineage_arguments(self) -> dict[str, Any]:
-        return {"rewrite": {}, "source": self.source, "source_format": self.source_format, "joins_source": True}
+        sources = _lineage_sources(self.source, self.source_format, self.source_views)
+        return {"rewrite": {}, "sources": sources, "joins_source": True}
 
 
 class DeltaCheckpointOperator(DeltaSparkOperator):
@@ -642,6 +680,39 @@ class DeltaVacuumOperator(DeltaSparkOperator):
 def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """A mapping as the request's ``K=V`` pairs (values as their text)."""
     return tuple((str(key), str(value)) for key, value in mapping.items())
+
+
+def _check_source(
+    operator: DeltaSparkOperator,
+    source: str | None,
+    source_format: str,
+    source_sql: str | None,
+    source_views: Mapping[str, Any] | str | None,
+) -> None:
+    """A source path or a query, with views whose description holds (a template is checked once rendered)."""
+    if source_format not in requests.SOURCE_FORMATS:
+        raise ValueError(f"source_format must be one of {requests.SOURCE_FORMATS}, not {source_format!r}")
+    if (source is None) == (source_sql is None):
+        raise ValueError(f"{type(operator).__name__} needs a source path (source) or a query (source_sql), exactly one")
+    if source_views is not None and source_sql is None:
+        raise ValueError("source_views name the views of source_sql: give source_sql too")
+    if source_views is not None and "{{" not in str(source_views):
+        try:
+            requests.parse_source_views(source_views)
+        except ValueError as exc:
+            raise ValueError(f"{type(operator).__name__}: {exc}") from None
+
+
+def _lineage_sources(
+    source: str | None, source_format: str, views: Mapping[str, Any] | str | None
+) -> list[tuple[str, str]]:
+    """The (path, format) of each place the source's rows are read from."""
+    if source is not None:
+        return [(source, source_format)]
+    try:
+        return [(view.path, view.format) for view in requests.parse_source_views(views)]
+    except ValueError:  # the task fails on it; lineage has nothing to say
+        return []
 
 
 def _check_unless_templated(operator: DeltaSparkOperator, value: Any) -> None:

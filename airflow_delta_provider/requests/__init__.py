@@ -10,6 +10,8 @@ request and runs the command the request's type maps to.
 - :mod:`.operations`: one dataclass per operation, the lists derived from
   them (:data:`OPERATIONS`, :data:`PYTHON_ENGINE_OPERATIONS`) and the choices
   of their options (:data:`CHANGES_OUTPUT_FORMATS`, ...);
+- :mod:`.sources`: where APPEND's and MERGE's rows come from (a path in one
+  of :data:`SOURCE_FORMATS`, or a query over :class:`SourceView` s);
 - :mod:`.parser`: the argparse parser generated from the dataclasses.
 
 This is the package's lowest layer: it imports the standard library only
@@ -19,11 +21,9 @@ Spark applications and the docs all take these definitions from here.
 
 from airflow_delta_provider.requests.base import IO_MODES, OperationRequest
 from airflow_delta_provider.requests.operations import (
-    APPEND_FORMATS,
     APPEND_MODES,
     CHANGES_OUTPUT_FORMATS,
     DYNAMIC_OVERWRITE,
-    MERGE_SOURCE_FORMATS,
     OPERATIONS,
     PARTITION_OVERWRITE_MODES,
     PYTHON_ENGINE_OPERATIONS,
@@ -46,18 +46,18 @@ from airflow_delta_provider.requests.parser import (
     parse_request,
     request_from_namespace,
 )
+from airflow_delta_provider.requests.sources import SOURCE_FORMATS, SourceView, parse_source_views, views_json
 
 __all__ = [
-    "APPEND_FORMATS",
     "APPEND_MODES",
     "CHANGES_OUTPUT_FORMATS",
     "DYNAMIC_OVERWRITE",
     "IO_MODES",
-    "MERGE_SOURCE_FORMATS",
     "OPERATIONS",
     "PARTITION_OVERWRITE_MODES",
     "PYTHON_ENGINE_OPERATIONS",
     "REQUESTS",
+    "SOURCE_FORMATS",
     "STATIC_OVERWRITE",
     "AlterRequest",
     "AppendRequest",
@@ -69,9 +69,12 @@ __all__ = [
     "OptimizeRequest",
     "ReorgRequest",
     "RestoreRequest",
+    "SourceView",
     "UpdateRequest",
     "VacuumRequest",
     "build_parser",
     "parse_request",
+    "parse_source_views",
     "request_from_namespace",
+    "views_json",
 ]

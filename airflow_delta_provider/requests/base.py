@@ -59,9 +59,7 @@ class OperationRequest:
         choices=IO_MODES,
         help="data file I/O: Spark's Hadoop filesystem, or pyarrow through the storage layer (default: auto)",
     )
-    debug: bool = switch(
-        help="also log PySpark's records of Spark errors, with their JVM stacks", to_command=False
-    )
+    debug: bool = switch(help="also log PySpark's records of Spark errors, with their JVM stacks", to_command=False)
     spark_conf: tuple[tuple[str, str], ...] = pairs(help="Spark setting", to_command=False)
     token: str | None = option(help="operation token recorded in the commit")
 

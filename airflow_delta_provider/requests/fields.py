@@ -119,9 +119,7 @@ def option(
     return _field(argument, _MISSING if required else default)
 
 
-def switch(
-    *, help: str | None = None, flag: str | None = None, required: bool = False, to_command: bool = True
-) -> Any:
+def switch(*, help: str | None = None, flag: str | None = None, required: bool = False, to_command: bool = True) -> Any:
     """``--flag``: True when given. A required switch (always given) defaults to True."""
     return _field(Argument(SWITCH, help=help, flag=flag, required=required, to_command=to_command), required)
 

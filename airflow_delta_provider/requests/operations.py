@@ -19,9 +19,8 @@ from airflow_delta_provider.requests.fields import (
     repeated,
     switch,
 )
+from airflow_delta_provider.requests.sources import SOURCE_FORMATS, check_source
 
-#: Source formats of APPEND.
-APPEND_FORMATS = ("parquet", "csv", "json", "delta")
 #: Write modes of APPEND.
 APPEND_MODES = ("append", "overwrite")
 #: How an overwrite treats partitions (delta-spark's ``partitionOverwriteMode``): ``static``
@@ -29,8 +28,6 @@ APPEND_MODES = ("append", "overwrite")
 #: partitions the source writes.
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
 STATIC_OVERWRITE, DYNAMIC_OVERWRITE = PARTITION_OVERWRITE_MODES
-#: Source formats of MERGE.
-MERGE_SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
 #: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).
 CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 
@@ -55,10 +52,16 @@ class DeleteRequest(OperationRequest):
 @dataclass(frozen=True, kw_only=True)
 class AppendRequest(OperationRequest):
     operation = "append"
-    summary = "append (or overwrite) rows from files"
+    summary = "append (or overwrite) rows from files, or from a SQL query"
 
-    source: str = option(required=True, help="path of the data to append")
-    format: str = option(required=True, choices=APPEND_FORMATS)
+    source: str | None = option(help="path of the data to append (or give --source-sql)")
+    format: str | None = option(choices=SOURCE_FORMATS, help="the source's format (required with --source)")
+    source_sql: str | None = option(metavar="SQL", help="a query whose rows to append, over --source-views")
+    source_views: str | None = option(
+        metavar="JSON",
+        help='the views --source-sql reads, e.g. {"orders": {"path": "s3://b/orders", "format": "delta", '
+        '"version": 3}, "fx": {"path": "/data/fx.csv", "format": "csv", "options": {"header": "true"}}}',
+    )
     mode: str = option("append", choices=APPEND_MODES)
     table_schema: str | None = option(
         metavar="JSON",
@@ -83,14 +86,24 @@ class AppendRequest(OperationRequest):
         flag="--property", dest="property", help="table property (delta.*)"
     )
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_source(self.source, self.source_sql, self.source_views)
+        if self.source is not None and self.format is None:
+            raise ValueError("append: give the source's format (--format) with --source")
+        if self.source_sql is not None and (self.format is not None or self.options):
+            raise ValueError("append: --format and --option describe a --source path; a query's views carry their own")
+
 
 @dataclass(frozen=True, kw_only=True)
 class MergeRequest(OperationRequest):
     operation = "merge"
     summary = "MERGE (upsert) a source into the table"
 
-    source: str = option(required=True, help="path of the source data")
-    source_format: str = option("parquet", choices=MERGE_SOURCE_FORMATS)
+    source: str | None = option(help="path of the source data (or give --source-sql)")
+    source_format: str = option("parquet", choices=SOURCE_FORMATS)
+    source_sql: str | None = option(metavar="SQL", help="a query whose rows are the source, over --source-views")
+    source_views: str | None = option(metavar="JSON", help="the views --source-sql reads (as append's)")
     on: str = option(required=True, help='join condition, e.g. "t.id = s.id"')
     clauses: str = option(
         required=True,
@@ -102,6 +115,14 @@ class MergeRequest(OperationRequest):
     source_version: int | None = option(parse=int, help="version of a delta source (default: its latest)")
     merge_schema: bool = switch(help="let * clauses add the source's new columns")
     source_options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_source(self.source, self.source_sql, self.source_views)
+        if self.source_sql is not None and (self.source_version is not None or self.source_options):
+            raise ValueError(
+                "merge: --source-version and --option describe a --source path; a query's views carry their own"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from airflow_delta_provider import requests
-from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError, first_line
 from airflow_delta_provider.requests import OperationRequest
 from airflow_delta_provider.spark.commands.dispatch import run_request
 
@@ -193,7 +193,7 @@ def spark_input_error(exc: BaseException) -> InvalidInputError | None:
     state, error_class, message = found
     if state[:2] not in BAD_INPUT_SQLSTATE_CLASSES:
         return None
-    first = _first_line(message)
+    first = first_line(message)
     if error_class and not first.startswith(f"[{error_class}]"):
         first = f"[{error_class}] {first}"
     return InvalidInputError(first)
@@ -242,11 +242,6 @@ def _one_line(text: str) -> str:
     return " | ".join(lines) if lines else ""
 
 
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else ""
-
-
 def _fail(exc: BaseException) -> NoReturn:
     """One line on stderr, exit code 2."""
     sys.stdout.flush()
@@ -263,7 +258,7 @@ def _crash(exc: BaseException) -> NoReturn:
     """
     sys.stdout.flush()
     traceback.print_exception(exc, file=sys.stderr)
-    message = _first_line(str(exc)) or "(no message)"
+    message = first_line(str(exc)) or "(no message)"
     print(f"{type(exc).__name__}: {message}", file=sys.stderr, flush=True)
     raise SystemExit(EXIT_INTERNAL)
 

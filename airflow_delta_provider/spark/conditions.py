@@ -17,18 +17,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType
 
-from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.errors import InvalidInputError, first_line
 from airflow_delta_provider.spark.read.files import spark_schema
 
 
 def empty_frame(spark: SparkSession, schema: Mapping[str, Any]) -> DataFrame:
     """A DataFrame with the table's columns and no rows, for analysis only."""
     return spark.createDataFrame([], spark_schema(dict(schema)))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 _T = TypeVar("_T")
@@ -45,7 +40,7 @@ def analyse(what: str, sql: str, build: Callable[[], _T]) -> _T:
     except PySparkException as exc:
         if _server_lost(exc):
             raise
-        raise InvalidInputError(f"invalid {what} {sql!r}: {_first_line(exc)}") from exc
+        raise InvalidInputError(f"invalid {what} {sql!r}: {first_line(exc)}") from exc
 
 
 def _server_lost(exc: BaseException) -> bool:
@@ -132,9 +127,13 @@ def parse_assignments(
 def _spark_type(delta_type: Any) -> DataType:
     """The Spark type of a Delta field type (a primitive name or a nested
     struct/array/map JSON object), read through a one-field struct."""
-    return spark_schema(
-        {"type": "struct", "fields": [{"name": "x", "type": delta_type, "nullable": True, "metadata": {}}]}
-    ).fields[0].dataType
+    return (
+        spark_schema(
+            {"type": "struct", "fields": [{"name": "x", "type": delta_type, "nullable": True, "metadata": {}}]}
+        )
+        .fields[0]
+        .dataType
+    )
 
 
 __all__ = [

@@ -78,6 +78,16 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         },
     ),
     (
+        DeltaAppendOperator,
+        {
+            "source_sql": "SELECT * FROM a JOIN b USING (id) WHERE a.day = '4'",
+            "source_views": {"a": {"path": "/in/a", "format": "orc"}, "b": {"path": "/in/b", "format": "delta"}},
+            "merge_schema": True, "partition_by": ["day"], "mode": "overwrite", "replace_where": "day = '4'",
+            "txn_app_id": "loader", "txn_version": 10, "table_properties": {"delta.appendOnly": "false"},
+            "table_schema": '{"type": "struct", "fields": []}',
+        },
+    ),
+    (
         DeltaMergeOperator,
         {
             "source": "/in/upserts",
@@ -89,6 +99,21 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
             "source_alias": "ss",
             "merge_schema": True,
             "options": {"k": "v=w"},
+        },
+    ),
+    (
+        DeltaMergeOperator,
+        {
+            "source_sql": "SELECT u.*, c.region FROM upserts u JOIN customers c USING (cid)",
+            "source_views": {
+                "upserts": {"path": "s3://raw/upserts", "format": "delta", "version": 2},
+                "customers": {"path": "/in/c.csv", "format": "csv", "options": {"header": "true"}},
+            },
+            "on": "tt.id = ss.id",
+            "clauses": [{"when": "not_matched", "insert": "*"}],
+            "target_alias": "tt",
+            "source_alias": "ss",
+            "merge_schema": True,
         },
     ),
     (DeltaCheckpointOperator, {"cleanup_logs": True}),
@@ -111,6 +136,13 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
 _FIXED = {("reorg", "purge")}
 #: Fields of an operation of which exactly one is away from its default in a case (they exclude each other).
 _ONE_OF = {"append": ("overwrite_schema", "replace_where", "partition_overwrite_mode")}
+#: Groups of fields of an operation that are alternatives: a case sets every field of one group, none of the others.
+_ALTERNATIVES = {
+    "append": (("source", "format", "options"), ("source_sql", "source_views")),
+    "merge": (("source", "source_format", "source_version", "source_options"), ("source_sql", "source_views")),
+}
+#: The least each operation needs beyond its required fields: a source.
+_MINIMAL = {"append": {"source": "x", "format": "parquet"}, "merge": {"source": "x"}}
 
 
 def _ids(case: tuple[type, dict[str, Any]]) -> str:
@@ -132,21 +164,26 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
     # Every argument really was away from its default (so none can be dropped on the way).
     assert (request.table, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
     exclusive = _ONE_OF.get(request.operation, ())
+    groups = _ALTERNATIVES.get(request.operation, ())
+    in_groups = [name for group in groups for name in group]
     for field in request.operation_fields():
-        if (request.operation, field.name) in _FIXED or field.name in (*request.exactly_one_of, *exclusive):
+        if (request.operation, field.name) in _FIXED or field.name in (*request.exactly_one_of, *exclusive, *in_groups):
             continue
         assert getattr(request, field.name) != field.default, field.name
+    defaults = {f.name: f.default for f in request.operation_fields()}
     if exclusive:
-        defaults = {f.name: f.default for f in request.operation_fields()}
         assert sum(getattr(request, name) != defaults[name] for name in exclusive) == 1
+    if groups:
+        set_ = [[getattr(request, name) != defaults[name] for name in group] for group in groups]
+        assert sorted(map(all, set_)) == [False] * (len(groups) - 1) + [True]
+        assert sum(map(any, set_)) == 1
 
 
 def test_each_field_that_excludes_others_has_its_own_case() -> None:
-    for operation, names in _ONE_OF.items():
+    for operation, names in {**_ONE_OF, **{op: sum(groups, ()) for op, groups in _ALTERNATIVES.items()}}.items():
         cls = REQUESTS[operation]
         defaults = {f.name: f.default for f in cls.operation_fields()}
         requests_ = [op_cls(task_id="t", **COMMON, **args).request() for op_cls, args in OPERATORS if op_cls.request_class is cls]
-        assert len(requests_) == len(names)
         for name in names:
             assert any(getattr(request, name) != defaults[name] for request in requests_), name
 
@@ -164,6 +201,7 @@ def test_a_request_without_token_or_options_comes_back_equal() -> None:
         }
         if cls.exactly_one_of:
             required[cls.exactly_one_of[0]] = 1
+        required.update(_MINIMAL.get(cls.operation, {}))
         request = cls(**required)
         assert parse_request(request.to_argv()) == request
         assert "--token" not in request.to_argv()
@@ -288,10 +326,10 @@ def test_template_fields_are_unchanged() -> None:
         DeltaUpdateOperator: (*base, "updates", "condition"),
         DeltaDeleteOperator: (*base, "condition"),
         DeltaAppendOperator: (
-            *base, "source", "partition_by", "txn_app_id", "txn_version", "options", "table_properties", "table_schema",
-            "replace_where", "partition_overwrite_mode",
+            *base, "source", "source_sql", "source_views", "partition_by", "txn_app_id", "txn_version", "options",
+            "table_properties", "table_schema", "replace_where", "partition_overwrite_mode",
         ),
-        DeltaMergeOperator: (*base, "source", "on", "clauses", "source_version", "options"),
+        DeltaMergeOperator: (*base, "source", "source_sql", "source_views", "on", "clauses", "source_version", "options"),
         DeltaCheckpointOperator: base,
         DeltaVacuumOperator: (*base, "retention_hours"),
         DeltaPurgeDeletionVectorsOperator: (*base, "min_deleted_ratio"),

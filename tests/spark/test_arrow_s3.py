@@ -242,7 +242,7 @@ def test_bad_input_on_a_bucket_changes_nothing(spark, bucket, tables, tmp_path):
 def test_a_parquet_source_is_listed_with_the_callers_storage_options(spark, s3_bucket, tmp_path, monkeypatch):
     """In a task's own process (Spark Connect), the store's credentials come as
     storage_options, not as environment: the source's listing and schema use them."""
-    from airflow_delta_provider.spark.commands.append import read_source
+    from airflow_delta_provider.spark.commands.source import read_source
 
     for key in s3_bucket.env:
         monkeypatch.delenv(key, raising=False)

@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 # Aliased: run_append's ``table_properties`` argument would shadow the module.
@@ -55,17 +54,16 @@ from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_schemas
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
 from airflow_delta_provider.delta.schema.types import VARIANT, as_nullable, schema_string, type_name
-from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import column_mapping, type_widening
 from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
-from airflow_delta_provider.requests import DYNAMIC_OVERWRITE, PARTITION_OVERWRITE_MODES
+from airflow_delta_provider.requests import DYNAMIC_OVERWRITE, PARTITION_OVERWRITE_MODES, SOURCE_FORMATS, SourceView
 from airflow_delta_provider.spark.commands.replacement import Replacement
-from airflow_delta_provider.spark.read.scan import scan
+from airflow_delta_provider.spark.commands.source import Source
 from airflow_delta_provider.spark.result import CommandResult
-from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.write.files import WrittenFiles, conform, write_files
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, with_identity_values, written_extreme
 
@@ -77,15 +75,14 @@ OPERATION = "WRITE"
 #: How many times an append that generated identity values runs when a
 #: concurrent commit moved the high-water mark under it.
 IDENTITY_ATTEMPTS = 3
-FORMATS = ("parquet", "csv", "json", "delta")
 MODES = ("append", "overwrite")
 
 
 def run_append(
     spark: SparkSession,
     table: str,
-    source: str,
-    format: str = "parquet",
+    source: str | None = None,
+    format: str | None = "parquet",
     merge_schema: bool = False,
     partition_by: Sequence[str] | None = None,
     mode: str = "append",
@@ -100,8 +97,12 @@ def run_append(
     table_schema: Mapping[str, Any] | str | None = None,
     replace_where: str | None = None,
     partition_overwrite_mode: str | None = None,
+    source_sql: str | None = None,
+    source_views: str | Mapping[str, Any] | Sequence[SourceView] | None = None,
 ) -> CommandResult:
-    """Append (or overwrite with) the rows at ``source`` to ``table``.
+    """Append (or overwrite with) the rows at ``source`` (read as ``format``,
+    with reader ``options``), or those of the query ``source_sql`` over
+    ``source_views``, to ``table``.
 
     ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
     ``table_properties`` (``delta.*``) are set on the table in the same
@@ -138,16 +139,20 @@ def run_append(
     check_overwrite_arguments(mode, replace_where, dynamic, overwrite_schema)
     check_io(io)
     declared = _parse_table_schema(table_schema)
-    for attempt in range(1, IDENTITY_ATTEMPTS + 1):
-        try:
-            return _append_once(
-                spark, table, source, format, merge_schema, list(partition_by or []), mode, overwrite_schema,
-                txn_app_id, txn_version, options, token, io, table_properties, storage_options, declared,
-                replace_where, dynamic,
-            )  # fmt: skip
-        except IdentityHighWaterMarkConflictError:
-            if attempt == IDENTITY_ATTEMPTS:
-                raise
+    rows = Source(
+        spark, path=source, format=format, options=options, sql=source_sql, views=source_views, io=io,
+        storage_options=storage_options,
+    )  # fmt: skip
+    with rows:
+        for attempt in range(1, IDENTITY_ATTEMPTS + 1):
+            try:
+                return _append_once(
+                    spark, table, rows, merge_schema, list(partition_by or []), mode, overwrite_schema, txn_app_id,
+                    txn_version, token, io, table_properties, storage_options, declared, replace_where, dynamic,
+                )  # fmt: skip
+            except IdentityHighWaterMarkConflictError:
+                if attempt == IDENTITY_ATTEMPTS:
+                    raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -178,15 +183,13 @@ def write_parameters(
 def _append_once(
     spark: SparkSession,
     table: str,
-    source: str,
-    format: str,
+    source: Source,
     merge_schema: bool,
     partition_by: list[str],
     mode: str,
     overwrite_schema: bool,
     txn_app_id: str | None,
     txn_version: int | None,
-    options: Mapping[str, str] | None,
     token: str | None,
     io: str,
     table_properties: Mapping[str, str] | None,
@@ -206,7 +209,7 @@ def _append_once(
         if recorded is not None and recorded >= int(txn_version):
             return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
 
-    data = read_source(spark, source, format, options or {}, io=io, storage_options=storage_options)
+    data = source.frame()
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
     data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
     previous = snapshot.metadata if snapshot is not None else None
@@ -322,47 +325,11 @@ def _record_high_water_marks(
     return replace(metadata, schema_string=schema_string(schema))
 
 
-def read_source(
-    spark: SparkSession,
-    source: str,
-    format: str,
-    options: Mapping[str, str],
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
-    version: int | None = None,
-) -> DataFrame:
-    """The source rows; a Delta source is read through our own scan, at
-    ``version`` (default: its latest).
-
-    A source on an object store that ``io`` reads in ``arrow`` mode must be
-    parquet (a file, or a flat folder of files) or Delta.
-    """
-    if format == "delta":
-        return scan(spark, DeltaTable(source, storage_options).snapshot(version), io=io)
-    try:
-        location = parse_location(source)
-    except InvalidInputError:
-        location = None  # a scheme only Spark knows (hdfs://, ...): Spark reads it
-    if location is not None and not location.is_local and resolve_io(spark, location, io) == ARROW:
-        if format != "parquet":
-            raise InvalidInputError(
-                f"cannot read the {format} source {source} with io=arrow: arrow I/O reads parquet and "
-                "delta sources on object stores; use io=hadoop with the store's connector on the cluster"
-            )
-        from airflow_delta_provider.spark.read.arrow_source import arrow_read_parquet
-
-        return arrow_read_parquet(spark, location, storage_options)
-    try:
-        return spark.read.format(format).options(**dict(options)).load(source)
-    except AnalysisException as exc:
-        raise InvalidInputError(f"cannot read {format} source {source}: {_first_line(exc)}") from None
-
-
 def _check_arguments(
-    format: str, mode: str, overwrite_schema: bool, txn_app_id: str | None, txn_version: int | None
+    format: str | None, mode: str, overwrite_schema: bool, txn_app_id: str | None, txn_version: int | None
 ) -> None:
-    if format not in FORMATS:
-        raise InvalidInputError(f"unknown source format {format!r}; use one of {', '.join(FORMATS)}")
+    if format is not None and format not in SOURCE_FORMATS:
+        raise InvalidInputError(f"unknown source format {format!r}; use one of {', '.join(SOURCE_FORMATS)}")
     if mode not in MODES:
         raise InvalidInputError(f"unknown mode {mode!r}; use append or overwrite")
     if overwrite_schema and mode != "overwrite":
@@ -494,9 +461,4 @@ def _append_only(snapshot: Snapshot) -> AppendOnlyViolationError:
     )
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-__all__ = ["FORMATS", "MODES", "OPERATION", "read_source", "run_append"]
+__all__ = ["MODES", "OPERATION", "run_append"]

@@ -36,6 +36,7 @@ from airflow_delta_provider.delta.errors import (
     EngineAccessDeniedError,
     EngineUnavailableError,
     InvalidInputError,
+    first_line,
 )
 from airflow_delta_provider.spark.runtime.session import (
     REQUIRED_CONF,
@@ -175,7 +176,7 @@ def _set(session: Any, key: str, value: str) -> None:
         if unreachable_reason(exc) is not None:
             raise
         if exc.getCondition() not in _SERVER_SETTINGS:
-            why = exc.getCondition() if _secret_setting(key) else _first_line(exc)  # the text may quote the value
+            why = exc.getCondition() if _secret_setting(key) else first_line(exc)  # the text may quote the value
             raise InvalidInputError(f"the Spark setting {key} is refused: {why}") from None
         if session.conf.get(key, None) != value:
             shown = value if not _secret_setting(key) else "***"
@@ -214,11 +215,6 @@ def _with_user_agent(url: str) -> str:
     base, _, params = url.partition(";")
     kept = [p for p in params.split(";") if p]
     return f"{base.rstrip('/')}/;{';'.join([*kept, f'user_agent={USER_AGENT}'])}"
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 __all__ = [

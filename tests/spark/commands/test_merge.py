@@ -28,6 +28,7 @@ from airflow_delta_provider.spark.commands.merge.files import KeptFrames
 from airflow_delta_provider.spark.commands.merge.plan import MergePlan, plan_merge
 from airflow_delta_provider.spark.commands.merge.rewrite import rewrite
 from airflow_delta_provider.spark.commands.merge.touched import find_touched_files
+from airflow_delta_provider.spark.commands.source import Source
 from airflow_delta_provider.spark.write.files import WrittenFiles
 
 from .dml_support import (
@@ -61,7 +62,7 @@ def source_rows(ids: list[int | None], *, extra: bool = False) -> pa.Table:
 def plan(spark, path: str, source: str, on: str, clauses: list[dict]) -> MergePlan:
     """The MERGE's plan (its persisted source released at once: these tests read the plan only)."""
     with KeptFrames() as keep:
-        return plan_merge(spark, path, source, on, clauses, keep=keep)
+        return plan_merge(spark, path, Source(spark, path=source), on, clauses, keep=keep)
 
 
 def write_source(tmp_path: Path, table: pa.Table, name: str = "source") -> str:
@@ -518,7 +519,7 @@ def test_concurrent_append_conflicts_with_a_merge_unless_the_table_is_write_seri
             RsTable(path).alter.set_table_properties({"delta.isolationLevel": level})
         source = write_source(tmp_path, source_rows([1, 70]), f"s{n}")
         with KeptFrames() as keep:
-            planned = plan_merge(spark, path, source, ON, clauses, keep=keep)
+            planned = plan_merge(spark, path, Source(spark, path=source), ON, clauses, keep=keep)
             ledger = WrittenFiles(planned.target.table.storage, [])
             rewritten = rewrite(planned, find_touched_files(planned, keep), ledger)
             write_deltalake(path, source_rows([500]), mode="append")

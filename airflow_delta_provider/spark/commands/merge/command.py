@@ -51,11 +51,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from airflow_delta_provider.requests import SourceView
 from airflow_delta_provider.spark.commands.merge.commit import commit
 from airflow_delta_provider.spark.commands.merge.files import KeptFrames
 from airflow_delta_provider.spark.commands.merge.plan import plan_merge
 from airflow_delta_provider.spark.commands.merge.rewrite import rewrite
 from airflow_delta_provider.spark.commands.merge.touched import find_touched_files
+from airflow_delta_provider.spark.commands.source import Source
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.write.files import WrittenFiles
 
@@ -63,24 +65,36 @@ from airflow_delta_provider.spark.write.files import WrittenFiles
 def run_merge(
     spark: SparkSession,
     table: str,
-    source: str,
+    source: str | None,
     on: str,
     clauses: str | Sequence[Mapping[str, Any]],
+    *,
+    source_format: str = "parquet",
+    source_version: int | None = None,
+    source_options: Mapping[str, str] | None = None,
+    source_sql: str | None = None,
+    source_views: str | Mapping[str, Any] | Sequence[SourceView] | None = None,
     **options: Any,
 ) -> CommandResult:
     """MERGE INTO ``table`` AS ``target_alias`` USING ``source`` AS
     ``source_alias`` ON ``on`` with ``clauses``; a CommandResult.
 
-    ``options`` are :func:`~.plan.plan_merge`'s: ``source_format``
-    (``parquet``, ``csv``, ``json``, ``orc`` or ``delta``), ``source_version``
-    (a Delta source's version, default its latest), ``source_options``
-    (reader options), ``target_alias`` (``t``), ``source_alias`` (``s``),
-    ``merge_schema``, ``token``, ``io`` and ``storage_options`` (which reach
-    the table and a Delta source from this process). ``version`` is None
-    when nothing changed.
+    The source is the path ``source`` read as ``source_format`` (``parquet``,
+    ``csv``, ``json``, ``orc`` or ``delta``; a Delta source at
+    ``source_version``, default its latest) with reader ``source_options``,
+    or else the query ``source_sql`` over ``source_views``
+    (:class:`~airflow_delta_provider.spark.commands.source.Source`).
+    ``options`` are :func:`~.plan.plan_merge`'s: ``target_alias`` (``t``),
+    ``source_alias`` (``s``), ``merge_schema``, ``token``, ``io`` and
+    ``storage_options`` (which reach the table and a Delta source from this
+    process). ``version`` is None when nothing changed.
     """
-    with KeptFrames() as keep:
-        plan = plan_merge(spark, table, source, on, clauses, keep=keep, **options)
+    rows = Source(
+        spark, path=source, format=source_format, options=source_options, version=source_version, sql=source_sql,
+        views=source_views, io=options.get("io", "auto"), storage_options=options.get("storage_options"),
+    )  # fmt: skip
+    with rows, KeptFrames() as keep:
+        plan = plan_merge(spark, table, rows, on, clauses, keep=keep, **options)
         with WrittenFiles(plan.target.table.storage, [], []) as written:
             touched = find_touched_files(plan, keep)
             rewritten = rewrite(plan, touched, written)

@@ -53,6 +53,7 @@ from airflow_delta_provider.spark.commands.merge.files import Target
 from airflow_delta_provider.spark.commands.merge.prune import Candidates, prune
 from airflow_delta_provider.spark.commands.merge.rows import MergeRows
 from airflow_delta_provider.spark.commands.merge.schema import merge_schema_of
+from airflow_delta_provider.spark.commands.source import Source
 from airflow_delta_provider.spark.read.files import spark_schema
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
@@ -142,14 +143,11 @@ class MergePlan:
 def plan_merge(
     spark: SparkSession,
     table: str,
-    source: str,
+    source: Source,
     on: str,
     clauses: str | Sequence[Mapping[str, Any]],
     *,
     keep: Callable[[DataFrame], DataFrame],
-    source_format: str = "parquet",
-    source_version: int | None = None,
-    source_options: Mapping[str, str] | None = None,
     target_alias: str = "t",
     source_alias: str = "s",
     merge_schema: bool = False,
@@ -159,16 +157,14 @@ def plan_merge(
 ) -> MergePlan:
     """Plan the MERGE of ``source`` into ``table``: every check, the
     candidate files, and the transaction's read set. Writes nothing.
-    ``keep`` persists a frame until the MERGE ends (the file source)."""
-    from airflow_delta_provider.spark.commands.append import read_source
+    ``keep`` persists a frame until the MERGE ends (a source that is not a
+    Delta snapshot)."""
     from airflow_delta_provider.spark.read.row_tracking import materialized
 
-    requested_io = check_io(io)  # the source is placed by itself
+    requested_io = check_io(io)
     delta_table = DeltaTable(table, storage_options)
     if not on or not on.strip():
         raise InvalidInputError("MERGE needs a join condition (on), e.g. t.id = s.id")
-    if source_version is not None and source_format != "delta":
-        raise InvalidInputError(f"a source version needs a delta source, not {source_format}")
     if check_alias(target_alias, "target").lower() == check_alias(source_alias, "source").lower():
         raise InvalidInputError(f"the target and source aliases must differ, both are {target_alias!r}")
     parsed = parse_clauses(clauses)
@@ -200,15 +196,7 @@ def plan_merge(
                 f"MERGE conditions must be deterministic (they are evaluated more than once), but {sql!r} "
                 f"calls {', '.join(calls)}"
             )
-    read = read_source(
-        spark,
-        source,
-        source_format,
-        dict(source_options or {}),
-        io=requested_io,
-        storage_options=storage_options,
-        version=source_version,
-    )
+    read = source.frame()
     source_schema = type_widening.strip(column_mapping.strip(read.schema.jsonValue()))
     written = merge_schema_of(snap, source_schema, parsed, merge_schema)
     table_struct = spark_schema(snap.schema)
@@ -237,7 +225,7 @@ def plan_merge(
     # Read once, whatever the source does meanwhile (delta-spark's
     # materializeSource); a Delta source at its version cannot change.
     kept_at = time.monotonic()
-    kept = read if source_format == "delta" else keep(read)
+    kept = read if source.is_snapshot else keep(read)
     materialize_ms = int((time.monotonic() - kept_at) * 1000)
     candidates = prune(snap, kept, facts, parsed)
     # Conflict tracking (delta-spark filterFiles): the predicate read and the
