@@ -198,3 +198,9 @@ class ProtocolChangedError(ConcurrentModificationError):
 
 class ConcurrentTransactionError(ConcurrentModificationError):
     """Another writer committed the same ``txn`` appId or metadata domain."""
+
+
+class VersionRangeConflictError(DeltaError):
+    """A consumer of a table's versions recorded a range that does not start
+    just after the last version it had recorded: two of its runs processed
+    the same versions (runs not serialised, e.g. ``max_active_runs`` above 1)."""
