@@ -25,7 +25,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG, Asset, AssetWatcher, task
 
-from airflow_delta_provider.assets import processed_version, record_processed, table_asset_uri, version_range
+from airflow_delta_provider.assets import processed_version, record_processed, version_range
 from airflow_delta_provider.triggers.delta_table import DeltaTableEventTrigger
 
 DATA = Path(os.environ.get("DELTA_DEMO_DATA") or Path(__file__).resolve().parent.parent / "data")
@@ -35,7 +35,7 @@ CONSUMER = "delta_asset_events"
 
 orders = Asset(
     name="delta_orders",
-    uri=table_asset_uri(TABLE),
+    uri=Path(TABLE).as_uri(),  # table_asset_uri(TABLE) for a local path, without loading lineage code at parse
     watchers=[
         AssetWatcher(
             name="delta_orders_new_version",

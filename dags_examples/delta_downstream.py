@@ -25,13 +25,13 @@ from pathlib import Path
 
 from airflow.sdk import DAG, Asset, task
 
-from airflow_delta_provider.assets import processed_version, record_processed, table_asset_uri, version_range
+from airflow_delta_provider.assets import processed_version, record_processed, version_range
 from airflow_delta_provider.operators.delta import DeltaChangesOperator
 
 DATA = Path(os.environ.get("DELTA_DEMO_DATA") or Path(__file__).resolve().parent.parent / "data")
 TABLE = str(DATA / "delta" / "orders")
 #: The table's asset, by URI: the one the writing operators and delta_asset_events use.
-ORDERS = Asset.ref(uri=table_asset_uri(TABLE))
+ORDERS = Asset.ref(uri=Path(TABLE).as_uri())
 #: This consumer's name in the asset's state store.
 CONSUMER = "delta_downstream"
 #: The last version of this run's range (a template expression; None when nothing is new).
