@@ -20,6 +20,7 @@ AIRFLOW_MODULES = [
     "airflow_delta_provider.hooks.delta_spark",
     "airflow_delta_provider.hooks.delta_in_process",
     "airflow_delta_provider.triggers.delta_table",
+    "airflow_delta_provider.assets",
     "airflow_delta_provider.utils.storage_connection",
 ]
 

@@ -200,6 +200,12 @@ class ConcurrentTransactionError(ConcurrentModificationError):
     """Another writer committed the same ``txn`` appId or metadata domain."""
 
 
+class VersionRangeConflictError(DeltaError):
+    """A consumer of a table's versions recorded a range that does not start
+    just after the last version it had recorded: two of its runs processed
+    the same versions (runs not serialised, e.g. ``max_active_runs`` above 1)."""
+
+
 def first_line(error: BaseException | str) -> str:
     """The first non-blank line of an error's text (or of ``error`` itself),
     for one-line messages: Spark's errors carry a stack or a plan after it.

@@ -722,6 +722,32 @@ def _check_unless_templated(operator: DeltaSparkOperator, value: Any) -> None:
         operator.request()
 
 
+def _range_bounds(value: Any) -> tuple[Any, Any] | None:
+    """``(start_version, end_version)`` of a rendered ``version_range``; None when it is empty.
+
+    It is a mapping (an ``XComArg``'s value), or the text a template rendered
+    from one (a JSON object or a Python literal); None, ``""`` and ``"None"``
+    are the empty range."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text in ("", "None", "null"):
+            return None
+        import ast
+
+        try:
+            value = json.loads(text)
+        except ValueError:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise ValueError(f"version_range must be a mapping or None, not {text!r}") from None
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or "start_version" not in value or "end_version" not in value:
+        raise ValueError(f"version_range must be a mapping with start_version and end_version, not {value!r}")
+    return value["start_version"], value["end_version"]
+
+
 def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
     """``value`` (a number, or the text a template rendered) as ``kind``; None stays None.
 
@@ -786,6 +812,12 @@ class DeltaChangesOperator(DeltaSparkOperator):
 
     :param start_version: The first version whose changes to read. (templated)
     :param end_version: The last one; default the latest. (templated)
+    :param version_range: Instead of ``start_version`` and ``end_version``:
+        the range :func:`~airflow_delta_provider.assets.version_range`
+        returns, usually its task's output (an ``XComArg``), a mapping with
+        ``start_version`` and ``end_version``. None (nothing new) reads and
+        writes nothing: the task succeeds with ``version`` None and says so.
+        (templated)
     :param output_path: The folder to write the rows to: a path or a
         ``file://``, ``s3://``, ``abfss://`` or ``gs://`` URI. (templated)
     :param output_format: ``parquet`` (default), ``json``, ``csv`` or ``orc``
@@ -798,35 +830,70 @@ class DeltaChangesOperator(DeltaSparkOperator):
         *DeltaSparkOperator.template_fields,
         "start_version",
         "end_version",
+        "version_range",
         "output_path",
     )
 
     def __init__(
         self,
         *,
-        start_version: int | str,
         output_path: str,
+        start_version: int | str | None = None,
         end_version: int | str | None = None,
+        version_range: Any = None,
         output_format: str = "parquet",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if output_format not in requests.CHANGES_OUTPUT_FORMATS:
             raise ValueError(f"output_format must be one of {requests.CHANGES_OUTPUT_FORMATS}, not {output_format!r}")
+        if version_range is not None and (start_version is not None or end_version is not None):
+            raise ValueError("give version_range, or start_version and end_version, not both")
+        if version_range is None and start_version is None:
+            raise ValueError("give start_version (and end_version), or version_range")
         self.start_version = start_version
         self.end_version = end_version
+        self.version_range = version_range
         self.output_path = output_path
         self.output_format = output_format
+        self._by_range = version_range is not None
+
+    def _bounds(self) -> tuple[Any, Any] | None:
+        """(start, end) as given; None for an empty ``version_range``."""
+        if not self._by_range:
+            return self.start_version, self.end_version
+        return _range_bounds(self.version_range)
 
     def _request_fields(self) -> dict[str, Any]:
+        bounds = self._bounds()
+        if bounds is None:
+            raise ValueError("version_range is empty: there are no changes to read")
+        start, end = bounds
         return {
-            "start": _number(self.start_version, "start_version"),
-            "end": None if self.end_version in (None, "") else _number(self.end_version, "end_version"),
+            "start": _number(start, "start_version"),
+            "end": None if end in (None, "") else _number(end, "end_version"),
             "output": self.output_path,
             "output_format": self.output_format,
         }
 
     def execute(self, context: Context) -> DeltaOperationResult:
+        try:
+            empty = self._bounds() is None
+        except ValueError as exc:
+            raise AirflowFailException(f"{type(self).__name__}: {exc}") from None
+        if empty:
+            self.log.info(
+                "No new version of %s: no changes read, nothing written to %s", self.table_path, self.output_path
+            )
+            nothing: DeltaOperationResult = {
+                "table": self.table_path,
+                "version": None,
+                "operation": requests.ChangesRequest.operation.upper(),
+                "metrics": {},
+            }
+            context["ti"].xcom_push(key=VERSION_XCOM_KEY, value=None)
+            self._committed = nothing
+            return nothing
         result = super().execute(context)
         if not result["metrics"]:  # the driver's stdout did not come back (cluster deploy mode)
             from airflow_delta_provider.delta.table_changes import read_summary

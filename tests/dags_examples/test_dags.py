@@ -41,22 +41,44 @@ def test_pipeline_runs_every_operator_on_the_demo_table(dagbag) -> None:
     }
 
 
-def test_downstream_waits_with_the_deferrable_sensor(dagbag) -> None:
-    sensor = dagbag.dags["delta_downstream"].get_task("wait_for_new_version")
-    assert type(sensor).__name__ == "DeltaTableVersionSensor"
-    assert sensor.deferrable
+def test_downstream_reads_the_range_version_range_gives(dagbag) -> None:
+    from airflow_delta_provider.assets import table_asset_uri
+
+    dag = dagbag.dags["delta_downstream"]
+    read_changes = dag.get_task("read_changes")
+    assert type(read_changes).__name__ == "DeltaChangesOperator"
+    assert dag.max_active_runs == 1
+    # Scheduled on the table's asset, by the URI the writers and delta_asset_events use.
+    assert [a.uri for a in dag.timetable.asset_condition.objects] == [table_asset_uri(read_changes.table_path)]
+    assert [t.task_id for t in read_changes.upstream_list] == ["versions_to_process"]
+    assert read_changes.version_range.operator.task_id == "versions_to_process"
+
+
+def _register(*dags) -> None:
+    """Store DAGs as the DAG processor would, so their assets exist."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        DagBundlesManager().sync_bundles_to_db(session=session)
+    with create_session() as session:
+        update_dag_parsing_results_in_db(
+            "dags-folder", None, [LazyDeserializedDAG.from_dag(d) for d in dags], {}, None, set(), session=session
+        )
 
 
 @pytest.mark.usefixtures("airflow_db")
 def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeypatch) -> None:
-    """dag.test() of delta_downstream twice, around three upstream commits
-    (delta-rs's UPDATE, DELETE and append): each run reads only the versions
-    after the last one processed, and the two runs' counts add up to the
-    table's whole change data feed as delta-rs reads it."""
+    """dag.test() of delta_downstream three times, around three upstream
+    commits (delta-rs's UPDATE, DELETE and append): each run reads only the
+    versions after the last one recorded in the asset's state store, the two
+    runs' counts add up to the table's whole change data feed as delta-rs
+    reads it, and a run with nothing new reads and writes nothing."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from airflow.dag_processing.dagbag import DagBag
-    from airflow.models.variable import Variable
     from deltalake import DeltaTable, write_deltalake
 
     from tests.airflow_env import run_dag, task_states, xcom
@@ -69,17 +91,16 @@ def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeyp
         return pa.table({"order_id": keys, "amount": keys, "status": ["open"] * len(ids)})
 
     write_deltalake(table, orders(range(4)), configuration={"delta.enableChangeDataFeed": "true"})  # version 0
-    module = DagBag(dag_folder=str(EXAMPLES / "delta_downstream.py"))
-    dag = module.dags["delta_downstream"]
-    last_version = "delta_downstream.orders.last_version"  # the DAG's Variable
-    assert last_version in dag.get_task("wait_for_new_version").after_version
-    Variable.delete(last_version)
+    # The asset the DAG is scheduled on, as delta_asset_events registers it.
+    _register(DagBag(dag_folder=str(EXAMPLES / "delta_asset_events.py")).dags["delta_asset_events"])
+    dag = DagBag(dag_folder=str(EXAMPLES / "delta_downstream.py")).dags["delta_downstream"]
 
     first = run_dag(dag)
     assert set(task_states(first).values()) == {"success"}
     seen = xcom(first, "read_changes")
     assert (seen["metrics"]["startVersion"], seen["version"]) == (0, 0)
     assert seen["metrics"]["changes"] == {"insert": 4, "delete": 0, "update_preimage": 0, "update_postimage": 0}
+    assert xcom(first, "remember_version") == 0
 
     DeltaTable(table).update({"amount": "amount + 100"}, predicate="order_id < 2")  # version 1
     DeltaTable(table).delete("order_id = 3")  # version 2
@@ -87,18 +108,27 @@ def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeyp
 
     second = run_dag(dag)
     assert set(task_states(second).values()) == {"success"}
+    assert xcom(second, "versions_to_process") == {
+        "table": table, "start_version": 1, "end_version": 3, "event_versions": []
+    }  # fmt: skip
     seen = xcom(second, "read_changes")
     assert (seen["metrics"]["startVersion"], seen["version"]) == (1, 3)
     assert seen["metrics"]["changes"] == {"insert": 1, "delete": 1, "update_preimage": 2, "update_postimage": 2}
     written = pq.read_table(tmp_path / "changes" / "orders" / "up-to-3")
     assert sorted(set(written["_commit_version"].to_pylist())) == [1, 2, 3]
     assert sorted(written["order_id"].to_pylist()) == [0, 0, 1, 1, 3, 10]
-    assert Variable.get(last_version) == "3"
+    assert xcom(second, "remember_version") == 3
 
     feed = pa.RecordBatchReader.from_stream(DeltaTable(table).load_cdf(starting_version=0)).read_all()
     everything = {t: feed["_change_type"].to_pylist().count(t) for t in seen["metrics"]["changes"]}
     first_counts = xcom(first, "read_changes")["metrics"]["changes"]
     assert {t: first_counts[t] + n for t, n in seen["metrics"]["changes"].items()} == everything
+
+    third = run_dag(dag)  # nothing new: no Spark, no folder
+    assert set(task_states(third).values()) == {"success"}
+    assert xcom(third, "versions_to_process") is None
+    assert xcom(third, "read_changes")["version"] is None
+    assert sorted(p.name for p in (tmp_path / "changes" / "orders").iterdir()) == ["up-to-0", "up-to-3"]
 
 
 def test_asset_dag_is_scheduled_by_the_event_trigger(dagbag) -> None:

@@ -27,8 +27,9 @@ Every block must then:
    ``var.value.get(key, default)`` is the default) and ``ti.xcom_pull``,
    which answers what a Delta operator or sensor pushes (its version under
    the key ``version``, its result ``{table, version, operation, metrics}``
-   as ``return_value``), or, for any other task of the block, a placeholder
-   string. A Delta operator's rendered arguments must then make its
+   as ``return_value``), for a task upstream of a ``DeltaChangesOperator``
+   a version range (what ``assets.version_range`` returns), or, for any
+   other task of the block, a placeholder string. A Delta operator's rendered arguments must then make its
    operation request, which is the first thing its ``execute`` does;
 4. make valid MERGE clauses of each list of ``{"when": ...}`` dicts it
    shows on its own (docs/merge.rst's clause examples).
@@ -54,7 +55,7 @@ import pendulum
 import pytest
 
 from airflow_delta_provider.hooks.delta_spark import application_path
-from airflow_delta_provider.operators.delta import DeltaMergeOperator, DeltaSparkOperator
+from airflow_delta_provider.operators.delta import DeltaChangesOperator, DeltaMergeOperator, DeltaSparkOperator
 from tests.airflow_env import run_dag, task_states
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,6 +198,8 @@ class _TaskInstance:
         from airflow.sdk import BaseSensorOperator
 
         upstream = self.dag.task_dict.get(task_ids) if isinstance(task_ids, str) else None
+        if isinstance(self.task, DeltaChangesOperator) and task_ids in self.task.upstream_task_ids:
+            return {"table": self.task.table_path, "start_version": 1, "end_version": self.VERSION}
         if upstream is not None and not isinstance(upstream, (DeltaSparkOperator, BaseSensorOperator)):
             return f"xcom-of-{task_ids}"
         if key == "version":

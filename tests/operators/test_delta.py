@@ -96,10 +96,10 @@ def test_cli_arguments_follow_the_spark_cli() -> None:
     with pytest.raises(ValueError, match=r"clause 1.*exactly one action"):
         DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses=[{"when": "matched"}])
     with pytest.raises(ValueError, match="source_version needs"):
-        DeltaMergeOperator(
-            task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="[]", source_version=3
-        )
-    templated = DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="{{ params.c }}")
+        DeltaMergeOperator(task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="[]", source_version=3)
+    templated = DeltaMergeOperator(
+        task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses="{{ params.c }}"
+    )
     assert templated.cli_arguments()[6:8] == ["--clauses", "{{ params.c }}"]  # checked once rendered
     optimize = DeltaOptimizeOperator(
         task_id="o", table_path="/t", where="p = 1", target_size=1024, zorder_by=["a", "b"]
@@ -128,6 +128,61 @@ def test_changes_arguments_follow_the_spark_cli() -> None:
         rendered_badly.cli_arguments()
 
 
+def test_changes_take_a_version_range_instead_of_its_bounds() -> None:
+    """``version_range`` as assets.version_range returns it, or as a template
+    renders it; refused together with the bounds, or when it is no range."""
+    given = {"table": "/t", "start_version": 3, "end_version": 5, "event_versions": [5]}
+    expected = ["--start", "3", "--end", "5", "--output", "/o", "--output-format", "parquet"]
+    for version_range in (given, str(given), json.dumps(given)):
+        changes = DeltaChangesOperator(task_id="c", table_path="/t", version_range=version_range, output_path="/o")
+        assert changes.cli_arguments() == expected
+    assert "version_range" in DeltaChangesOperator.template_fields
+    for empty in ("", "None"):
+        with pytest.raises(ValueError, match="version_range is empty"):
+            DeltaChangesOperator(task_id="c", table_path="/t", version_range=empty, output_path="/o").cli_arguments()
+    with pytest.raises(ValueError, match="not both"):
+        DeltaChangesOperator(task_id="c", table_path="/t", version_range=given, start_version=3, output_path="/o")
+    with pytest.raises(ValueError, match="not both"):
+        DeltaChangesOperator(task_id="c", table_path="/t", version_range=given, end_version=5, output_path="/o")
+    with pytest.raises(ValueError, match=r"start_version .*or version_range"):
+        DeltaChangesOperator(task_id="c", table_path="/t", output_path="/o")
+    for wrong in ("[3, 5]", "versions 3 to 5", {"start": 3}):
+        with pytest.raises(ValueError, match="version_range must be a mapping"):
+            DeltaChangesOperator(task_id="c", table_path="/t", version_range=wrong, output_path="/o").cli_arguments()
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_changes_of_an_empty_version_range_write_nothing(tmp_path: Path) -> None:
+    """A range task that found nothing new returns None: the operator reads
+    nothing, writes no folder, starts no Spark, and succeeds saying so."""
+    from airflow.sdk import DAG, task
+
+    with DAG("delta_changes_empty_range", schedule=None, default_args={"retries": 0}) as dag:
+
+        @task
+        def nothing_new() -> None:
+            return None
+
+        DeltaChangesOperator(
+            task_id="changes",
+            table_path=str(tmp_path / "missing-table"),
+            version_range=nothing_new(),
+            output_path=str(tmp_path / "out"),
+            conn_id="no_such_spark",
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"nothing_new": "success", "changes": "success"}
+    assert xcom(dag_run, "changes") == {
+        "table": str(tmp_path / "missing-table"),
+        "version": None,
+        "operation": "CHANGES",
+        "metrics": {},
+    }
+    assert xcom(dag_run, "changes", key="version") is None
+    assert not (tmp_path / "out").exists()
+
+
 class _LostDriverOutput(DeltaChangesOperator):
     """As in cluster deploy mode: the driver's printed result never comes back."""
 
@@ -144,8 +199,8 @@ class _LostDriverOutput(DeltaChangesOperator):
 def test_changes_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> None:
     """DeltaChangesOperator writes a range's changes and returns the rows per
     change type, also when the driver's output is lost (read back from the
-    output folder)."""
-    from airflow.sdk import DAG
+    output folder), and takes the range from an upstream task."""
+    from airflow.sdk import DAG, task
     from deltalake import DeltaTable as ReaderTable
     from deltalake import write_deltalake
 
@@ -159,18 +214,22 @@ def test_changes_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> Non
         DeltaChangesOperator(
             task_id="all", table_path=table, start_version=0, output_path=str(tmp_path / "all"), **common
         )
+
+        @task
+        def plan() -> dict[str, Any]:
+            return {"table": table, "start_version": 1, "end_version": 1, "event_versions": [1]}
+
         _LostDriverOutput(
             task_id="lost",
             table_path=table,
-            start_version=1,
-            end_version=1,
+            version_range=plan(),  # an XComArg, as assets.version_range's task gives it
             output_path=str(tmp_path / "lost"),
             output_format="json",
             **common,
         )
     dag_run = run_dag(dag)
 
-    assert task_states(dag_run) == {"all": "success", "lost": "success"}
+    assert task_states(dag_run) == {"all": "success", "plan": "success", "lost": "success"}
     every = xcom(dag_run, "all")
     assert (every["operation"], every["version"], every["metrics"]["startVersion"]) == ("CHANGES", 1, 0)
     assert every["metrics"]["changes"] == {"insert": 3, "delete": 0, "update_preimage": 1, "update_postimage": 1}
@@ -233,7 +292,9 @@ def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any])
     )
     upserts = tmp_path / "upserts.parquet"
     pq.write_table(
-        pa.table({"id": pa.array([4, 9], pa.int64()), "total": pa.array([400, 900], pa.int64()), "country": ["NL", "BE"]}),
+        pa.table(
+            {"id": pa.array([4, 9], pa.int64()), "total": pa.array([400, 900], pa.int64()), "country": ["NL", "BE"]}
+        ),
         upserts,
     )
     clashing = tmp_path / "clashing.parquet"
@@ -592,7 +653,9 @@ def test_a_restore_retried_after_its_commit_returns_that_commit(tmp_path: Path) 
 
 @needs_spark
 @pytest.mark.usefixtures("airflow_db")
-def test_an_optimize_and_a_merge_retried_after_their_commits_return_them(tmp_path: Path, engine: dict[str, Any]) -> None:
+def test_an_optimize_and_a_merge_retried_after_their_commits_return_them(
+    tmp_path: Path, engine: dict[str, Any]
+) -> None:
     from airflow.sdk import DAG
     from deltalake import DeltaTable as ReaderTable
     from deltalake import write_deltalake
@@ -633,7 +696,9 @@ def test_adding_a_constraint_needs_spark() -> None:
     assert operator.cli_arguments() == ["--change", json.dumps(add)]
     with pytest.raises(ValueError, match="needs Spark"):
         DeltaAlterTableOperator(task_id="c", table_path="/t", change=add, engine="python")
-    drop = DeltaAlterTableOperator(task_id="d", table_path="/t", change={"drop_constraint": {"name": "positive"}}, engine="python")
+    drop = DeltaAlterTableOperator(
+        task_id="d", table_path="/t", change={"drop_constraint": {"name": "positive"}}, engine="python"
+    )
     assert drop.engine == "python"
 
 
@@ -742,4 +807,9 @@ def test_a_reload_retried_after_its_commit_commits_once(tmp_path: Path) -> None:
     assert xcom(dag_run, "reload")["version"] == 1
     assert ReaderTable(str(table)).version() == 1  # one commit, though two tries
     rows = ReaderTable(str(table)).to_pyarrow_table(columns=["id", "ds"]).to_pylist()
-    assert sorted(tuple(r.values()) for r in rows) == [(1, "2026-05-03"), (3, "2026-05-05"), (20, "2026-05-04"), (21, "2026-05-04")]
+    assert sorted(tuple(r.values()) for r in rows) == [
+        (1, "2026-05-03"),
+        (3, "2026-05-05"),
+        (20, "2026-05-04"),
+        (21, "2026-05-04"),
+    ]
