@@ -29,6 +29,7 @@ the driver (the Airflow worker over Spark Connect); ``0`` turns the lines off.
 from __future__ import annotations
 
 import os
+import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -124,8 +125,17 @@ def tracker_stages(tracker: Any) -> list[StageProgress]:
     for stage_id in tracker.getActiveStageIds():
         info = tracker.getStageInfo(stage_id)
         if info is not None:  # ended between the two calls
-            stages.append(StageProgress(stage_id, info.numCompletedTasks, info.numTasks, info.name or None))
+            stages.append(StageProgress(stage_id, info.numCompletedTasks, info.numTasks, short_stage_name(info.name)))
     return stages
+
+
+def short_stage_name(name: str | None) -> str | None:
+    """A stage's name (its call site, ``collect at /long/path/scan.py:217``) with
+    the file's folders dropped: ``collect at scan.py:217``."""
+    if not name:
+        return None
+    action, at, place = name.rpartition(" at ")
+    return f"{action}{at}{posixpath.basename(place)}" if at else name
 
 
 class _TrackerPoller:
@@ -218,5 +228,6 @@ __all__ = [
     "format_progress",
     "progress_interval",
     "reporting_progress",
+    "short_stage_name",
     "tracker_stages",
 ]

@@ -27,6 +27,7 @@ from airflow_delta_provider.spark.runtime.progress import (
     format_progress,
     progress_interval,
     reporting_progress,
+    short_stage_name,
 )
 
 from ..test_in_process import SLOW, _twins
@@ -57,6 +58,16 @@ def test_a_line_names_the_running_stages_their_tasks_and_the_time_so_far() -> No
     two = format_progress([StageProgress(7, 10, 20), StageProgress(8, 2, 20)], 3725)
     assert two == "progress: stages 7, 8, 12/40 tasks, 1:02:05"
     assert LINE.match(one) and LINE.match(two) and is_progress_line(one)
+
+
+def test_a_stage_name_keeps_its_file_but_not_the_files_folders() -> None:
+    zipped = "collect at /root/.cache/airflow-delta-provider/p.zip/airflow_delta_provider/spark/read/scan.py:217"
+    assert short_stage_name(zipped) == "collect at scan.py:217"
+    assert (
+        short_stage_name("parquet at NativeMethodAccessorImpl.java:0") == "parquet at NativeMethodAccessorImpl.java:0"
+    )
+    assert short_stage_name("no call site") == "no call site"
+    assert short_stage_name("") is None
 
 
 def test_lines_come_at_most_once_an_interval_and_not_for_short_jobs() -> None:
@@ -105,7 +116,6 @@ def test_a_long_update_on_a_classic_session_reports_progress(spark, tmp_path, mo
     argv = ["update", table, "--condition", SLOW, "--set", "val = upper(val)"]
     result = execute(build_parser().parse_args(argv), spark, report_progress=lines.append)
 
-    print(*lines, sep="\n")
     assert result.version == 4  # four appends made the table
     assert lines, "no progress line for a job longer than the interval"
     for line in lines:
@@ -138,7 +148,6 @@ def test_a_long_update_over_spark_connect_reports_progress(spark_connect, tmp_pa
         conf={"spark.connect.progress.reportInterval": "200ms"},
     )
     assert command.run()["version"] == 4
-    print(*lines, sep="\n")
 
     assert lines, "no progress line for a job longer than the interval"
     for line in lines:
