@@ -93,6 +93,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
                 storage_options=self.storage_options or None,
                 conf=self.conf,
                 py_files=[] if remote is None else [str(build_package_zip(self._package_cache_dir))],
+                report_progress=self.log.info,  # long jobs' progress lines, in the task log
             )
             self.log.info("Running Delta %s on %s %s", operation, table, where)
             return self._command.run()

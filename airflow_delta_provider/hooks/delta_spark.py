@@ -58,6 +58,7 @@ from airflow_delta_provider.hooks.delta_operation import (
     is_permanent,
     operation_token,
 )
+from airflow_delta_provider.requests.progress_line import is_progress_line
 from airflow_delta_provider.utils.package_zip import build_package_zip, package_root
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ class _SparkOutput:
 
     Kept: the result line, the error line, and the last warnings and errors
     (the task's error when the application crashed without an error line).
-    Unless ``verbose``, Spark's INFO records (with their continuation lines),
+    The application's progress lines (a long job's stage and tasks done) are
+    always shown. Unless ``verbose``, Spark's INFO records (with their continuation lines),
     the result line (the operator logs the result) and the error line (the
     task's error repeats it) go to the debug level: a task log then shows
     Spark's warnings and what the operation did, not 1,500 lines of start-up.
@@ -139,6 +141,8 @@ class _SparkOutput:
             if isinstance(parsed, dict) and {"operation", "version"} <= parsed.keys():
                 self.result = parsed
                 return self.verbose  # the operator logs the result
+            return True
+        if is_progress_line(line):  # the application's own progress line: shown, and no problem
             return True
         spark = _SPARK_LOG_LINE_RE.match(line)
         if spark:

@@ -37,6 +37,7 @@ from airflow_delta_provider import requests
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError, first_line
 from airflow_delta_provider.requests import OperationRequest
 from airflow_delta_provider.spark.commands.dispatch import run_request
+from airflow_delta_provider.spark.runtime.progress import Report, reporting_progress
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -89,7 +90,7 @@ def main(
         spark = None
         if request.needs_spark():
             spark = (session_factory or _default_session)(dict(request.spark_conf))
-        result = execute(request, spark)
+        result = execute(request, spark, report_progress=_print_progress)
     except DeltaError as exc:
         _fail(exc)
     except Exception as exc:
@@ -99,18 +100,28 @@ def main(
 
 
 def execute(
-    request: OperationRequest | argparse.Namespace, spark: Any, storage_options: Mapping[str, str] | None = None
+    request: OperationRequest | argparse.Namespace,
+    spark: Any,
+    storage_options: Mapping[str, str] | None = None,
+    report_progress: Report | None = None,
 ) -> Any:
     """Run the request (or :func:`build_parser`'s namespace) on ``spark``
     (None for a command that needs no Spark).
 
     Spark errors the input caused become InvalidInputError; PySpark's records
     of them are dropped unless ``request.debug``. ``storage_options`` reach the
-    table from this process (default: the environment).
+    table from this process (default: the environment). ``report_progress``
+    receives a progress line now and then while a long Spark job runs
+    (:mod:`.runtime.progress`); None: no lines.
     """
     request = _as_request(request)
-    with spark_error_records(enabled=request.debug or spark is None):
+    with spark_error_records(enabled=request.debug or spark is None), reporting_progress(spark, report_progress):
         return _run_translating_spark_errors(request, spark, storage_options)
+
+
+def _print_progress(line: str) -> None:
+    """A progress line on stderr, where spark-submit's hook reads it; stdout ends with the result."""
+    print(line, file=sys.stderr, flush=True)
 
 
 #: Commands silencing PySpark's error records right now, and what the loggers' flags were before the

@@ -35,6 +35,7 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.spark.cli import execute, parse_request
+from airflow_delta_provider.spark.runtime.progress import Report
 
 
 class InProcessCommand:
@@ -48,6 +49,9 @@ class InProcessCommand:
     :param conf: Spark settings for the Connect session (runtime ones only).
     :param py_files: Zips or ``.py`` files the server's Python workers need
         (the package's own zip, as spark-submit's ``--py-files``).
+    :param report_progress: Receives a progress line now and then while a
+        long Spark job runs (:mod:`.runtime.progress`), e.g. a logger's
+        ``info``; None: no lines.
     """
 
     def __init__(
@@ -58,6 +62,7 @@ class InProcessCommand:
         storage_options: Mapping[str, str] | None = None,
         conf: Mapping[str, str] | None = None,
         py_files: Iterable[str] = (),
+        report_progress: Report | None = None,
     ) -> None:
         self.request = parse_request(argv)
         operation = self.request.operation
@@ -79,6 +84,7 @@ class InProcessCommand:
         self.storage_options = dict(storage_options) if storage_options else None
         self.conf = {**dict(self.request.spark_conf), **dict(conf or {})}
         self.py_files = list(py_files)
+        self.report_progress = report_progress
         # Reentrant: Airflow calls on_kill from a signal handler, on the thread that runs the command.
         self._lock = threading.RLock()
         self._session: Any = None
@@ -103,12 +109,14 @@ class InProcessCommand:
         try:
             if interrupted:
                 raise OperationInterruptedError(f"the {self.request.operation} was interrupted before it started")
-            return execute(self.request, session, self.storage_options).to_dict()
+            return execute(self.request, session, self.storage_options, self.report_progress).to_dict()
         except DeltaError:
             raise
         except Exception as exc:
             if self._interrupted:
-                raise OperationInterruptedError(f"the {self.request.operation} was interrupted before it committed") from exc
+                raise OperationInterruptedError(
+                    f"the {self.request.operation} was interrupted before it committed"
+                ) from exc
             lost = unreachable_reason(exc)
             if lost is None:
                 raise

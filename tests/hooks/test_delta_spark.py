@@ -144,6 +144,7 @@ def test_failure_without_an_error_line_keeps_spark_submits_message(cache_dir: Pa
 
 
 def test_spark_info_records_and_their_continuation_lines_are_quiet_unless_debug() -> None:
+    """Progress lines are always shown: not a quieted INFO record's continuation, and no problem to quote."""
     from airflow_delta_provider.hooks.delta_spark import _SparkOutput
 
     lines = [
@@ -156,6 +157,7 @@ def test_spark_info_records_and_their_continuation_lines_are_quiet_unless_debug(
         ('{"table": "/t", "operation": "MERGE", "version": 2, "metrics": {}}', False),
         ("Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties", True),
         ("26/11/27 21:53:43 INFO SparkContext: Invoking stop() from shutdown hook", False),
+        ("progress: stage 3 (parquet at NativeMethodAccessorImpl.java:0), 45/200 tasks, 0:00:23", True),
         ("InvalidInputError: invalid condition 'x > 1'", False),
     ]
     quiet = _SparkOutput()

@@ -8,6 +8,7 @@ one checks that a retried task does not commit twice; both run once per mode.
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -563,6 +564,84 @@ def test_bad_input_leaves_one_clear_line_in_the_task_log(
     assert "Cannot execute" not in log and "Spark-Submit cmd" not in log and "Last spark-submit output" not in log
     assert "The above exception was the direct cause" not in log and " INFO SparkContext" not in log
     assert sorted(p.name for p in (table / "_delta_log").glob("*.json")) == [f"{0:020d}.json"]
+
+
+#: A line of Spark's own log at INFO, as log4j's console layout writes it.
+SPARK_INFO_LINE = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO ")
+#: The Spark application's progress line (airflow_delta_provider.spark.runtime.progress).
+PROGRESS_LINE = re.compile(r"progress: stages? \d+.*, \d+/\d+ tasks, \d+:\d\d:\d\d")
+
+
+def _orders(table: Path, rows: int) -> None:
+    """A table of ``rows`` orders in four files."""
+    from deltalake import write_deltalake
+
+    for part in range(4):
+        ids = range(part * rows // 4, (part + 1) * rows // 4)
+        write_deltalake(str(table), pa.table({"id": pa.array(ids, pa.int64()), "amount": pa.array(ids)}), mode="append")
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_a_long_update_logs_progress_lines_and_no_spark_info(
+    tmp_path: Path, engine: dict[str, Any], capfd: Any, caplog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An UPDATE whose jobs run longer than the progress interval (lowered to
+    half a second; each row's condition sleeps 20 ms): its task log holds
+    progress lines, and not one of Spark's INFO records.
+
+    The interval reaches spark-submit's driver through ``env_vars``, and the
+    task's own process (the Spark Connect client) through its environment.
+    """
+    from airflow.sdk import DAG
+
+    from airflow_delta_provider.spark.runtime.progress import PROGRESS_INTERVAL_VARIABLE
+
+    table = tmp_path / "orders"
+    _orders(table, rows=100)
+    monkeypatch.setenv(PROGRESS_INTERVAL_VARIABLE, "0.5")
+    slow = "id >= 0 AND java_method('java.lang.Thread', 'sleep', cast(20 as bigint)) = 'null'"
+    with DAG("delta_progress" + engine["name"], schedule=None) as dag:
+        DeltaUpdateOperator(
+            task_id="update",
+            table_path=str(table),
+            condition=slow,
+            updates={"amount": "amount + 1"},
+            # The Connect server's progress reports, every 200 ms (spark-submit has no use for it).
+            conf={**SPARK_TEST_CONF, "spark.connect.progress.reportInterval": "200ms"},
+            env_vars={PROGRESS_INTERVAL_VARIABLE: "0.5"},
+            **engine["kwargs"],
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"update": "success"}
+    printed = capfd.readouterr()
+    log = printed.out + printed.err + caplog.text
+    print(f"task log: {len(log.splitlines())} lines")
+    assert PROGRESS_LINE.search(log), "no progress line for an UPDATE longer than the interval"
+    assert not SPARK_INFO_LINE.search(log)
+    assert xcom(dag_run, "update")["metrics"]["numUpdatedRows"] == 100
+
+
+@needs_spark
+@pytest.mark.usefixtures("airflow_db")
+def test_debug_brings_sparks_info_lines_back_to_the_task_log(tmp_path: Path, capfd: Any, caplog: Any) -> None:
+    """The same UPDATE through spark-submit with ``debug=True``: Spark's INFO records are in the task log."""
+    from airflow.sdk import DAG
+
+    table = tmp_path / "orders"
+    _orders(table, rows=8)
+    with DAG("delta_debug_log", schedule=None) as dag:
+        DeltaUpdateOperator(
+            task_id="update", table_path=str(table), updates={"amount": "amount + 1"}, conf=SPARK_TEST_CONF, debug=True
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"update": "success"}
+    printed = capfd.readouterr()
+    log = printed.out + printed.err + caplog.text
+    print(f"task log: {len(log.splitlines())} lines")
+    assert SPARK_INFO_LINE.search(log) and " INFO SparkContext: " in log
 
 
 @needs_spark
