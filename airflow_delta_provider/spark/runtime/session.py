@@ -48,8 +48,9 @@ interpreter. A driver run from a virtualenv that is not on PATH (cron,
 systemd, a Docker entrypoint calling ``/venv/bin/python``) would get workers
 without pyarrow, and every ``arrow`` job would fail with
 ``ModuleNotFoundError``. So on a local master, where the workers run on this
-machine, a session started here sets ``PYSPARK_PYTHON`` to
-``spark.pyspark.python`` when that is configured, else to this interpreter,
+machine, a session started here has its SparkContext take
+``spark.pyspark.python`` when that is configured, else this interpreter (through
+``PYSPARK_PYTHON``, set while the context starts and then unset again),
 unless ``PYSPARK_PYTHON`` is already set (:func:`worker_python`). Remote
 executors keep the cluster's Python: it needs pyarrow and obstore for
 ``arrow`` I/O (see the installation docs).
@@ -158,11 +159,20 @@ def get_or_create_session(
         for key, value in executor_env_conf(effective_master, configured=configured).items():
             builder = builder.config(key, value)
         python = worker_python(effective_master, configured)
-        if python:
-            os.environ["PYSPARK_PYTHON"] = python  # read by the SparkContext about to start
+    else:
+        python = None
     for key, value in REQUIRED_CONF.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    if python:
+        # Read once by the SparkContext about to start (its pythonExec), then
+        # taken back: the process's environment stays as the caller left it.
+        os.environ["PYSPARK_PYTHON"] = python
+        try:
+            session = builder.getOrCreate()
+        finally:
+            del os.environ["PYSPARK_PYTHON"]
+    else:
+        session = builder.getOrCreate()
     check_spark_version(pyspark.__version__, session.version, os.path.dirname(pyspark.__file__))
     # getOrCreate may return a session started elsewhere: the SQL settings are
     # runtime settings, so make sure they hold there too.
@@ -182,9 +192,7 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
-def worker_python(
-    master: str, configured: Mapping[str, str], environ: Mapping[str, str] | None = None
-) -> str | None:
+def worker_python(master: str, configured: Mapping[str, str], environ: Mapping[str, str] | None = None) -> str | None:
     """The interpreter local Python workers must run, when PySpark would pick
     ``python3`` from PATH instead; None when ``PYSPARK_PYTHON`` is set or the
     executors are remote. Pure."""

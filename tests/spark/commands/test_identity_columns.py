@@ -347,3 +347,32 @@ def test_restore_keeps_the_high_water_mark(spark, tmp_path):
     assert mark(path) == 4 and [r[0] for r in rs_rows(path)] == [1, 2]
     run_append(spark, path, source(tmp_path, "c", ["e"]))
     assert rs_rows(path) == [(1, "a"), (2, "b"), (5, "e")]  # 3 and 4 are never handed out again
+
+
+def test_replace_where_gives_the_new_rows_fresh_identity_values(spark, tmp_path, duckdb_delta):
+    """A reload keeps the rows outside the predicate with their ids, and the
+    new rows get values beyond the mark, which the same commit moves."""
+    path = create(str(tmp_path / "t"), start=1, step=1)
+    run_append(spark, path, source(tmp_path, "a", ["keep1", "keep2", "old1", "old2"]))
+    before = dict((name, id_) for id_, name in rs_rows(path))
+    first_mark = mark(path)
+
+    result = run_append(
+        spark, path, source(tmp_path, "b", ["old3", "old4", "old5"]), mode="overwrite",
+        replace_where="name LIKE 'old%'",
+    )  # fmt: skip
+
+    rows = rs_rows(path)
+    assert result.version == 2 and DeltaTable(path).latest_version() == 2  # one commit
+    assert {name: id_ for id_, name in rows if name.startswith("keep")} == {k: before[k] for k in ("keep1", "keep2")}
+    new_ids = sorted(id_ for id_, name in rows if name.startswith("old"))
+    assert len(new_ids) == 3 and min(new_ids) > first_mark
+    assert mark(path) == max(new_ids)
+    got = duckdb_delta.execute(f"SELECT count(DISTINCT id), count(*) FROM delta_scan('{path}')").fetchone()
+    assert got == (5, 5)
+    # GENERATED ALWAYS: a reload that gives the ids is refused, as any append is, and changes nothing.
+    with pytest.raises(InvalidInputError, match="identity column id is GENERATED ALWAYS"):
+        run_append(
+            spark, path, source(tmp_path, "c", ["old6"], ids=[99]), mode="overwrite", replace_where="name = 'old6'"
+        )
+    assert rs_rows(path) == rows

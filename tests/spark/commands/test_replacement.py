@@ -97,7 +97,7 @@ def test_a_data_column_predicate_rewrites_the_files_it_splits(spark, tmp_path, m
     assert result.metrics["numOutputRows"] == 2 + 5
 
 
-def test_deletion_vectors_mark_the_replaced_rows(spark, tmp_path, make_table):
+def test_deletion_vectors_mark_the_replaced_rows(spark, tmp_path, make_table, duckdb_delta):
     path = make_table(
         pa.table({"id": pa.array(range(10), pa.int64()), "v": ["a"] * 10}),
         configuration={"delta.enableDeletionVectors": "true"},
@@ -109,9 +109,10 @@ def test_deletion_vectors_mark_the_replaced_rows(spark, tmp_path, make_table):
     assert any(f.deletion_vector is not None for f in DeltaTable(path).snapshot().files)
     expected = sorted([(i, "a") for i in range(7)] + [(7, "new"), (70, "new")], key=repr)
     assert _our_rows(spark, path) == expected  # delta-rs reads no deletion vectors
+    assert sorted(duckdb_delta.execute(f"SELECT id, v FROM delta_scan('{path}')").fetchall(), key=repr) == expected
 
 
-def test_column_mapping_tables_are_replaced_by_logical_names(spark, tmp_path, make_table):
+def test_column_mapping_tables_are_replaced_by_logical_names(spark, tmp_path, make_table, duckdb_delta):
     from airflow_delta_provider.spark.commands.alter import run_alter
 
     path = make_table(DAYS, partition_by=["ds"])
@@ -123,9 +124,11 @@ def test_column_mapping_tables_are_replaced_by_logical_names(spark, tmp_path, ma
     expected = [r for r in zip(range(12), DAYS["ds"].to_pylist(), DAYS["v"].to_pylist()) if r[1] != "2024-01-03"]
     expected = sorted([r for r in expected if r[2] != "old0"] + [(100, "2024-01-03", "new")], key=repr)
     assert rows == expected
+    duck = duckdb_delta.execute(f"SELECT id, ds, value FROM delta_scan('{path}')").fetchall()
+    assert sorted(duck, key=repr) == expected
 
 
-def test_the_change_data_feed_records_deletes_and_inserts_as_delta_rs_does(spark, tmp_path, make_table):
+def test_the_change_data_feed_records_deletes_and_inserts_as_delta_rs_does(spark, tmp_path, make_table, duckdb_delta):
     path = make_table(
         pa.table({"id": pa.array(range(10), pa.int64()), "v": ["a"] * 10}),
         configuration={"delta.enableChangeDataFeed": "true"},
@@ -141,6 +144,8 @@ def test_the_change_data_feed_records_deletes_and_inserts_as_delta_rs_does(spark
 
     assert changes(path) == changes(twin) == [(8, "a", "delete"), (8, "new", "insert"), (9, "a", "delete"), (80, "new", "insert")]
     assert result.metrics["numAddedChangeFiles"] >= 1
+    duck = duckdb_delta.execute(f"SELECT id, v FROM delta_scan('{path}')").fetchall()
+    assert sorted(duck) == table_rows(twin) == [*((i, "a") for i in range(8)), (8, "new"), (80, "new")]
 
 
 def test_dynamic_partition_overwrite_replaces_the_partitions_written(spark, tmp_path, make_table):
