@@ -13,18 +13,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError, first_line
-from airflow_delta_provider.spark.read.files import spark_schema
-
-
-def empty_frame(spark: SparkSession, schema: Mapping[str, Any]) -> DataFrame:
-    """A DataFrame with the table's columns and no rows, for analysis only."""
-    return spark.createDataFrame([], spark_schema(dict(schema)))
-
+from airflow_delta_provider.spark.read.files import empty_frame, spark_schema
 
 _T = TypeVar("_T")
 

@@ -37,6 +37,7 @@ from airflow_delta_provider.spark.read.files import (
     URI_COLUMN,
     column,
     data_schema,
+    empty_frame,
     file_keys,
     file_uri,
     free_name,
@@ -254,7 +255,7 @@ def _referenced_columns(spark: SparkSession, struct: StructType, condition: Colu
     from py4j.protocol import Py4JError
 
     try:
-        plan = spark.createDataFrame([], struct).filter(condition)._jdf.queryExecution().analyzed()
+        plan = empty_frame(spark, struct).filter(condition)._jdf.queryExecution().analyzed()
         names = set()
         refs = plan.references().iterator()
         while refs.hasNext():

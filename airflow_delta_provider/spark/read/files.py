@@ -13,7 +13,7 @@
   helper column name no table column has (:func:`free_name`).
 
 This is the bottom of :mod:`airflow_delta_provider.spark.read`: it imports
-no other module of the engine, and the reads (:mod:`.file_reads`), the
+no other module of the engine but the session's kind (:mod:`..runtime.session`), and the reads (:mod:`.file_reads`), the
 deletion-vector filter (:mod:`.deletion_vectors`), row tracking and the scan
 build on it.
 """
@@ -29,6 +29,7 @@ from pyspark.sql.types import StructType
 
 from airflow_delta_provider.delta.partitions import encode_path, to_absolute
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
+from airflow_delta_provider.spark.runtime.session import is_connect
 
 # Base names of helper columns; free_name picks one no table column has.
 URI_COLUMN = "__delta_file_uri"
@@ -39,6 +40,24 @@ ROW_INDEX_COLUMN = "__delta_row_index"
 def spark_schema(schema: Mapping[str, Any]) -> StructType:
     """A Spark StructType from Delta schema JSON (the two share one JSON form)."""
     return StructType.fromJson(dict(schema))
+
+
+def empty_frame(spark: Any, schema: StructType | Mapping[str, Any]) -> DataFrame:
+    """A DataFrame with ``schema`` (a StructType, or Delta schema JSON) and no
+    rows: for analysis (what a condition resolves to), or an empty result.
+
+    On a classic session it is made in the JVM from the schema's JSON, with no
+    RDD behind it: ``createDataFrame([], schema)`` ships an empty RDD through
+    Py4J, about 30 ms that every command paid once or more per condition.
+    """
+    struct = schema if isinstance(schema, StructType) else spark_schema(schema)
+    if is_connect(spark):
+        return spark.createDataFrame([], struct)  # a local relation, built in this process
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    session = spark._jsparkSession
+    rows = session.createDataFrame(spark._jvm.java.util.ArrayList(), session.parseDataType(struct.json()))
+    return ClassicDataFrame(rows, spark)
 
 
 def data_schema(schema: dict[str, Any], partition_columns: Iterable[str]) -> StructType:

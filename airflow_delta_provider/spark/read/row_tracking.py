@@ -40,7 +40,7 @@ from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table_features import row_tracking
 from airflow_delta_provider.spark.read.file_reads import match_frame
-from airflow_delta_provider.spark.read.files import column, free_name, spark_schema, table_location
+from airflow_delta_provider.spark.read.files import column, empty_frame, free_name, spark_schema, table_location
 from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 
 #: The struct column :func:`read_with_row_tracking` adds, and its fields (delta-spark's names).
@@ -90,7 +90,7 @@ def tracked_rows(
     table = spark_schema(snapshot.schema)
     if not files:
         fields = [*table.fields, *(StructField(n, LongType(), True) for n in names.names)]
-        return spark.createDataFrame([], StructType(fields)), names
+        return empty_frame(spark, StructType(fields)), names
     frame, key, row, by_key = match_frame(
         spark, snapshot, files, condition, io, with_data=True, extra_columns=names.names
     )

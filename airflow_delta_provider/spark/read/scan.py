@@ -69,6 +69,7 @@ from airflow_delta_provider.spark.read.files import (
     KEY_COLUMN,
     URI_COLUMN,
     data_schema,
+    empty_frame,
     file_keys,
     file_uri,
     free_name,
@@ -130,7 +131,7 @@ def scan(
         fields = list(table_struct.fields)
         if with_file_path:
             fields.append(StructField(file_column, StringType(), True))
-        return spark.createDataFrame([], StructType(fields))
+        return empty_frame(spark, StructType(fields))
 
     groups = partition_groups(files)
     literal = not with_file_path and (not partition_columns or len(groups) <= MAX_LITERAL_PARTITIONS)
@@ -225,7 +226,7 @@ def _needs_columns_outside(spark: SparkSession, struct: StructType, condition: C
     """Whether ``condition`` references a column ``struct`` lacks, decided by
     Spark's own analyzer over an empty frame (no job runs)."""
     try:
-        _ = spark.createDataFrame([], struct).filter(condition).schema  # analysis only
+        _ = empty_frame(spark, struct).filter(condition).schema  # analysis only
     except AnalysisException:
         return True
     return False

@@ -32,7 +32,7 @@ from airflow_delta_provider.delta.table_features.change_data_feed import (
     COMMIT_VERSION_COLUMN,
 )
 from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
-from airflow_delta_provider.spark.read.files import column, free_name, spark_schema
+from airflow_delta_provider.spark.read.files import column, empty_frame, free_name, spark_schema
 from airflow_delta_provider.spark.read.scan import scan
 
 _CHANGE_TYPE_FIELD = {"name": CHANGE_TYPE_COLUMN, "type": "string", "nullable": True, "metadata": {}}
@@ -78,7 +78,7 @@ def read_changes(
                 StructField(COMMIT_TIMESTAMP_COLUMN, TimestampType()),
             ]
         )
-        return Changes(spark.createDataFrame([], empty), changes)
+        return Changes(empty_frame(spark, empty), changes)
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)

@@ -58,7 +58,7 @@ from airflow_delta_provider.delta.table_features.identity_columns import (
     identity_columns,
 )
 from airflow_delta_provider.spark.conditions import analyse
-from airflow_delta_provider.spark.read.files import free_name, spark_schema
+from airflow_delta_provider.spark.read.files import empty_frame, free_name, spark_schema
 from airflow_delta_provider.spark.write.files import conform_column
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over, with_identity_values
 
@@ -365,8 +365,8 @@ class MergeRows:
         beside the other side's columns (``not_matched_by_source`` always,
         ``not_matched`` with ``inserts_beside_targets``), against the joined
         frame too, so that a column both sides have must be qualified."""
-        target = self.target(self.spark.createDataFrame([], self.table_struct))
-        source = self.source(self.spark.createDataFrame([], self.source_struct))
+        target = self.target(empty_frame(self.spark, self.table_struct))
+        source = self.source(empty_frame(self.spark, self.source_struct))
         joined = analyse("join condition", self.on, partial(self._boolean_join, target, source))
         frames = {MATCHED: joined, NOT_MATCHED: source, NOT_MATCHED_BY_SOURCE: target}
         sides = {
