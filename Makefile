@@ -24,16 +24,19 @@ maven: java
 	  echo "mvn not found: installing maven (it fetches the test jars)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-# The suite in two pytest processes at once, as their work waits on different JVMs:
-# the tests that talk to delta-spark (tests/delta_spark, the interop matrix among
-# them: one delta-spark server) and the rest. The first's output follows the second's.
+# The suite in two pytest processes at once, as their work waits on different JVMs
+# and processes: the tests that talk to delta-spark (tests/delta_spark, the interop
+# matrix among them: one delta-spark server) with the example DAGs and the Airflow
+# deployment (spark-submit and Airflow's own processes), and the rest, of about the
+# same length. Each has its own AIRFLOW_HOME. The first's output follows the second's.
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15
+FIRST  := tests/delta_spark tests/dags_examples tests/deployment
 test: $(STAMP) java test-jars
 	@log=$$(mktemp); \
-	$(PYTEST) tests/delta_spark >$$log 2>&1 & oracle=$$!; \
-	$(PYTEST) --ignore=tests/delta_spark tests; rest=$$?; \
-	wait $$oracle; ours=$$?; \
-	echo "--- tests/delta_spark (delta-spark and the interop matrix) ---"; cat $$log; rm -f $$log; \
+	$(PYTEST) $(FIRST) >$$log 2>&1 & first=$$!; \
+	$(PYTEST) $(addprefix --ignore=,$(FIRST)) tests; rest=$$?; \
+	wait $$first; ours=$$?; \
+	echo "--- $(FIRST) ---"; cat $$log; rm -f $$log; \
 	test $$rest -eq 0 && test $$ours -eq 0
 
 # The interop matrix alone (docs/interop-matrix.rst): each operation on each table
