@@ -59,6 +59,8 @@ def run_vacuum(
     from airflow_delta_provider.spark.result import CommandResult
 
     dt = DeltaTable(table, storage_options)
+    if lite:
+        dt.log_store.keep_commits()  # LITE reads again some commits the snapshot replays
     snap = dt.snapshot()
     configured_ms = table_properties.deleted_file_retention_ms(snap.metadata)
     retention_ms = check_retention(retention_hours, configured_ms, enforce_retention)

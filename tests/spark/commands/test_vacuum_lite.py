@@ -124,6 +124,10 @@ def test_lite_sends_fewer_store_requests_than_full_on_s3(stoppable_s3, moto_serv
     lite_paths = [path for _method, path in counts["lite"]]
     assert not any("list-type" in p and "_delta_log" not in p for p in lite_paths), lite_paths
     assert len(counts["lite"]) < len(counts["full"]), (counts["lite"], counts["full"])
+    # each commit LITE plans from is read once: the snapshot's replay keeps it for the planning
+    planning = lite_paths[: next(i for i, (m, _p) in enumerate(counts["lite"]) if m == "PUT")]
+    commit_gets = [p for p in planning if p.endswith(".json")]
+    assert len(commit_gets) == len(set(commit_gets)), commit_gets
     deleted = {m: int(r.metrics["numDeletedFiles"]) for m, r in results.items()}
     assert deleted["lite"] == deleted["full"] - len(ORPHANS) - 8
     print(f"store requests: FULL {len(counts['full'])}, LITE {len(counts['lite'])}")
