@@ -119,6 +119,13 @@ class RetentionTooShortError(InvalidInputError):
     """VACUUM was asked for a retention below the table's safe minimum."""
 
 
+class VacuumLiteUnavailableError(InvalidInputError):
+    """VACUUM LITE cannot prove every removable file from the log: commits it
+    needs (those since the last vacuum, or since version 0 when none is
+    recorded) were removed by log cleanup. A full VACUUM lists the table
+    instead (delta-spark's ``DELTA_CANNOT_VACUUM_LITE``)."""
+
+
 class UntrackedDataFilesError(InvalidInputError):
     """A table would be created where data files lie outside any Delta log:
     the new table would not read them, and VACUUM would delete them. The

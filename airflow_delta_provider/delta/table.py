@@ -106,15 +106,24 @@ class DeltaTable:
                 except (VersionNotFoundError, CorruptLogError, TableNotFoundError) as fallback:
                     raise exc from fallback
 
-    def commit_timestamps(self) -> list[tuple[int, int]]:
+    def commit_timestamps(
+        self, files: list[LogFile] | None = None, snapshot: Snapshot | None = None
+    ) -> list[tuple[int, int]]:
         """(version, timestamp ms) of every commit file, timestamps made monotonic.
 
         With in-commit timestamps (``delta.enableInCommitTimestamps``), a
         commit from their enablement version on is dated by the
         ``inCommitTimestamp`` in its ``commitInfo``, not by its file's time,
-        which a copy or a store may change (PROTOCOL.md "In-Commit Timestamps")."""
-        commits = [f for f in self.log_store.list_from(0) if f.kind == "commit"]
-        since = self._in_commit_timestamps_since() if commits else None
+        which a copy or a store may change (PROTOCOL.md "In-Commit Timestamps").
+        A caller that already holds the log's listing (``files``) or the latest
+        snapshot saves listing or loading them again."""
+        commits = [f for f in (self.log_store.list_from(0) if files is None else files) if f.kind == "commit"]
+        if not commits:
+            since = None
+        elif snapshot is not None:
+            since = in_commit_timestamps.enabled_since(snapshot.protocol, snapshot.metadata)
+        else:
+            since = self._in_commit_timestamps_since()
         out: list[tuple[int, int]] = []
         prev = None
         for f in commits:
@@ -147,17 +156,11 @@ class DeltaTable:
         commits = self.commit_timestamps()
         if not commits:
             raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
-        best = None
-        for version, cts in commits:
-            if cts <= ts:
-                best = (version, cts)
-            else:
-                break
+        best = newest_commit_at_or_before(commits, ts)
         if best is None:
             first = _iso(commits[0][1])
             raise VersionNotFoundError(
-                f"timestamp {_iso(ts)} is before the earliest available version "
-                f"{commits[0][0]} ({first})"
+                f"timestamp {_iso(ts)} is before the earliest available version {commits[0][0]} ({first})"
             )
         return best
 
@@ -233,6 +236,17 @@ class DeltaTable:
             isolation_level=isolation_level,
             post_commit_hooks=post_commit_hooks,
         )
+
+
+def newest_commit_at_or_before(commit_times: list[tuple[int, int]], timestamp_ms: int) -> tuple[int, int] | None:
+    """(version, time) of the newest commit made at or before ``timestamp_ms``, from
+    :meth:`DeltaTable.commit_timestamps`; None when every commit is later."""
+    best = None
+    for version, ts in commit_times:
+        if ts > timestamp_ms:
+            break
+        best = (version, ts)
+    return best
 
 
 def _to_millis(value: dt.datetime | str | int) -> int:

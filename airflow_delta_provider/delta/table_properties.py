@@ -31,6 +31,13 @@ ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
 MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+#: Bytes per data file that OPTIMIZE aims at (delta-rs's and Databricks' ``delta.targetFileSize``).
+TARGET_FILE_SIZE = "delta.targetFileSize"
+#: File-size hints for other engines (delta-rs, Databricks, delta-spark): recorded, not acted on by our writers.
+TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
+AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
+#: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``).
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -48,8 +55,13 @@ BOOLEAN_PROPERTIES = frozenset(
         ENABLE_IN_COMMIT_TIMESTAMPS,
         ENABLE_ROW_TRACKING,
         ENABLE_CHANGE_DATA_FEED,
+        TUNE_FILE_SIZES_FOR_REWRITES,
+        AUTO_OPTIMIZE_WRITE,
+        AUTO_COMPACT,
     }
 )
+#: Table properties whose values are byte sizes (``134217728``, ``128mb``).
+BYTE_SIZE_PROPERTIES = frozenset({TARGET_FILE_SIZE})
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
@@ -168,6 +180,10 @@ SETTABLE_PROPERTIES = frozenset(
         STATS_COLUMNS,
         CHECKPOINT_WRITE_STATS_AS_JSON,
         CHECKPOINT_WRITE_STATS_AS_STRUCT,
+        TARGET_FILE_SIZE,
+        TUNE_FILE_SIZES_FOR_REWRITES,
+        AUTO_OPTIMIZE_WRITE,
+        AUTO_COMPACT,
     }
 )
 
@@ -251,6 +267,10 @@ def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) ->
             )
         if key in BOOLEAN_PROPERTIES and str(value).lower() not in ("true", "false"):
             raise InvalidInputError(f"table property {key} must be true or false, got {value!r}")
+        if key in BYTE_SIZE_PROPERTIES and not (parse_byte_size(str(value).strip()) or 0) > 0:
+            raise InvalidInputError(
+                f"table property {key} must be a positive size in bytes (e.g. 134217728 or 128mb), got {value!r}"
+            )
         choices = CHOICE_PROPERTIES.get(key)
         if choices and str(value).lower() not in choices:
             raise InvalidInputError(f"table property {key} must be one of {', '.join(choices)}, got {value!r}")

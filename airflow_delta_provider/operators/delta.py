@@ -651,6 +651,11 @@ class DeltaVacuumOperator(DeltaSparkOperator):
     :param dry_run: Only count the files that would go; commits nothing.
     :param retention_check: Refuse a retention below the table's minimum
         (delta-spark's ``retentionDurationCheck``).
+    :param mode: ``"full"`` (default) lists the table folder, and also deletes
+        files the log never named; ``"lite"`` finds the removable files from the
+        log's ``remove`` actions since the last vacuum and lists no data folder
+        (delta-spark's ``VACUUM LITE``). LITE is refused when log cleanup has
+        removed the commits it needs: run a full VACUUM then.
     """
 
     request_class = requests.VacuumRequest
@@ -662,18 +667,23 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         retention_hours: float | str | None = None,
         dry_run: bool = False,
         retention_check: bool = True,
+        mode: str = "full",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if mode not in requests.VACUUM_MODES:
+            raise ValueError(f"mode must be one of {requests.VACUUM_MODES}, not {mode!r}")
         self.retention_hours = retention_hours
         self.dry_run = dry_run
         self.retention_check = retention_check
+        self.mode = mode
 
     def _request_fields(self) -> dict[str, Any]:
         return {
             "retention_hours": _number(self.retention_hours, "retention_hours", float),
             "dry_run": bool(self.dry_run),
             "enforce_retention": bool(self.retention_check),
+            "lite": self.mode == requests.LITE_VACUUM,
         }
 
 

@@ -28,6 +28,10 @@ APPEND_MODES = ("append", "overwrite")
 #: partitions the source writes.
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
 STATIC_OVERWRITE, DYNAMIC_OVERWRITE = PARTITION_OVERWRITE_MODES
+#: Kinds of VACUUM: ``full`` lists the table folder and also deletes files the log never
+#: named; ``lite`` finds the removable files from the log alone (delta-spark's VACUUM LITE).
+VACUUM_MODES = ("full", "lite")
+FULL_VACUUM, LITE_VACUUM = VACUUM_MODES
 #: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).
 CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 
@@ -148,6 +152,7 @@ class VacuumRequest(OperationRequest):
     retention_hours: float | None = option(parse=float)
     dry_run: bool = switch()
     enforce_retention: bool = negated_switch(flag="--no-retention-check")
+    lite: bool = switch(help="VACUUM LITE: find the removable files from the log, list no data folder")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -93,3 +93,59 @@ def test_malformed_properties_are_errors_naming_the_property(key, value, getter)
 )  # fmt: skip
 def test_byte_sizes_as_spark_and_delta_write_them(text, expected):
     assert table_properties.parse_byte_size(text) == expected
+
+
+# --- file-size and auto-optimize properties users set (issue 25) -------------------------------
+
+FILE_SIZE_PROPERTIES = {
+    "delta.targetFileSize": "64mb",
+    "delta.tuneFileSizesForRewrites": "TRUE",
+    "delta.autoOptimize.optimizeWrite": "true",
+    "delta.autoOptimize.autoCompact": "False",
+}
+
+
+def test_file_size_and_auto_optimize_properties_are_accepted_and_optimize_reads_the_target():
+    from airflow_delta_provider.delta.operations.optimize import target_file_size
+
+    got = table_properties.with_properties(md(), FILE_SIZE_PROPERTIES)
+    assert got.configuration == {
+        "delta.targetFileSize": "64mb",
+        "delta.tuneFileSizesForRewrites": "true",
+        "delta.autoOptimize.optimizeWrite": "true",
+        "delta.autoOptimize.autoCompact": "false",  # lowered, as delta-spark's AUTO_COMPACT reads it
+    }
+    assert target_file_size(got.configuration) == 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("delta.targetFileSize", "big"),
+        ("delta.targetFileSize", "0"),
+        ("delta.tuneFileSizesForRewrites", "yes"),
+        ("delta.autoOptimize.optimizeWrite", "1"),
+        ("delta.autoOptimize.autoCompact", "auto"),
+    ],
+)
+def test_malformed_file_size_properties_are_refused(key, value):
+    with pytest.raises(InvalidInputError, match=key.replace(".", r"\.")):
+        table_properties.with_properties(md(), {key: value})
+
+
+def test_delta_rs_reads_a_table_with_the_file_size_properties(tmp_path, new_table):
+    import pyarrow as pa
+
+    deltalake = pytest.importorskip("deltalake")
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    path = str(tmp_path / "t")
+    new_table(path, pa.schema([("id", pa.int64())]))
+    table = DeltaTable(path)
+    snap = table.snapshot()
+    txn = table.transaction("SET TBLPROPERTIES", snapshot=snap)
+    txn.update_metadata(table_properties.with_properties(snap.metadata, FILE_SIZE_PROPERTIES))
+    txn.commit(metrics=None, token=None)
+    config = deltalake.DeltaTable(path).metadata().configuration
+    assert config["delta.targetFileSize"] == "64mb"
+    assert config["delta.autoOptimize.autoCompact"] == "false"

@@ -117,7 +117,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         },
     ),
     (DeltaCheckpointOperator, {"cleanup_logs": True}),
-    (DeltaVacuumOperator, {"retention_hours": 12.5, "dry_run": True, "retention_check": False}),
+    (DeltaVacuumOperator, {"retention_hours": 12.5, "dry_run": True, "retention_check": False, "mode": "lite"}),
     (DeltaPurgeDeletionVectorsOperator, {"min_deleted_ratio": 0.25}),
     (DeltaOptimizeOperator, {"where": "day = 1", "target_size": 1 << 20, "zorder_by": ["a", "b"]}),
     (
@@ -405,3 +405,11 @@ def test_a_rendered_value_of_the_wrong_kind_fails_the_task_without_a_retry(tmp_p
     with pytest.raises(AirflowFailException, match="start_version must be a version number, not 'yesterday'"):
         changes.execute({"ti": ti})  # type: ignore[arg-type]
     assert not (tmp_path / "o").exists()
+
+
+def test_vacuum_mode_is_full_or_lite_and_lite_is_the_cli_switch() -> None:
+    lite = DeltaVacuumOperator(task_id="v", table_path="/t", mode="lite").request()
+    assert lite.to_argv() == ["vacuum", "/t", "--lite", "--io", "auto"]
+    assert not DeltaVacuumOperator(task_id="v", table_path="/t").request().lite
+    with pytest.raises(ValueError, match="mode must be one of"):
+        DeltaVacuumOperator(task_id="v", table_path="/t", mode="fast")

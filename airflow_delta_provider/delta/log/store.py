@@ -92,6 +92,14 @@ class LogStore:
     def __init__(self, storage: TableStorage) -> None:
         self.storage = storage
         self.table_root = storage.root
+        #: Commit bytes kept once read, when :meth:`keep_commits` is on (commits never change).
+        self._kept_commits: dict[str, bytes] | None = None
+
+    def keep_commits(self) -> None:
+        """Keep every commit read from now on, so an operation that replays the
+        log and then reads some of its commits again (VACUUM LITE) reads each once."""
+        if self._kept_commits is None:
+            self._kept_commits = {}
 
     @staticmethod
     def path(name: str) -> str:
@@ -124,7 +132,12 @@ class LogStore:
 
     def read(self, name: str) -> bytes:
         """The bytes of a log file. Raises FileNotFoundError when absent."""
-        return self.storage.get(self.path(name))
+        kept = self._kept_commits
+        if kept is None or not _COMMIT_RE.match(name):
+            return self.storage.get(self.path(name))
+        if name not in kept:
+            kept[name] = self.storage.get(self.path(name))
+        return kept[name]
 
     async def read_async(self, name: str) -> bytes:
         return await self.storage.get_async(self.path(name))

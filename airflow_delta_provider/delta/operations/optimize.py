@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.table_properties import parse_byte_size
+from airflow_delta_provider.delta.table_properties import TARGET_FILE_SIZE, parse_byte_size
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
-TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
+TARGET_FILE_SIZE_PROPERTY = TARGET_FILE_SIZE
 
 
 @dataclass

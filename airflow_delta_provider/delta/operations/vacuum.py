@@ -138,7 +138,7 @@ def relative_path(log_path: str, table_root: str) -> str | None:
     return relative_to_root(table_root, log_path)
 
 
-def _referenced_paths(action: AddFile | RemoveFile, table_root: str) -> Iterable[str]:
+def referenced_paths(action: AddFile | RemoveFile, table_root: str) -> Iterable[str]:
     """The relative paths of the data file and of the deletion vector file an
     action refers to (those outside the root are never touched, so not listed)."""
     rel = relative_path(action.path, table_root)
@@ -149,6 +149,20 @@ def _referenced_paths(action: AddFile | RemoveFile, table_root: str) -> Iterable
         rel = relative_path(location, table_root)
         if rel is not None:
             yield rel
+
+
+def kept_paths(
+    table_root: str, adds: Iterable[AddFile], tombstones: Iterable[RemoveFile], delete_before: int
+) -> set[str]:
+    """The relative paths VACUUM must keep: those of the live files and of the
+    tombstones deleted at or after ``delete_before`` (with their DV files)."""
+    valid: set[str] = set()
+    for add in adds:
+        valid.update(referenced_paths(add, table_root))
+    for tomb in tombstones:
+        if (tomb.deletion_timestamp or 0) >= delete_before:
+            valid.update(referenced_paths(tomb, table_root))
+    return valid
 
 
 # --- planning -----------------------------------------------------------------
@@ -175,12 +189,7 @@ def plan_vacuum(
         raise RetentionTooShortError(f"retention must not be negative, got {retention_ms} ms")
     delete_before = now_ms - retention_ms
 
-    valid: set[str] = set()
-    for add in adds:
-        valid.update(_referenced_paths(add, table_root))
-    for tomb in tombstones:
-        if (tomb.deletion_timestamp or 0) >= delete_before:
-            valid.update(_referenced_paths(tomb, table_root))
+    valid = kept_paths(table_root, adds, tombstones, delete_before)
     # A folder holding a kept file must stay.
     protected_dirs = {parent for rel in valid for parent in _parents(rel)}
 
@@ -329,7 +338,9 @@ __all__ = [
     "is_hidden_name",
     "is_hidden_path",
     "is_staging_name",
+    "kept_paths",
     "list_table",
     "plan_vacuum",
+    "referenced_paths",
     "relative_path",
 ]

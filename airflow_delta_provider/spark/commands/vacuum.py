@@ -26,6 +26,7 @@ from airflow_delta_provider.delta.operations.vacuum import (
     list_table,
     plan_vacuum,
 )
+from airflow_delta_provider.delta.operations.vacuum_lite import plan_vacuum_lite, write_last_vacuum_info
 from airflow_delta_provider.delta.storage import TableStorage
 from airflow_delta_provider.delta.table import DeltaTable
 
@@ -48,13 +49,18 @@ def run_vacuum(
     enforce_retention: bool = True,
     token: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    lite: bool = False,
 ) -> CommandResult:
     """VACUUM ``table``; a CommandResult whose version is ``VACUUM END``'s
     (None on a dry run, which carries the planned ``files`` instead).
-    ``spark`` may be None: this process then deletes every file itself."""
+    ``spark`` may be None: this process then deletes every file itself.
+    ``lite`` finds the files from the log and lists no data folder
+    (:mod:`airflow_delta_provider.delta.operations.vacuum_lite`)."""
     from airflow_delta_provider.spark.result import CommandResult
 
     dt = DeltaTable(table, storage_options)
+    if lite:
+        dt.log_store.keep_commits()  # LITE reads again some commits the snapshot replays
     snap = dt.snapshot()
     configured_ms = table_properties.deleted_file_retention_ms(snap.metadata)
     retention_ms = check_retention(retention_hours, configured_ms, enforce_retention)
@@ -65,19 +71,27 @@ def run_vacuum(
     }
     # Opening the transaction runs the writer-feature gate (vacuumProtocolCheck
     # and the rest) before anything is listed or deleted, dry runs included.
-    start_txn = dt.transaction("VACUUM START", parameters=parameters, snapshot=snap, isolation_level="SnapshotIsolation")
+    start_txn = dt.transaction(
+        "VACUUM START", parameters=parameters, snapshot=snap, isolation_level="SnapshotIsolation"
+    )
 
     storage = dt.storage
     root = dt.root
-    plan = plan_vacuum(
-        table_root=root,
-        listing=list_table(storage, snap.partition_columns),
-        adds=snap.files,
-        tombstones=snap.all_tombstones,
-        partition_columns=snap.partition_columns,
-        now_ms=int(time.time() * 1000),
-        retention_ms=retention_ms,
-    )
+    now_ms = int(time.time() * 1000)
+    latest_outside_retention = None  # what _last_vacuum_info records: nothing after a FULL one, as delta-spark
+    if lite:
+        lite_plan = plan_vacuum_lite(dt, snap, now_ms=now_ms, retention_ms=retention_ms)
+        plan, latest_outside_retention = lite_plan.plan, lite_plan.latest_outside_retention
+    else:
+        plan = plan_vacuum(
+            table_root=root,
+            listing=list_table(storage, snap.partition_columns),
+            adds=snap.files,
+            tombstones=snap.all_tombstones,
+            partition_columns=snap.partition_columns,
+            now_ms=now_ms,
+            retention_ms=retention_ms,
+        )
     start_metrics = {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_in_bytes}
     if dry_run:
         files = [absolute_path(root, e.path) for e in plan.files]
@@ -98,6 +112,7 @@ def run_vacuum(
             "VACUUM END", parameters={"status": status}, snapshot=dt.snapshot(), isolation_level="SnapshotIsolation"
         )
         end = end_txn.commit(metrics=end_metrics, token=token if status == "COMPLETED" else None)
+    write_last_vacuum_info(dt.log_store, latest_outside_retention)
     return CommandResult(table, "VACUUM", end.version, end_metrics)
 
 
