@@ -336,7 +336,7 @@ def test_template_fields_are_unchanged() -> None:
         DeltaOptimizeOperator: (*base, "where", "target_size", "zorder_by"),
         DeltaAlterTableOperator: (*base, "change"),
         DeltaRestoreOperator: (*base, "version", "timestamp"),
-        DeltaChangesOperator: (*base, "start_version", "end_version", "output_path"),
+        DeltaChangesOperator: (*base, "start_version", "end_version", "version_range", "output_path"),
     }
     assert {cls: tuple(cls.template_fields) for cls in expected} == expected
 
