@@ -38,6 +38,7 @@ from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
+from airflow_delta_provider.operators.rendered import number as _number
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -746,28 +747,6 @@ def _range_bounds(value: Any) -> tuple[Any, Any] | None:
     if not isinstance(value, Mapping) or "start_version" not in value or "end_version" not in value:
         raise ValueError(f"version_range must be a mapping with start_version and end_version, not {value!r}")
     return value["start_version"], value["end_version"]
-
-
-def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
-    """``value`` (a number, or the text a template rendered) as ``kind``; None stays None.
-
-    Every numeric argument goes through here, templated or not, so a value
-    rendered as ``"20240101"`` works and ``"yesterday"`` fails the task with
-    the argument's name (a ValueError, which the task turns into a failure
-    without retries)."""
-    if value is None:
-        return None
-    try:
-        if isinstance(value, str):
-            return kind(value.strip())
-        if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
-            raise TypeError(value)
-        return kind(value)
-    except (TypeError, ValueError):
-        what = {int: "an integer", float: "a number"}[kind]
-        if name.endswith("version"):
-            what = "a version number"
-        raise ValueError(f"{name} must be {what}, not {value!r}") from None
 
 
 class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
