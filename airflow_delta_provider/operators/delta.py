@@ -9,7 +9,7 @@ the Spark application parses back into the same request; a hook runs it:
 - :class:`~airflow_delta_provider.hooks.delta_in_process.DeltaInProcessHook`,
   in the task's process, when ``conn_id`` is a ``spark_connect`` connection
   (Spark Connect), or with ``engine="python"`` (no Spark: CHECKPOINT,
-  VACUUM, ALTER, RESTORE).
+  VACUUM, ALTER, RESTORE, CONVERT).
 
 Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
@@ -96,7 +96,7 @@ class DeltaSparkOperator(BaseOperator):
         errors with their JVM stacks. By default the task log shows the
         operation's own lines and Spark's warnings, and a failure is one line.
     :param engine: ``spark`` (default), or ``python`` for the operations that
-        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE): the core does them in the
+        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT): the core does them in the
         task's process, with no JVM, in a fraction of a second
         (``docs/execution-modes.rst`` says when Spark pays off for VACUUM).
 
@@ -1016,3 +1016,43 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten
+
+
+class DeltaConvertOperator(DeltaSparkOperator):
+    """Make a folder of Parquet files a Delta table in place: ``CONVERT TO DELTA``.
+
+    Version 0 lists every Parquet file of the folder (hidden ones, such as
+    ``_SUCCESS``, skipped), with the schema merged from their footers and
+    statistics from them; no data file is copied, moved or rewritten. A
+    folder that already holds a Delta table is refused, as are files whose
+    schemas disagree (named in the error); nothing is then written.
+
+    :param partition_by: The Hive partition columns of the folders, in their
+        order, with their types: ``"day date, region string"``, or a mapping
+        ``{"day": "date", "region": "string"}``. (templated)
+    :param table_properties: Table properties (``delta.*``) of the new table. (templated)
+    :param engine: ``python`` (default): the task's process reads the footers
+        and commits, with no Spark; ``spark`` runs the same work in the
+        driver of a Spark application.
+    """
+
+    request_class = requests.ConvertRequest
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "partition_by", "table_properties")
+
+    def __init__(
+        self,
+        *,
+        partition_by: str | Mapping[str, str] | None = None,
+        table_properties: Mapping[str, Any] | None = None,
+        engine: str = "python",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(engine=engine, **kwargs)
+        self.partition_by = partition_by
+        self.table_properties = table_properties
+
+    def _request_fields(self) -> dict[str, Any]:
+        spec = self.partition_by
+        if isinstance(spec, Mapping):
+            spec = ", ".join(f"{name} {type_}" for name, type_ in spec.items())
+        return {"partition_by": spec or None, "table_properties": _pairs(self.table_properties or {})}
