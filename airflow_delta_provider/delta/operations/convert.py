@@ -183,8 +183,16 @@ def plan_convert(
     if not files:
         raise InvalidInputError(f"no Parquet files under {table.uri} (hidden names like _SUCCESS do not count)")
     values = {meta.path: _partition_values(meta.path, partitions) for meta in files}
-    with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(files))) as pool:
-        footers = list(pool.map(lambda meta: _read_footer(table, meta, values[meta.path]), files))
+    schemas: dict[Any, dict[str, Any]] = {}  # Arrow schema -> Delta schema: most files share one
+
+    def footer(meta: ObjectMeta) -> _Footer:
+        return _read_footer(table, meta, values[meta.path], schemas)
+
+    if table.storage.is_local:  # footers on a local disk: parsing them is the work, threads only contend
+        footers = [footer(meta) for meta in files]
+    else:  # one request per footer: overlap them
+        with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(files))) as pool:
+            footers = list(pool.map(footer, files))
     schema = _merged_schema(footers, names)
     schema = struct_type([*fields_of(schema), *(struct_field(n, t, True) for n, t in partitions)])
     leaves = stats_leaves(schema, names, properties)
@@ -244,20 +252,27 @@ def _partition_values(path: str, partitions: Sequence[tuple[str, str]]) -> dict[
     return out
 
 
-def _read_footer(table: DeltaTable, meta: ObjectMeta, partition_values: dict[str, str | None]) -> _Footer:
+def _read_footer(
+    table: DeltaTable, meta: ObjectMeta, partition_values: dict[str, str | None], schemas: dict[Any, dict[str, Any]]
+) -> _Footer:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         with table.storage.open_input_file(meta.path) as source:
             parquet = pq.read_metadata(source)
+        arrow_schema = parquet.schema.to_arrow_schema()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InvalidInputError(f"{meta.path} is not a readable Parquet file: {exc}") from None
-    try:
-        schema = as_nullable(from_arrow_schema(parquet.schema.to_arrow_schema(), metadata=False))
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"{meta.path}: {exc}") from None
-    return _Footer(meta, parquet, _int96_as_timestamp(schema, parquet), partition_values)
+    key = (arrow_schema, any(parquet.schema.column(i).physical_type == "INT96" for i in range(parquet.num_columns)))
+    schema = schemas.get(key)
+    if schema is None:
+        try:
+            schema = as_nullable(from_arrow_schema(arrow_schema, metadata=False))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{meta.path}: {exc}") from None
+        schema = schemas[key] = _int96_as_timestamp(schema, parquet)
+    return _Footer(meta, parquet, schema, partition_values)
 
 
 def _int96_as_timestamp(schema: dict[str, Any], parquet: Any) -> dict[str, Any]:
