@@ -75,8 +75,10 @@ from airflow_delta_provider.delta.transaction.transaction import CommitResult
 
 OPERATION = "CONVERT"
 PARQUET_SUFFIX = ".parquet"
-#: Files whose footers are read at once.
+#: Files whose footers are read at once from an object store.
 _FOOTER_THREADS = 16
+#: Bytes read from the end of a remote file, to get its footer in one request (most fit).
+_FOOTER_GUESS = 64 * 1024
 #: Spark SQL type names a partition spec may use, to Delta's (decimal(p,s) too).
 PARTITION_TYPES = {
     "string": "string",
@@ -259,8 +261,11 @@ def _read_footer(
     import pyarrow.parquet as pq
 
     try:
-        with table.storage.open_input_file(meta.path) as source:
-            parquet = pq.read_metadata(source)
+        if table.storage.is_local:
+            with table.storage.open_input_file(meta.path) as source:
+                parquet = pq.read_metadata(source)
+        else:
+            parquet = pq.read_metadata(pa.BufferReader(_footer_bytes(table, meta)))
         arrow_schema = parquet.schema.to_arrow_schema()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InvalidInputError(f"{meta.path} is not a readable Parquet file: {exc}") from None
@@ -273,6 +278,20 @@ def _read_footer(
             raise InvalidInputError(f"{meta.path}: {exc}") from None
         schema = schemas[key] = _int96_as_timestamp(schema, parquet)
     return _Footer(meta, parquet, schema, partition_values)
+
+
+def _footer_bytes(table: DeltaTable, meta: ObjectMeta) -> bytes:
+    """The end of a remote file that holds its footer (PROTOCOL: ``<footer><length:4><PAR1>``):
+    one ranged read of :data:`_FOOTER_GUESS` bytes, a second when the footer is longer."""
+    tail = table.storage.get_range(meta.path, max(0, meta.size - _FOOTER_GUESS), meta.size)
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        raise OSError("no parquet footer at the end of the file")
+    needed = int.from_bytes(tail[-8:-4], "little") + 8
+    if needed > meta.size:
+        raise OSError(f"footer length {needed} is past the start of the file")
+    if needed > len(tail):
+        tail = table.storage.get_range(meta.path, meta.size - needed, meta.size)
+    return tail
 
 
 def _int96_as_timestamp(schema: dict[str, Any], parquet: Any) -> dict[str, Any]:

@@ -298,3 +298,38 @@ def test_nothing_is_written_under_a_missing_root(tmp_path) -> None:
     _refused(root, InvalidInputError, "no Parquet files under")
     assert not root.exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_on_s3_footers_come_from_ranged_reads_and_match_a_local_conversion(tmp_path, s3_bucket) -> None:
+    """On an object store only each file's end is read: a footer longer than
+    the first ranged read (a file of 800 columns) takes a second one."""
+    import io
+
+    wide = pa.table({f"c{i}": pa.array([i], pa.int64()) for i in range(800)})
+    files = {"region=eu/a.parquet": orders(5).drop_columns(["region"]),
+             "region=us/b.parquet": orders(3).drop_columns(["region"])}  # fmt: skip
+    local, wide_local = tmp_path / "local", tmp_path / "wide"
+    uri, wide_uri = s3_bucket.uri("orders"), s3_bucket.uri("wide")
+    for rel, data in [*files.items(), ("w.parquet", wide)]:
+        sink = io.BytesIO()
+        pq.write_table(data, sink)
+        root, location = (wide_local, wide_uri) if rel == "w.parquet" else (local, uri)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(sink.getvalue())
+        DeltaTable(location, s3_bucket.storage_options).storage.put(rel, sink.getvalue())
+    assert pq.read_metadata(wide_local / "w.parquet").serialized_size > 64 * 1024
+
+    for here, there, spec in ((local, uri, "region string"), (wide_local, wide_uri, None)):
+        convert_to_delta(DeltaTable(here), spec)
+        convert_to_delta(DeltaTable(there, s3_bucket.storage_options), spec)
+        remote = {a.path: (a.stats, a.partition_values, a.size)
+                  for a in DeltaTable(there, s3_bucket.storage_options).snapshot().files}  # fmt: skip
+        assert remote == {a.path: (a.stats, a.partition_values, a.size) for a in DeltaTable(here).snapshot().files}
+
+
+def test_on_s3_a_file_that_is_not_parquet_is_refused_and_nothing_written(s3_bucket) -> None:
+    table = DeltaTable(s3_bucket.uri("t"), s3_bucket.storage_options)
+    table.storage.put("bad.parquet", b"PAR1 but not really")
+    with pytest.raises(InvalidInputError, match=r"bad\.parquet is not a readable Parquet file"):
+        convert_to_delta(table)
+    assert [m.path for m in table.storage.list_tree("")] == ["bad.parquet"]
