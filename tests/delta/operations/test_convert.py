@@ -333,3 +333,22 @@ def test_on_s3_a_file_that_is_not_parquet_is_refused_and_nothing_written(s3_buck
     with pytest.raises(InvalidInputError, match=r"bad\.parquet is not a readable Parquet file"):
         convert_to_delta(table)
     assert [m.path for m in table.storage.list_tree("")] == ["bad.parquet"]
+
+
+def test_the_protocol_is_what_the_properties_and_the_schema_need(tmp_path, duckdb_delta) -> None:
+    """Deletion vectors (reader 3 / writer 7) from a property; ``timestamp_ntz`` from naive timestamps."""
+    data = pa.table(
+        {"id": pa.array([1, 2], pa.int64()), "local": pa.array([dt.datetime(2026, 1, 1)] * 2, pa.timestamp("us"))}
+    )
+    pq.write_table(data, tmp_path / "f.parquet")
+    convert_to_delta(DeltaTable(tmp_path), properties={"delta.enableDeletionVectors": "true"})
+    snapshot = DeltaTable(tmp_path).snapshot()
+    assert {f["name"]: f["type"] for f in snapshot.schema["fields"]} == {"id": "long", "local": "timestamp_ntz"}
+    protocol = snapshot.protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert {"deletionVectors", "timestampNtz"} <= set(protocol.reader_features or ()) & set(
+        protocol.writer_features or ()
+    )
+    # delta-rs's pyarrow reader refuses deletion vectors; DuckDB (delta-kernel-rs) reads them.
+    read = duckdb_delta.execute(f"SELECT id, local FROM delta_scan('{tmp_path}') ORDER BY id").fetch_arrow_table()
+    assert read.to_pylist() == data.to_pylist()
