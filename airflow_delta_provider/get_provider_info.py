@@ -23,9 +23,10 @@ def get_provider_info() -> dict[str, Any]:
         "description": (
             "Run Delta Lake operations from DAGs on plain Apache Spark (spark-submit or Spark Connect): "
             "UPDATE, DELETE, APPEND (and overwrite), MERGE, OPTIMIZE (compaction, Z-order), ALTER TABLE, "
-            "RESTORE, CHECKPOINT, VACUUM, REORG (purge of deletion vectors) and CHANGES (the change data "
-            "feed of a version range, to a folder); CHECKPOINT, VACUUM, ALTER and RESTORE also with no "
-            "Spark at all. Sensors and triggers wait for new table versions and partitions. "
+            "RESTORE, CHECKPOINT, VACUUM, REORG (purge of deletion vectors), CHANGES (the change data "
+            "feed of a version range, to a folder) and CONVERT (TO DELTA: a Parquet folder in place); "
+            "CHECKPOINT, VACUUM, ALTER, RESTORE and CONVERT also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
+            "Sensors and triggers wait for new table versions and partitions. "
             "No Databricks, no Delta jar."
         ),
         "versions": [__version__],
@@ -39,7 +40,10 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": _INTEGRATION,
-                "python-modules": ["airflow_delta_provider.operators.delta"],
+                "python-modules": [
+                    "airflow_delta_provider.operators.delta",
+                    "airflow_delta_provider.operators.table_info",
+                ],
             }
         ],
         "sensors": [

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run the delta_pipeline example once on local Spark, then delta_downstream and delta_maintenance, then
-# print what they did (dags_examples/demo_summary.py).
+# Run the delta_pipeline example once on local Spark, then delta_downstream, delta_maintenance and
+# delta_table_state, then print what they did (dags_examples/demo_summary.py).
 # `make demo` calls this after it has installed Java and the .venv; run it from anywhere.
 set -euo pipefail
 
@@ -30,6 +30,9 @@ airflow dags test delta_downstream
 
 echo "==> Running delta_maintenance (OPTIMIZE with Z-order, VACUUM, CHECKPOINT) on the same table"
 airflow dags test delta_maintenance
+
+echo "==> Running delta_table_state: DESCRIBE DETAIL and history, then the upkeep the table's state calls for"
+airflow dags test delta_table_state
 
 echo "==> Running delta_daily_reload for 2026-05-01, again for 2026-05-01 (a rerun), then for 2026-05-02"
 for day in 2026-05-01 2026-05-01 2026-05-02; do

@@ -16,6 +16,7 @@ import pytest
 
 AIRFLOW_MODULES = [
     "airflow_delta_provider.operators.delta",
+    "airflow_delta_provider.operators.table_info",
     "airflow_delta_provider.sensors.delta_table",
     "airflow_delta_provider.hooks.delta_spark",
     "airflow_delta_provider.hooks.delta_in_process",
@@ -59,7 +60,7 @@ def test_parsing_the_example_dags_imports_no_openlineage(tmp_path) -> None:
     }
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     parsed = json.loads(out.stdout.strip().splitlines()[-1])
-    assert (parsed["dags"], parsed["errors"]) == (7, [])
+    assert (parsed["dags"], parsed["errors"]) == (8, [])
     assert "airflow_delta_provider.operators.delta" in parsed["modules"]  # the parse did load the provider
     discovery = {"airflow.providers.openlineage", "airflow.providers.openlineage.get_provider_info"}
     lineage = [m for m in parsed["modules"] if "openlineage" in m or m.startswith("airflow_delta_provider.lineage")]

@@ -20,50 +20,11 @@ import json
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
-from urllib.parse import unquote
 
-from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.cli_format import describe_lines, history_lines
 from airflow_delta_provider.delta.errors import DeltaError
-from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
-
-
-def describe(snapshot: Snapshot) -> dict[str, Any]:
-    """The ``describe`` document of a snapshot."""
-    md, proto = snapshot.metadata, snapshot.protocol
-    doc: dict[str, Any] = {
-        "version": snapshot.version,
-        "timestamp": snapshot.timestamp,
-        "protocol": proto.to_json(),
-        "metadata": {
-            "id": md.id,
-            "name": md.name,
-            "partitionColumns": list(md.partition_columns),
-            "configuration": dict(md.configuration),
-            "schema": snapshot.schema,
-        },
-        "numFiles": snapshot.num_files,
-        "sizeInBytes": snapshot.size_in_bytes,
-    }
-    if snapshot.num_records is not None:
-        doc["numRecords"] = snapshot.num_records
-    doc["files"] = [
-        {
-            "path": unquote(f.path),
-            "partitionValues": dict(f.partition_values),
-            "size": f.size,
-            "numRecords": f.num_records,
-            "deletionVector": _dv_summary(f),
-        }
-        for f in sorted(snapshot.files, key=lambda f: f.path)
-    ]
-    return doc
-
-
-def _dv_summary(f: AddFile) -> dict[str, Any] | None:
-    dv = f.deletion_vector
-    return {"storageType": dv.storage_type, "cardinality": dv.cardinality} if dv is not None else None
+from airflow_delta_provider.delta.table_info import describe
 
 
 class _ArgumentError(Exception):
@@ -87,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     h = sub.add_parser("history", help="print commitInfo of the newest commits, newest first")
     h.add_argument("table")
     h.add_argument("--limit", type=int)
+    h.add_argument("--start-version", type=int, help="only commits from this version on")
+    h.add_argument("--end-version", type=int, help="only commits up to this version")
     _add_format(h)
     return parser
 
@@ -108,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if args.limit is not None and args.limit < 1:
                 raise _ArgumentError(f"--limit must be >= 1, got {args.limit}")
-            out = table.history(limit=args.limit)
+            out = table.history(limit=args.limit, start_version=args.start_version, end_version=args.end_version)
     except _ArgumentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

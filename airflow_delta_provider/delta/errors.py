@@ -20,10 +20,6 @@ class TableNotFoundError(DeltaError):
     """The path holds no Delta table (no ``_delta_log`` with a commit)."""
 
 
-class TableAlreadyExistsError(DeltaError):
-    """A create was asked for where a table already exists."""
-
-
 class VersionNotFoundError(DeltaError):
     """A version or timestamp asked for cannot be reconstructed from the log."""
 
@@ -91,6 +87,10 @@ class UnsafeStorageError(UnsupportedFeatureError):
 class InvalidInputError(DeltaError):
     """An argument is wrong: a condition that does not parse, an unknown
     column, a bad option value."""
+
+
+class TableAlreadyExistsError(InvalidInputError):
+    """A create (or a CONVERT TO DELTA) was asked for where a table already exists."""
 
 
 class SchemaMismatchError(InvalidInputError):

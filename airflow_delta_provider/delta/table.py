@@ -167,15 +167,18 @@ class DeltaTable:
     # --- history ---------------------------------------------------------------
 
     def _commit_infos(
-        self, since_version: int = 0, not_before_ms: int | None = None
+        self, since_version: int = 0, not_before_ms: int | None = None, until_version: int | None = None
     ) -> Iterator[tuple[LogFile, CommitInfo | None]]:
         """(commit file, its commitInfo), newest first; commits older than
-        ``not_before_ms`` (by file time) are skipped without being read."""
+        ``not_before_ms`` (by file time) or after ``until_version`` are skipped
+        without being read."""
         commits = [f for f in self.log_store.list_from(since_version) if f.kind == "commit"]
         if not commits and since_version == 0:
             raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
         for f in reversed(commits):
             if not_before_ms is not None and f.mtime_ms < not_before_ms:
+                continue
+            if until_version is not None and f.version > until_version:
                 continue
             try:
                 data = self.log_store.read(f.name)
@@ -184,10 +187,21 @@ class DeltaTable:
             info = next((a for a in parse_commit(data) if isinstance(a, CommitInfo)), None)
             yield f, info
 
-    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """commitInfo of the newest ``limit`` commits, newest first, with ``version``."""
+    def history(
+        self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None
+    ) -> list[dict[str, Any]]:
+        """commitInfo of the newest ``limit`` commits from ``start_version`` to
+        ``end_version`` (both included; the whole log when None), newest first,
+        each with its ``version``."""
+        for name, value in (("limit", limit), ("start_version", start_version), ("end_version", end_version)):
+            if value is not None and value < (1 if name == "limit" else 0):
+                raise InvalidInputError(f"{name} must be >= {1 if name == 'limit' else 0}, got {value}")
+        if start_version is not None and end_version is not None and start_version > end_version:
+            raise InvalidInputError(f"start_version {start_version} is after end_version {end_version}")
+        if start_version and not self.exists():
+            raise TableNotFoundError(f"{self.uri} is not a Delta table: no commits in _delta_log")
         out: list[dict[str, Any]] = []
-        for f, info in self._commit_infos():
+        for f, info in self._commit_infos(start_version or 0, until_version=end_version):
             if limit is not None and len(out) >= limit:
                 break
             entry = {"version": f.version}

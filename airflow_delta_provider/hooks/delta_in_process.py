@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, is_permanent
+from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, task_error
 from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.utils.package_zip import build_package_zip
 
@@ -98,11 +98,8 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
             self.log.info("Running Delta %s on %s %s", operation, table, where)
             return self._command.run()
         except DeltaError as exc:
-            name = type(exc).__name__
-            message = f"Delta {operation} on {table} failed: {name}: {_one_line(exc)}"
-            if is_permanent(name):
-                raise AirflowFailException(message) from None
-            raise AirflowException(message) from exc
+            error = task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {_one_line(exc)}")
+            raise error from (None if isinstance(error, AirflowFailException) else exc)
         finally:
             self._command = None
 

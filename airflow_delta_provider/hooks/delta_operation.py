@@ -77,6 +77,16 @@ def is_permanent(error_name: str | None) -> bool:
     return isinstance(cls, type) and issubclass(cls, permanent)
 
 
+def task_error(exc: BaseException, message: str) -> Exception:
+    """The Airflow error that fails a task for the core error ``exc``: without
+    retries when it is permanent (:func:`is_permanent`), else with them."""
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    if is_permanent(type(exc).__name__):
+        return AirflowFailException(message)
+    return AirflowException(message)
+
+
 class DeltaOperationMixin:
     """The run skeleton of a Delta hook: find an earlier try's commit, run, read the commit.
 

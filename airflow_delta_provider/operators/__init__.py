@@ -1,1 +1,1 @@
-"""Operators that change Delta tables through Spark (see :mod:`.delta`)."""
+"""Operators that change Delta tables through Spark (:mod:`.delta`), and that read them (:mod:`.table_info`)."""

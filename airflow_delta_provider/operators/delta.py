@@ -9,7 +9,7 @@ the Spark application parses back into the same request; a hook runs it:
 - :class:`~airflow_delta_provider.hooks.delta_in_process.DeltaInProcessHook`,
   in the task's process, when ``conn_id`` is a ``spark_connect`` connection
   (Spark Connect), or with ``engine="python"`` (no Spark: CHECKPOINT,
-  VACUUM, ALTER, RESTORE).
+  VACUUM, ALTER, RESTORE, CONVERT).
 
 Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
@@ -38,6 +38,7 @@ from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
+from airflow_delta_provider.operators.rendered import number as _number
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -95,7 +96,7 @@ class DeltaSparkOperator(BaseOperator):
         errors with their JVM stacks. By default the task log shows the
         operation's own lines and Spark's warnings, and a failure is one line.
     :param engine: ``spark`` (default), or ``python`` for the operations that
-        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE): the core does them in the
+        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT): the core does them in the
         task's process, with no JVM, in a fraction of a second
         (``docs/execution-modes.rst`` says when Spark pays off for VACUUM).
 
@@ -758,28 +759,6 @@ def _range_bounds(value: Any) -> tuple[Any, Any] | None:
     return value["start_version"], value["end_version"]
 
 
-def _number(value: Any, name: str, kind: type[int | float] = int) -> Any:
-    """``value`` (a number, or the text a template rendered) as ``kind``; None stays None.
-
-    Every numeric argument goes through here, templated or not, so a value
-    rendered as ``"20240101"`` works and ``"yesterday"`` fails the task with
-    the argument's name (a ValueError, which the task turns into a failure
-    without retries)."""
-    if value is None:
-        return None
-    try:
-        if isinstance(value, str):
-            return kind(value.strip())
-        if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
-            raise TypeError(value)
-        return kind(value)
-    except (TypeError, ValueError):
-        what = {int: "an integer", float: "a number"}[kind]
-        if name.endswith("version"):
-            what = "a version number"
-        raise ValueError(f"{name} must be {what}, not {value!r}") from None
-
-
 class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
     """Rewrite the files whose deletion vectors hide rows, as delta-spark's
     ``REORG TABLE ... APPLY (PURGE)`` does: the deleted rows leave the data
@@ -1047,3 +1026,43 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten
+
+
+class DeltaConvertOperator(DeltaSparkOperator):
+    """Make a folder of Parquet files a Delta table in place: ``CONVERT TO DELTA``.
+
+    Version 0 lists every Parquet file of the folder (hidden ones, such as
+    ``_SUCCESS``, skipped), with the schema merged from their footers and
+    statistics from them; no data file is copied, moved or rewritten. A
+    folder that already holds a Delta table is refused, as are files whose
+    schemas disagree (named in the error); nothing is then written.
+
+    :param partition_by: The Hive partition columns of the folders, in their
+        order, with their types: ``"day date, region string"``, or a mapping
+        ``{"day": "date", "region": "string"}``. (templated)
+    :param table_properties: Table properties (``delta.*``) of the new table. (templated)
+    :param engine: ``python`` (default): the task's process reads the footers
+        and commits, with no Spark; ``spark`` runs the same work in the
+        driver of a Spark application.
+    """
+
+    request_class = requests.ConvertRequest
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "partition_by", "table_properties")
+
+    def __init__(
+        self,
+        *,
+        partition_by: str | Mapping[str, str] | None = None,
+        table_properties: Mapping[str, Any] | None = None,
+        engine: str = "python",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(engine=engine, **kwargs)
+        self.partition_by = partition_by
+        self.table_properties = table_properties
+
+    def _request_fields(self) -> dict[str, Any]:
+        spec = self.partition_by
+        if isinstance(spec, Mapping):
+            spec = ", ".join(f"{name} {type_}" for name, type_ in spec.items())
+        return {"partition_by": spec or None, "table_properties": _pairs(self.table_properties or {})}

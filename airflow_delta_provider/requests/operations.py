@@ -228,6 +228,26 @@ class RestoreRequest(OperationRequest):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ConvertRequest(OperationRequest):
+    """The core does it with no Spark: it reads only the files' footers."""
+
+    operation = "convert"
+    summary = "CONVERT TO DELTA: a folder of Parquet files becomes a Delta table in place"
+    runs_without_spark = True
+
+    partition_by: str | None = option(
+        metavar='"COL TYPE, ..."',
+        help='the Hive partition columns of the folders, in order, e.g. "day date, region string"',
+    )
+    table_properties: tuple[tuple[str, str], ...] = pairs(
+        flag="--property", dest="property", help="table property (delta.*) of the new table"
+    )
+
+    def needs_spark(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChangesRequest(OperationRequest):
     operation = "changes"
     summary = "write the change data feed of a version range"
@@ -253,6 +273,7 @@ REQUESTS: dict[str, type[OperationRequest]] = {
         AlterRequest,
         RestoreRequest,
         ChangesRequest,
+        ConvertRequest,
     )
 }
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).

@@ -20,7 +20,7 @@ def test_examples_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == {
         "delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline", "delta_maintenance",
-        "delta_daily_reload", "delta_daily_reload_consumer",
+        "delta_daily_reload", "delta_daily_reload_consumer", "delta_table_state",
     }  # fmt: skip
 
 
@@ -221,3 +221,43 @@ def test_the_reload_consumer_reads_the_versions_from_its_asset_events(dagbag) ->
     task = dag.get_task("committed_versions")
     events = {"events": [SimpleNamespace(extra={"version": 3, "operation": "WRITE"})]}
     assert task.python_callable(triggering_asset_events=events) == [3]
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_table_state_branches_by_what_describe_and_history_return(tmp_path, monkeypatch) -> None:
+    """dag.test() of delta_table_state, with no Spark: a fresh table needs
+    nothing; after a DELETE that removed a file it takes the VACUUM path; with
+    many small files it would compact (that branch runs Spark, so only the
+    choice is checked here)."""
+    import pyarrow as pa
+    from airflow.dag_processing.dagbag import DagBag
+    from deltalake import DeltaTable, write_deltalake
+
+    from tests.airflow_env import run_dag, task_states, xcom
+
+    monkeypatch.setenv("DELTA_DEMO_DATA", str(tmp_path))
+    table = str(tmp_path / "delta" / "orders")
+    write_deltalake(table, pa.table({"order_id": pa.array([1, 2, 3], pa.int64()), "day": ["a", "a", "b"]}),
+                    partition_by=["day"])  # fmt: skip
+    module = DagBag(dag_folder=str(EXAMPLES / "delta_table_state.py"))
+    dag = module.dags["delta_table_state"]
+
+    fresh = run_dag(dag)
+    assert task_states(fresh) == {
+        "describe": "success", "history": "success", "choose": "success",
+        "nothing_to_do": "success", "vacuum": "skipped", "compact": "skipped",
+    }  # fmt: skip
+    assert xcom(fresh, "describe")["numFiles"] == 2
+
+    DeltaTable(table).delete("day = 'b'")
+    after_delete = run_dag(dag)
+    states = task_states(after_delete)
+    assert (states["vacuum"], states["nothing_to_do"], states["compact"]) == ("success", "skipped", "skipped")
+    assert xcom(after_delete, "history")[0]["operation"] == "DELETE"
+
+    choose_path = dag.get_task("choose").python_callable.__globals__["choose_path"]
+    many_small = {"numFiles": 100, "sizeInBytes": 100 * 1024}
+    assert choose_path(many_small, []) == "compact"
+    assert choose_path(
+        {"numFiles": 2, "sizeInBytes": 10}, [{"operation": "VACUUM END"}, *xcom(after_delete, "history")]
+    ) == ("nothing_to_do")

@@ -130,6 +130,16 @@ def test_history_newest_first_with_limit(table, capsys):
     assert [h["version"] for h in hist] == [2, 1]
 
 
+def test_history_of_a_version_range(table, capsys):
+    t, _, _ = table
+    _, hist, _ = run(capsys, "history", t.root, "--start-version", "1")
+    assert [h["version"] for h in hist] == [2, 1]
+    _, hist, _ = run(capsys, "history", t.root, "--start-version", "0", "--end-version", "1", "--limit", "1")
+    assert [h["version"] for h in hist] == [1]
+    code, out, err = run(capsys, "history", t.root, "--start-version", "2", "--end-version", "1")
+    assert (code, out, err.strip()) == (2, None, "InvalidInputError: start_version 2 is after end_version 1")
+
+
 def test_history_table_has_a_header_and_one_line_per_commit(table, capsys):
     t, _, _ = table
     code = main(["history", t.root, "--format", "table"])

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from airflow_delta_provider.operators import delta as operators
+from airflow_delta_provider.operators import table_info
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 _TERM = re.compile(r"^((?:``\w+``(?:, )?)+)( \(templated\))?$")
@@ -56,18 +57,23 @@ def documented(lines: list[str]) -> dict[str, bool]:
     return out
 
 
+#: The bases whose arguments are listed once, for all their operators.
+BASES = (operators.DeltaSparkOperator, table_info.DeltaTableInfoOperator)
+
+
+def _base(cls: type) -> type | None:
+    return next((base for base in BASES if cls is not base and issubclass(cls, base)), None)
+
+
 def own_arguments(cls: type) -> set[str]:
     names = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
-    if cls is not operators.DeltaSparkOperator:
-        names -= own_arguments(operators.DeltaSparkOperator)
-    return names
+    base = _base(cls)
+    return names - own_arguments(base) if base is not None else names
 
 
 def own_template_fields(cls: type) -> set[str]:
-    fields = set(cls.template_fields)
-    if cls is not operators.DeltaSparkOperator:
-        fields -= set(operators.DeltaSparkOperator.template_fields)
-    return fields
+    base = _base(cls)
+    return set(cls.template_fields) - (set(base.template_fields) if base is not None else set())
 
 
 OPERATORS_PAGE = sections(DOCS / "operators.rst")
@@ -82,6 +88,13 @@ ARGUMENT_LISTS = [
     (operators.DeltaMergeOperator, sections(DOCS / "merge.rst")["Arguments"]),
     (operators.DeltaOptimizeOperator, (DOCS / "optimize.rst").read_text().splitlines()),
     (operators.DeltaRestoreOperator, (DOCS / "restore.rst").read_text().splitlines()),
+    (operators.DeltaConvertOperator, sections(DOCS / "convert.rst")["Arguments"]),
+    *[
+        (getattr(table_info, title), lines)
+        for title, lines in sections(DOCS / "table-information.rst").items()
+        if title.startswith("Delta") and title.endswith("Operator")
+    ],
+    (table_info.DeltaTableInfoOperator, sections(DOCS / "table-information.rst")["Arguments"]),
 ]
 
 
@@ -89,8 +102,9 @@ def test_every_operator_has_its_argument_list() -> None:
     described = {cls for cls, _ in ARGUMENT_LISTS}
     every = {
         cls
-        for cls in vars(operators).values()
-        if isinstance(cls, type) and issubclass(cls, operators.DeltaSparkOperator)
+        for module in (operators, table_info)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and issubclass(cls, BASES)
     }
     # DeltaChangesOperator's arguments are described in the prose of docs/change-data-feed.rst.
     assert every - described == {operators.DeltaChangesOperator}

@@ -30,29 +30,7 @@ from airflow_delta_provider.operators.delta import (
 from airflow_delta_provider.sensors.delta_table import DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
 from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
-
-CONN_ID = "lake_s3"
-
-
-@pytest.fixture
-def s3_connection(s3_bucket, monkeypatch):
-    """An ``aws`` connection to the bucket; the environment holds no AWS_* variable."""
-    for name in list(__import__("os").environ):
-        if name.startswith("AWS_"):
-            monkeypatch.delenv(name)
-    extra = {"endpoint_url": s3_bucket.endpoint, "region_name": "us-east-1"}
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{CONN_ID.upper()}",
-        json.dumps(
-            {
-                "conn_type": "aws",
-                "login": s3_bucket.storage_options["AWS_ACCESS_KEY_ID"],
-                "password": s3_bucket.secret,
-                "extra": extra,
-            }
-        ),
-    )
-    return s3_bucket
+from tests.operators.s3_connection import CONN_ID
 
 
 @pytest.mark.usefixtures("airflow_db")
@@ -66,7 +44,9 @@ def test_pipeline_on_s3_through_a_connection_and_no_secret_leaks(s3_connection, 
     secret = s3_connection.secret
     table = s3_connection.uri("orders")
     source = tmp_path / "orders.parquet"
-    pq.write_table(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "amount": pa.array([10, 20, 30, 40], pa.int64())}), source)
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "amount": pa.array([10, 20, 30, 40], pa.int64())}), source
+    )
 
     # Every spark-submit command line, as Popen receives it.
     argv_seen: list[list[str]] = []
@@ -98,7 +78,9 @@ def test_pipeline_on_s3_through_a_connection_and_no_secret_leaks(s3_connection, 
     common = {"conf": SPARK_TEST_CONF, "storage_conn_id": CONN_ID}
     with DAG("delta_on_s3", schedule=None, default_args={"retries": 0}) as dag:
         load = DeltaAppendOperator(task_id="load", table_path=table, source=str(source), **common)
-        update = DeltaUpdateOperator(task_id="update", table_path=table, updates={"amount": "amount * 10"}, condition="id >= 3", **common)
+        update = DeltaUpdateOperator(
+            task_id="update", table_path=table, updates={"amount": "amount * 10"}, condition="id >= 3", **common
+        )
         delete = DeltaDeleteOperator(task_id="delete", table_path=table, condition="id = 1", **common)
         seen = DeltaTableVersionSensor(
             task_id="seen", table_path=table, after_version=0, storage_conn_id=CONN_ID, poke_interval=0.1, timeout=60
@@ -125,8 +107,14 @@ def test_pipeline_on_s3_through_a_connection_and_no_secret_leaks(s3_connection, 
     writer.join(timeout=60)
     out, err = capfd.readouterr()
 
-    assert task_states(dag_run) == {t: "success" for t in ("load", "update", "delete", "seen", "wait", "checkpoint", "vacuum")}
-    assert (xcom(dag_run, "load")["version"], xcom(dag_run, "update")["version"], xcom(dag_run, "delete")["version"]) == (0, 1, 2)
+    assert task_states(dag_run) == {
+        t: "success" for t in ("load", "update", "delete", "seen", "wait", "checkpoint", "vacuum")
+    }
+    assert (
+        xcom(dag_run, "load")["version"],
+        xcom(dag_run, "update")["version"],
+        xcom(dag_run, "delete")["version"],
+    ) == (0, 1, 2)
     assert xcom(dag_run, "update")["metrics"]["numUpdatedRows"] == 2
     assert xcom(dag_run, "seen")["version"] == 2
     assert (xcom(dag_run, "wait")["version"], xcom(dag_run, "wait")["baseline_version"]) == (3, 2)

@@ -18,6 +18,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaAppendOperator,
     DeltaChangesOperator,
     DeltaCheckpointOperator,
+    DeltaConvertOperator,
     DeltaDeleteOperator,
     DeltaMergeOperator,
     DeltaOptimizeOperator,
@@ -130,6 +131,8 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         DeltaChangesOperator,
         {"start_version": 2, "end_version": 5, "output_path": "s3://lake/changes", "output_format": "json"},
     ),
+    (DeltaConvertOperator, {"partition_by": "day date, region string", "table_properties": {"delta.appendOnly": "true"}}),
+    (DeltaConvertOperator, {"partition_by": {"day": "date", "`a b`": "decimal(10,2)"}, "table_properties": {"k": "v"}}),
 ]
 
 #: Fields whose only value is their default: REORG is always ``--purge``.
@@ -337,6 +340,7 @@ def test_template_fields_are_unchanged() -> None:
         DeltaAlterTableOperator: (*base, "change"),
         DeltaRestoreOperator: (*base, "version", "timestamp"),
         DeltaChangesOperator: (*base, "start_version", "end_version", "version_range", "output_path"),
+        DeltaConvertOperator: (*base, "partition_by", "table_properties"),
     }
     assert {cls: tuple(cls.template_fields) for cls in expected} == expected
 
@@ -358,7 +362,7 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     assert io_mode.IO_MODES is requests.IO_MODES
     assert delta_operation.OPERATIONS is requests.OPERATIONS == tuple(REQUESTS)
     assert delta_in_process.PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
-    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore")
+    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert")
 
 
 def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() -> None:

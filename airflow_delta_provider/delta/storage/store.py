@@ -132,6 +132,10 @@ class TableStorage(ABC):
 
         return pa.BufferReader(self.get(path))
 
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` (exclusive) of a file, e.g. a parquet footer."""
+        return self.get(path)[start:end]
+
     # --- writing ---------------------------------------------------------------
 
     @abstractmethod
@@ -453,6 +457,11 @@ class ObjectStorage(TableStorage):
 
         result = await self._call_async("reading", path, obs.get_async, path)
         return bytes(await result.bytes_async())
+
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        import obstore as obs
+
+        return bytes(self._call("reading", path, obs.get_range, path, start=start, end=end))
 
     def head(self, path: str) -> ObjectMeta:
         import obstore as obs

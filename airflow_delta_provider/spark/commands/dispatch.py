@@ -51,6 +51,7 @@ COMMANDS: dict[str, Command] = {
     "alter": Command("alter", "run_alter", ignores=("io",)),
     "restore": Command("restore", "run_restore", ignores=("io",)),
     "changes": Command("changes", "run_changes", ignores=("token",)),
+    "convert": Command("convert", "run_convert", ignores=("io",)),
 }
 
 

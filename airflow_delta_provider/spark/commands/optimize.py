@@ -136,9 +136,9 @@ def run_optimize(
 def _check_zorder_columns(snapshot: Snapshot, columns: list[str]) -> list[str]:
     """The Z-order columns as the schema spells them; refused: unknown ones,
     partition columns and columns without statistics (nothing to skip by)."""
+    from airflow_delta_provider.delta.file_stats import stats_leaves
     from airflow_delta_provider.delta.table_features.clustering import is_clustered
     from airflow_delta_provider.spark.read.files import spark_schema
-    from airflow_delta_provider.spark.write.stats import stats_leaves
     from airflow_delta_provider.spark.write.zorder import zorder_types_supported
 
     if not columns:

@@ -8,7 +8,7 @@ writes each run of one partition value as one file,
 puts it through the storage seam (directly in place on the local
 filesystem), and returns one row per file: path, size, partition values and
 the stats, which come from the writer's own footer
-(:func:`~airflow_delta_provider.spark.write.stats.stats_from_footer`), so no file
+(:func:`~airflow_delta_provider.delta.file_stats.stats_from_footer`), so no file
 is read back. Files are opened on their first row: none holds no rows.
 
 Cleaning up. Before a task writes a byte of a file it leaves an empty
@@ -402,7 +402,7 @@ class _FileWriter:
         """Close the file, put it in place; its result row (a one-row batch)."""
         import pyarrow as pa
 
-        from airflow_delta_provider.spark.write.stats import stats_from_footer, stats_json
+        from airflow_delta_provider.delta.file_stats import stats_from_footer, stats_json
 
         self._flush()
         self.writer.close()

@@ -43,6 +43,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
+from airflow_delta_provider.delta.file_stats import file_stats, stats_from_footer, stats_json, stats_leaves
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
@@ -63,7 +64,6 @@ from airflow_delta_provider.delta.table_features.column_mapping import PARQUET_F
 from airflow_delta_provider.spark.read.files import column, spark_schema
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
 from airflow_delta_provider.spark.write.generated_columns import generated_checks
-from airflow_delta_provider.spark.write.stats import file_stats, stats_from_footer, stats_json, stats_leaves
 
 #: A table as the writers take it: a snapshot, a DeltaTable, its storage or its root.
 TableTarget: TypeAlias = "Snapshot | DeltaTable | TableStorage | str | os.PathLike[str]"

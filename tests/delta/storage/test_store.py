@@ -53,6 +53,12 @@ def test_listing_reading_and_writing(storage):
         assert f.read() == b"replaced"
 
 
+def test_ranged_reads(storage):
+    storage.put("r/f.bin", bytes(range(100)))
+    assert storage.get_range("r/f.bin", 90, 100) == bytes(range(90, 100))
+    assert storage.get_range("r/f.bin", 0, 3) == b"\x00\x01\x02"
+
+
 def test_put_if_absent_claims_a_name_once(storage):
     assert storage.put_if_absent("_delta_log/00000000000000000000.json", b"first")
     assert not storage.put_if_absent("_delta_log/00000000000000000000.json", b"second")

@@ -10,14 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
-from airflow_delta_provider.spark.write.stats import (
+from airflow_delta_provider.delta.file_stats import (
     file_stats,
     stats_json,
     stats_leaves,
     truncate_max_string,
     truncate_min_string,
 )
+from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
 
 
 def _stats(tmp_path, table: pa.Table, partition_columns=(), configuration=None, **write_kwargs):
@@ -48,7 +48,9 @@ def test_numeric_date_timestamp_bounds_over_row_groups(tmp_path):
 
 
 def test_decimals_are_exact_json_numbers(tmp_path):
-    t = pa.table({"m": pa.array([decimal.Decimal("12345678901234567890.12"), decimal.Decimal("-0.05")], pa.decimal128(22, 2))})
+    t = pa.table(
+        {"m": pa.array([decimal.Decimal("12345678901234567890.12"), decimal.Decimal("-0.05")], pa.decimal128(22, 2))}
+    )
     path = tmp_path / "f.parquet"
     pq.write_table(t, path)
     text = stats_json(file_stats(str(path), stats_leaves(from_arrow_schema(t.schema))))
@@ -162,4 +164,3 @@ def test_timestamp_ntz_stats_match_what_delta_spark_logged(golden_dir, table):
         for (name,), _ in leaves:
             for kind in ("minValues", "maxValues", "nullCount"):
                 assert ours.get(kind, {}).get(name) == theirs[kind].get(name), (add.path, kind)
-
