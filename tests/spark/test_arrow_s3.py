@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
+from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
@@ -29,7 +30,6 @@ from airflow_delta_provider.spark.commands.delete import run_delete
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.runtime.io_mode import hadoop_filesystem_available
 from airflow_delta_provider.spark.write.files import _publish
-from airflow_delta_provider.spark.write.stats import stats_leaves
 from tests.storage_servers import upload_tree
 
 from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture

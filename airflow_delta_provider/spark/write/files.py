@@ -53,7 +53,7 @@ from airflow_delta_provider.delta.partitions import (
     serialize_partition_value,
     unescape_partition_value,
 )
-from airflow_delta_provider.delta.schema.fields import walk_fields
+from airflow_delta_provider.delta.schema.fields import stats_leaves, walk_fields
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.table import DeltaTable
@@ -63,7 +63,7 @@ from airflow_delta_provider.delta.table_features.column_mapping import PARQUET_F
 from airflow_delta_provider.spark.read.files import column, spark_schema
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
 from airflow_delta_provider.spark.write.generated_columns import generated_checks
-from airflow_delta_provider.spark.write.stats import file_stats, stats_from_footer, stats_json, stats_leaves
+from airflow_delta_provider.spark.write.stats import file_stats, stats_from_footer, stats_json
 
 #: A table as the writers take it: a snapshot, a DeltaTable, its storage or its root.
 TableTarget: TypeAlias = "Snapshot | DeltaTable | TableStorage | str | os.PathLike[str]"

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
+from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.spark.write.stats import (
     file_stats,
     stats_json,
-    stats_leaves,
     truncate_max_string,
     truncate_min_string,
 )
