@@ -156,3 +156,30 @@ def test_the_cli_takes_cluster_by_and_full() -> None:
     args = build_parser().parse_args(["append", "/t", "--source", "/s", "--format", "csv", "--cluster-by", "a, b"])
     assert args.cluster_by == ["a", "b"]
     assert build_parser().parse_args(["optimize", "/t", "--full"]).full is True
+
+
+def test_delta_sparks_clustered_table_is_clustered_further_by_ours(spark, tmp_path, duckdb_delta):
+    """delta-spark 4.4's golden table, clustered by a string column and
+    OPTIMIZEd by delta-spark: its clustered file is kept, an append of ours is
+    clustered alone, with delta-spark's parameters."""
+    import shutil
+    from pathlib import Path
+
+    golden = Path(__file__).resolve().parents[2] / "golden-4.4" / "liquid-clustering"
+    table = str(tmp_path / "t")
+    shutil.copytree(golden, table)
+    theirs = {f.path for f in DeltaTable(table).snapshot().files}
+    assert all(clustering.is_clustered_by(f, ["k"]) for f in DeltaTable(table).snapshot().files)
+    data = pa.table({"id": pa.array([4, 5], pa.int32()), "k": ["e", "d"]})
+    run_append(spark, table, _source(tmp_path, "src", data), format="parquet", cluster_by=["k"])
+
+    result = run_optimize(spark, table)
+
+    assert result.metrics["numRemovedFiles"] == 1  # our append's file only
+    files = DeltaTable(table).snapshot().files
+    assert theirs <= {f.path for f in files} and all(f.clustering_provider == "liquid" for f in files)
+    info = next(a["commitInfo"] for a in commit_actions(table) if "commitInfo" in a)
+    assert info["operationParameters"] == {
+        "predicate": "[]", "zOrderBy": "[]", "clusterBy": '["k"]', "auto": False, "isFull": False,
+    }  # fmt: skip
+    assert len(rows_rs(table)) == 5 == len(rows_duckdb(duckdb_delta, table))
