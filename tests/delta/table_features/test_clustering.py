@@ -116,3 +116,16 @@ def test_files_keep_their_clustering_provider_and_cube_through_a_checkpoint(tmp_
     assert clustering.is_clustered_by(files["c.parquet"], ["ID"])
     assert not clustering.is_clustered_by(files["c.parquet"], ["day"])  # clustered by other columns: again
     assert not any(clustering.is_clustered_by(f, ["id"]) for p, f in files.items() if p != "c.parquet")
+
+
+def test_concurrent_clustering_changes_conflict(tmp_path):
+    from airflow_delta_provider.delta.errors import ConcurrentTransactionError
+
+    path = _table(tmp_path / "t")
+    table = DeltaTable(path)
+    alter_table(table, change_from_json({"cluster_by": ["id"]}))
+    read = table.snapshot()
+    alter_table(table, change_from_json({"cluster_by": ["day"]}), snapshot=read)
+    with pytest.raises(ConcurrentTransactionError, match=r"delta\.clustering"):
+        alter_table(table, change_from_json({"cluster_by": ["id", "day"]}), snapshot=read)
+    assert clustering.clustering_columns(table.snapshot()) == [("day",)]
