@@ -319,12 +319,6 @@ DIFFERENCES.update({
     ("checkpoint", "*", "log after cleanup"): "we keep the cut-off checkpoint and its commit, as PROTOCOL.md's "
     "Metadata Cleanup prescribes; delta-spark 4.4 deletes every expired file below its newest checkpoint (and on "
     "V2 tables writes a classic-named copy of the oldest checkpoint left)",
-    **{
-        ("optimize", "clustering", aspect): "on a clustered table we bin-pack and record clusterBy [] (liquid "
-        "clustering's OPTIMIZE is not implemented yet); delta-spark clusters by the table's clustering columns, "
-        "records them, and adds isFull"
-        for aspect in ("parameter names", "parameter values")
-    },
 })  # fmt: skip
 
 
