@@ -305,7 +305,8 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
             "an overwrite keeps the table's clustering, as it keeps its partitioning. delta-spark 4.4 treats a "
             "whole-table overwrite as a table replace and commits an empty delta.clustering domain "
             "(ClusteredTableUtils.getDomainMetadataFromTransaction), so the table silently stops being "
-            "clustered; its partitioning it keeps. Our APPEND takes no clustering columns to restate"
+            "clustered; its partitioning it keeps. Our APPEND's cluster_by may only restate the table's "
+            "clustering columns (ALTER changes them)"
         )
         for overwrite in ("append_overwrite", "append_overwrite_schema")
     },

@@ -133,7 +133,8 @@ def run_append(
     ``cluster_by`` makes a table this creates (or replaces with
     ``overwrite_schema``) a liquid-clustered one (:mod:`~airflow_delta_provider.delta.table_features.clustering`):
     never with ``partition_by``, as delta-spark refuses. On an existing table
-    it must name the table's clustering columns (ALTER changes them).
+    it must name the table's clustering columns (ALTER changes them); a
+    schema it replaces without ``cluster_by`` keeps them, and must still fit.
     """
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
     if cluster_by and partition_by:
@@ -301,6 +302,10 @@ def _clustering_domain(
     table it creates or replaces; on an existing one ``cluster_by`` must repeat
     the table's clustering columns (None: nothing to set)."""
     if not cluster_by:
+        kept = clustering.clustering_columns(snapshot) if snapshot is not None and overwrite_schema else []
+        if kept:  # a replaced schema keeps the clustering: it must still fit (no partitions, the columns kept)
+            names = [".".join(c) for c in kept]
+            clustering.check_columns(metadata.schema_json, metadata.partition_columns, metadata.configuration, names)
         return None
     if snapshot is not None and not overwrite_schema:
         current = [".".join(p) for p in clustering.clustering_columns(snapshot)]

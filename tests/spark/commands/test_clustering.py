@@ -82,6 +82,8 @@ def test_append_creates_a_clustered_table_that_delta_rs_and_duckdb_read(spark, t
     assert run_append(spark, table, more, format="parquet").version == 1
     with pytest.raises(InvalidInputError, match="ALTER TABLE"):
         run_append(spark, table, more, format="parquet", cluster_by=["id"])
+    with pytest.raises(InvalidInputError, match="both partitioned"):
+        run_append(spark, table, more, format="parquet", mode="overwrite", overwrite_schema=True, partition_by=["id"])
     assert DeltaTable(table).latest_version() == 1
 
 
