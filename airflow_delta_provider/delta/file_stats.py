@@ -35,15 +35,13 @@ import datetime as _dt
 import decimal
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.schema.fields import leaf_fields
 from airflow_delta_provider.delta.schema.types import VARIANT
 
-DEFAULT_NUM_INDEXED_COLS = 32
 STRING_PREFIX_LENGTH = 32
 _ASCII_MAX = "\x7f"
 _UTF8_MAX = "\U0010ffff"
@@ -57,30 +55,6 @@ _BOUNDED = _INTEGRAL | {"date", "timestamp", "timestamp_ntz", "string"}
 
 
 # --- Which columns ----------------------------------------------------------
-
-
-def stats_leaves(
-    schema: Mapping[str, Any],
-    partition_columns: Iterable[str] = (),
-    configuration: Mapping[str, str] | None = None,
-) -> list[tuple[tuple[str, ...], Any]]:
-    """The (path, Delta type) of each leaf column that gets statistics.
-
-    Honours ``delta.dataSkippingStatsColumns`` (a comma list of column
-    paths) and otherwise ``delta.dataSkippingNumIndexedCols`` (``-1`` = all).
-    """
-    configuration = configuration or {}
-    leaves = leaf_fields(schema, limit=None, exclude=partition_columns)
-    chosen = configuration.get("delta.dataSkippingStatsColumns")
-    if chosen:
-        wanted = [tuple(p.strip().strip("`").lower() for p in c.split(".")) for c in chosen.split(",") if c.strip()]
-        return [
-            (path, dtype)
-            for path, dtype in leaves
-            if any(tuple(p.lower() for p in path[: len(w)]) == w for w in wanted)
-        ]
-    limit = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
-    return leaves if limit < 0 else leaves[:limit]
 
 
 # --- From the footer ------------------------------------------------------------
@@ -290,11 +264,9 @@ def _dump(value: Any) -> str:
 
 
 __all__ = [
-    "DEFAULT_NUM_INDEXED_COLS",
     "file_stats",
     "stats_from_footer",
     "stats_json",
-    "stats_leaves",
     "truncate_max_string",
     "truncate_min_string",
 ]

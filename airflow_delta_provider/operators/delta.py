@@ -371,6 +371,11 @@ class DeltaAppendOperator(DeltaSparkOperator):
         own scan, at ``version`` if given). (templated)
     :param merge_schema: Add the source's new columns to the table schema.
     :param partition_by: Partition columns, for a table this creates. (templated)
+    :param cluster_by: Liquid clustering columns, for a table this creates
+        (or replaces with ``overwrite_schema``): a list or one comma-separated
+        string, at most four integral, decimal, date or timestamp columns with
+        statistics; never with ``partition_by``. OPTIMIZE then clusters the
+        files by them. (templated)
     :param mode: ``append`` or ``overwrite``.
     :param overwrite_schema: With ``mode="overwrite"``, replace the schema too.
     :param txn_app_id: With ``txn_version``, the protocol's idempotent-write
@@ -403,6 +408,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "source_sql",
         "source_views",
         "partition_by",
+        "cluster_by",
         "txn_app_id",
         "txn_version",
         "options",
@@ -428,6 +434,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         source_views: Mapping[str, Any] | str | None = None,
         merge_schema: bool = False,
         partition_by: Sequence[str] | None = None,
+        cluster_by: Sequence[str] | str | None = None,
         mode: str = "append",
         overwrite_schema: bool = False,
         txn_app_id: str | None = None,
@@ -454,6 +461,9 @@ class DeltaAppendOperator(DeltaSparkOperator):
         self.source_views = source_views
         self.merge_schema = merge_schema
         self.partition_by = list(partition_by or [])
+        self.cluster_by = cluster_by  # a list, or one string of comma-separated names (templates render strings)
+        if self.partition_by and _column_names(cluster_by):
+            raise ValueError("a table is partitioned (partition_by) or clustered (cluster_by), not both")
         self.mode = mode
         self.overwrite_schema = overwrite_schema
         self.txn_app_id = txn_app_id
@@ -476,6 +486,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
             "merge_schema": bool(self.merge_schema),
             "overwrite_schema": bool(self.overwrite_schema),
             "partition_by": tuple(str(column) for column in self.partition_by),
+            "cluster_by": _column_names(self.cluster_by),
             "txn_app_id": self.txn_app_id,
             "txn_version": _number(self.txn_version, "txn_version"),
             "replace_where": self.replace_where,
@@ -979,20 +990,25 @@ class DeltaRestoreOperator(DeltaSparkOperator):
 
 
 class DeltaOptimizeOperator(DeltaSparkOperator):
-    """Compact small files, or Z-order, as delta-spark's ``OPTIMIZE`` does.
+    """Compact small files, Z-order, or cluster, as delta-spark's ``OPTIMIZE`` does.
 
     The files of each partition smaller than the target size are packed into
     files close to it; with ``zorder_by``, every file of each partition is
     rewritten sorted by the Z-order of those columns, so filters on any of
-    them skip more files. The rows do not change: the commit's files carry
+    them skip more files. On a liquid-clustered table (see
+    ``DeltaAppendOperator``'s ``cluster_by``) it clusters the files not yet
+    clustered by the table's clustering columns; ``full=True`` reclusters every
+    file (``OPTIMIZE FULL``). The rows do not change: the commit's files carry
     ``dataChange=false``, and a concurrent append does not conflict with it.
     With nothing to rewrite nothing is committed, and ``version`` is None.
 
     :param where: A condition on partition columns: only those partitions. (templated)
     :param target_size: Bytes per file (default: ``delta.targetFileSize``, else 128 MiB). (templated)
     :param zorder_by: Columns to Z-order by, as a list or one comma-separated
-        string (integral, decimal, date or timestamp, with statistics; not
-        partition columns). (templated)
+        string (integral, decimal, date, timestamp or string, with statistics; not
+        partition columns; never on a clustered table). (templated)
+    :param full: On a clustered table, recluster every file, not only those
+        written since the last clustering (``OPTIMIZE FULL``).
     """
 
     request_class = requests.OptimizeRequest
@@ -1008,20 +1024,22 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         where: str | None = None,
         target_size: int | str | None = None,
         zorder_by: Sequence[str] | str | None = None,
+        full: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.where = where
         self.target_size = target_size
         self.zorder_by = zorder_by  # a list, or one string of comma-separated names (templates render strings)
+        self.full = full
         _check_unless_templated(self, target_size)
 
     def _request_fields(self) -> dict[str, Any]:
-        names = self.zorder_by.split(",") if isinstance(self.zorder_by, str) else list(self.zorder_by or [])
         return {
             "where": self.where,
             "target_size": _number(self.target_size, "target_size"),
-            "zorder_by": tuple(str(name).strip() for name in names if str(name).strip()),
+            "zorder_by": _column_names(self.zorder_by),
+            "full": bool(self.full),
         }
 
     def _lineage_arguments(self) -> dict[str, Any]:
@@ -1066,3 +1084,9 @@ class DeltaConvertOperator(DeltaSparkOperator):
         if isinstance(spec, Mapping):
             spec = ", ".join(f"{name} {type_}" for name, type_ in spec.items())
         return {"partition_by": spec or None, "table_properties": _pairs(self.table_properties or {})}
+
+
+def _column_names(value: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Column names given as a list, or as one comma-separated string (what a template renders)."""
+    names = value.split(",") if isinstance(value, str) else list(value or [])
+    return tuple(str(name).strip() for name in names if str(name).strip())

@@ -83,6 +83,9 @@ class AppendRequest(OperationRequest):
         help="with --mode overwrite: dynamic replaces only the partitions the source writes (default: static)",
     )
     partition_by: tuple[str, ...] = repeated(metavar="COL")
+    cluster_by: tuple[str, ...] = joined(
+        metavar="C1,C2", help="liquid clustering columns of a table this creates (never with --partition-by)"
+    )
     txn_app_id: str | None = option()
     txn_version: int | None = option(parse=int)
     options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option")
@@ -97,6 +100,8 @@ class AppendRequest(OperationRequest):
             raise ValueError("append: give the source's format (--format) with --source")
         if self.source_sql is not None and (self.format is not None or self.options):
             raise ValueError("append: --format and --option describe a --source path; a query's views carry their own")
+        if self.cluster_by and self.partition_by:
+            raise ValueError("append: a table is partitioned (--partition-by) or clustered (--cluster-by), not both")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,14 +177,17 @@ class ReorgRequest(OperationRequest):
 @dataclass(frozen=True, kw_only=True)
 class OptimizeRequest(OperationRequest):
     operation = "optimize"
-    summary = "OPTIMIZE: compact small files, or Z-order"
+    summary = "OPTIMIZE: compact small files, Z-order, or cluster a liquid-clustered table"
 
     where: str | None = option(help="a condition on partition columns: only those partitions")
     target_size: int | None = option(parse=int, help="bytes per file (default: delta.targetFileSize, else 128 MiB)")
     zorder_by: tuple[str, ...] = joined(metavar="C1,C2", help="Z-order by these columns")
+    full: bool = switch(help="OPTIMIZE FULL: on a clustered table, recluster every file, not only the new ones")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.full and self.zorder_by:
+            raise ValueError("optimize: --full reclusters a clustered table, which cannot be Z-ordered")
         if self.target_size is not None and self.target_size <= 0:
             raise ValueError(f"target_size must be positive, not {self.target_size!r}")
 
@@ -196,7 +204,8 @@ class AlterRequest(OperationRequest):
         '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
         '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
         '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
-        '{"drop_constraint": {"name": "positive", "if_exists": true}}',
+        '{"drop_constraint": {"name": "positive", "if_exists": true}}, {"cluster_by": ["a", "b"]}, '
+        '{"cluster_by": "none"}',
     )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"

@@ -13,11 +13,11 @@ import pytest
 from airflow_delta_provider.delta.file_stats import (
     file_stats,
     stats_json,
-    stats_leaves,
     truncate_max_string,
     truncate_min_string,
 )
 from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
+from airflow_delta_provider.delta.schema.fields import stats_leaves
 
 
 def _stats(tmp_path, table: pa.Table, partition_columns=(), configuration=None, **write_kwargs):

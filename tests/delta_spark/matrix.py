@@ -305,7 +305,8 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
             "an overwrite keeps the table's clustering, as it keeps its partitioning. delta-spark 4.4 treats a "
             "whole-table overwrite as a table replace and commits an empty delta.clustering domain "
             "(ClusteredTableUtils.getDomainMetadataFromTransaction), so the table silently stops being "
-            "clustered; its partitioning it keeps. Our APPEND takes no clustering columns to restate"
+            "clustered; its partitioning it keeps. Our APPEND's cluster_by may only restate the table's "
+            "clustering columns (ALTER changes them)"
         )
         for overwrite in ("append_overwrite", "append_overwrite_schema")
     },
@@ -319,12 +320,6 @@ DIFFERENCES.update({
     ("checkpoint", "*", "log after cleanup"): "we keep the cut-off checkpoint and its commit, as PROTOCOL.md's "
     "Metadata Cleanup prescribes; delta-spark 4.4 deletes every expired file below its newest checkpoint (and on "
     "V2 tables writes a classic-named copy of the oldest checkpoint left)",
-    **{
-        ("optimize", "clustering", aspect): "on a clustered table we bin-pack and record clusterBy [] (liquid "
-        "clustering's OPTIMIZE is not implemented yet); delta-spark clusters by the table's clustering columns, "
-        "records them, and adds isFull"
-        for aspect in ("parameter names", "parameter values")
-    },
 })  # fmt: skip
 
 

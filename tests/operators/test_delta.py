@@ -243,11 +243,23 @@ def test_changes_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"source_format": "avro"}, {"mode": "upsert"}, {"txn_app_id": "only-the-id"}],
+    [
+        {"source_format": "avro"}, {"mode": "upsert"}, {"txn_app_id": "only-the-id"},
+        {"partition_by": ["day"], "cluster_by": "id"},
+    ],
 )
 def test_append_refuses_bad_static_arguments(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         DeltaAppendOperator(task_id="a", table_path="/t", source="/s", **kwargs)
+
+
+def test_clustering_arguments_follow_the_spark_cli() -> None:
+    append = DeltaAppendOperator(task_id="a", table_path="/t", source="/s", cluster_by="x, y")
+    assert append.cli_arguments()[-2:] == ["--cluster-by", "x,y"]
+    optimize = DeltaOptimizeOperator(task_id="o", table_path="/t", full=True)
+    assert optimize.cli_arguments() == ["--full"]
+    alter = DeltaAlterTableOperator(task_id="c", table_path="/t", change={"cluster_by": "none"})
+    assert alter.cli_arguments() == ["--change", '{"cluster_by": "none"}']
 
 
 def test_update_needs_a_column_to_set() -> None:

@@ -81,6 +81,15 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (
         DeltaAppendOperator,
         {
+            "source": "/in/day=5", "source_format": "parquet", "merge_schema": True, "cluster_by": "day, id",
+            "mode": "overwrite", "overwrite_schema": True, "txn_app_id": "loader", "txn_version": 11,
+            "options": {"k": "v"}, "table_properties": {"delta.appendOnly": "false"},
+            "table_schema": '{"type": "struct", "fields": []}',
+        },
+    ),
+    (
+        DeltaAppendOperator,
+        {
             "source_sql": "SELECT * FROM a JOIN b USING (id) WHERE a.day = '4'",
             "source_views": {"a": {"path": "/in/a", "format": "orc"}, "b": {"path": "/in/b", "format": "delta"}},
             "merge_schema": True, "partition_by": ["day"], "mode": "overwrite", "replace_where": "day = '4'",
@@ -121,6 +130,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (DeltaVacuumOperator, {"retention_hours": 12.5, "dry_run": True, "retention_check": False, "mode": "lite"}),
     (DeltaPurgeDeletionVectorsOperator, {"min_deleted_ratio": 0.25}),
     (DeltaOptimizeOperator, {"where": "day = 1", "target_size": 1 << 20, "zorder_by": ["a", "b"]}),
+    (DeltaOptimizeOperator, {"where": "day = 1", "target_size": 1 << 20, "full": True}),
     (
         DeltaAlterTableOperator,
         {"change": {"rename_column": {"column": "a", "to": "b"}}, "enable_column_mapping": True},
@@ -137,8 +147,11 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
 
 #: Fields whose only value is their default: REORG is always ``--purge``.
 _FIXED = {("reorg", "purge")}
-#: Fields of an operation of which exactly one is away from its default in a case (they exclude each other).
-_ONE_OF = {"append": ("overwrite_schema", "replace_where", "partition_overwrite_mode")}
+#: Sets of fields of an operation of which exactly one is away from its default in a case (they exclude each other).
+_ONE_OF = {
+    "append": (("overwrite_schema", "replace_where", "partition_overwrite_mode"), ("partition_by", "cluster_by")),
+    "optimize": (("zorder_by", "full"),),
+}
 #: Groups of fields of an operation that are alternatives: a case sets every field of one group, none of the others.
 _ALTERNATIVES = {
     "append": (("source", "format", "options"), ("source_sql", "source_views")),
@@ -166,7 +179,8 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
 
     # Every argument really was away from its default (so none can be dropped on the way).
     assert (request.table, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
-    exclusive = _ONE_OF.get(request.operation, ())
+    sets = _ONE_OF.get(request.operation, ())
+    exclusive = sum(sets, ())
     groups = _ALTERNATIVES.get(request.operation, ())
     in_groups = [name for group in groups for name in group]
     for field in request.operation_fields():
@@ -174,8 +188,8 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
             continue
         assert getattr(request, field.name) != field.default, field.name
     defaults = {f.name: f.default for f in request.operation_fields()}
-    if exclusive:
-        assert sum(getattr(request, name) != defaults[name] for name in exclusive) == 1
+    for one_of in sets:
+        assert sum(getattr(request, name) != defaults[name] for name in one_of) == 1, one_of
     if groups:
         set_ = [[getattr(request, name) != defaults[name] for name in group] for group in groups]
         assert sorted(map(all, set_)) == [False] * (len(groups) - 1) + [True]
@@ -183,7 +197,10 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
 
 
 def test_each_field_that_excludes_others_has_its_own_case() -> None:
-    for operation, names in {**_ONE_OF, **{op: sum(groups, ()) for op, groups in _ALTERNATIVES.items()}}.items():
+    exclusive = {op: sum(sets, ()) for op, sets in _ONE_OF.items()}
+    alternatives = {op: sum(groups, ()) for op, groups in _ALTERNATIVES.items()}
+    for operation in {*exclusive, *alternatives}:
+        names = (*exclusive.get(operation, ()), *alternatives.get(operation, ()))
         cls = REQUESTS[operation]
         defaults = {f.name: f.default for f in cls.operation_fields()}
         requests_ = [op_cls(task_id="t", **COMMON, **args).request() for op_cls, args in OPERATORS if op_cls.request_class is cls]
@@ -329,7 +346,8 @@ def test_template_fields_are_unchanged() -> None:
         DeltaUpdateOperator: (*base, "updates", "condition"),
         DeltaDeleteOperator: (*base, "condition"),
         DeltaAppendOperator: (
-            *base, "source", "source_sql", "source_views", "partition_by", "txn_app_id", "txn_version", "options",
+            *base, "source", "source_sql", "source_views", "partition_by", "cluster_by", "txn_app_id", "txn_version",
+            "options",
             "table_properties", "table_schema", "replace_where", "partition_overwrite_mode",
         ),
         DeltaMergeOperator: (*base, "source", "source_sql", "source_views", "on", "clauses", "source_version", "options"),

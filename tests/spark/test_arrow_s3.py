@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
-from airflow_delta_provider.delta.file_stats import stats_leaves
+from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append

@@ -189,6 +189,8 @@ class AddFile:
     deletion_vector: DeletionVector | None = None
     base_row_id: int | None = None
     default_row_commit_version: int | None = None
+    #: The clustering implementation that wrote the file (``liquid``: OPTIMIZE of a clustered table).
+    clustering_provider: str | None = None
     stats_parsed: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
@@ -277,6 +279,7 @@ class AddFile:
             deletion_vector=DeletionVector.from_json(d.get("deletionVector")),
             base_row_id=d.get("baseRowId"),
             default_row_commit_version=d.get("defaultRowCommitVersion"),
+            clustering_provider=d.get("clusteringProvider"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -292,6 +295,7 @@ class AddFile:
                 "deletionVector": self.deletion_vector.to_json() if self.deletion_vector else None,
                 "baseRowId": self.base_row_id,
                 "defaultRowCommitVersion": self.default_row_commit_version,
+                "clusteringProvider": self.clustering_provider,
             }
         )
 

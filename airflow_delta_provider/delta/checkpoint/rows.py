@@ -55,6 +55,7 @@ CHECKPOINT_SCHEMA = pa.schema(
                     ("deletionVector", _DV),
                     ("baseRowId", pa.int64()),
                     ("defaultRowCommitVersion", pa.int64()),
+                    ("clusteringProvider", pa.string()),
                     ("stats", pa.string()),
                 ]
             ),
@@ -152,22 +153,28 @@ def non_file_rows(
 
     for column, value in extra:
         push(column, value)
-    push("protocol", {
-        "minReaderVersion": proto.min_reader_version,
-        "minWriterVersion": proto.min_writer_version,
-        "readerFeatures": list(proto.reader_features) if proto.reader_features is not None else None,
-        "writerFeatures": list(proto.writer_features) if proto.writer_features is not None else None,
-    })
-    push("metaData", {
-        "id": md.id,
-        "name": md.name,
-        "description": md.description,
-        "format": {"provider": md.format.provider, "options": _map(md.format.options)},
-        "schemaString": md.schema_string,
-        "partitionColumns": list(md.partition_columns),
-        "configuration": _map(md.configuration),
-        "createdTime": md.created_time,
-    })
+    push(
+        "protocol",
+        {
+            "minReaderVersion": proto.min_reader_version,
+            "minWriterVersion": proto.min_writer_version,
+            "readerFeatures": list(proto.reader_features) if proto.reader_features is not None else None,
+            "writerFeatures": list(proto.writer_features) if proto.writer_features is not None else None,
+        },
+    )
+    push(
+        "metaData",
+        {
+            "id": md.id,
+            "name": md.name,
+            "description": md.description,
+            "format": {"provider": md.format.provider, "options": _map(md.format.options)},
+            "schemaString": md.schema_string,
+            "partitionColumns": list(md.partition_columns),
+            "configuration": _map(md.configuration),
+            "createdTime": md.created_time,
+        },
+    )
     for txn in snapshot.txn_actions:
         push("txn", {"appId": txn.app_id, "version": txn.version, "lastUpdated": txn.last_updated})
     for dm in snapshot.domain_metadata.values():
@@ -214,6 +221,7 @@ def _add_array(snapshot: Snapshot) -> pa.Array:
         _dv_array([f.deletion_vector for f in files]),
         pa.array([f.base_row_id for f in files], pa.int64()),
         pa.array([f.default_row_commit_version for f in files], pa.int64()),
+        pa.array([f.clustering_provider for f in files], pa.string()),
         pa.array([f.stats_json() for f in files], pa.string()),
     ]
     return pa.StructArray.from_arrays(children, fields=list(t))
@@ -248,7 +256,12 @@ def _dv_array(dvs: list[DeletionVector | None]) -> pa.Array:
 
 def non_file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The non-file actions of ``snapshot``, each as a one-key JSON object."""
-    actions: list[Action] = [snapshot.protocol, snapshot.metadata, *snapshot.txn_actions, *snapshot.domain_metadata.values()]
+    actions: list[Action] = [
+        snapshot.protocol,
+        snapshot.metadata,
+        *snapshot.txn_actions,
+        *snapshot.domain_metadata.values(),
+    ]
     return [action_to_json(a) for a in actions]
 
 

@@ -271,7 +271,7 @@ def _adds(column: pa.Array) -> list[AddFile]:
     stats = _col(f, "stats", n)
     parsed = _col(f, "stats_parsed", n)
     out = []
-    for path, pv, size, mtime, dc, st, sp, tags, dv, brid, drcv in zip(
+    for path, pv, size, mtime, dc, st, sp, tags, dv, brid, drcv, provider in zip(
         f["path"],
         _col(f, "partitionValues", n),
         _col(f, "size", n),
@@ -283,6 +283,7 @@ def _adds(column: pa.Array) -> list[AddFile]:
         _col(f, "deletionVector", n),
         _col(f, "baseRowId", n),
         _col(f, "defaultRowCommitVersion", n),
+        _col(f, "clusteringProvider", n),
     ):
         out.append(
             AddFile(
@@ -296,6 +297,7 @@ def _adds(column: pa.Array) -> list[AddFile]:
                 deletion_vector=_dv(dv) if dv else None,
                 base_row_id=brid,
                 default_row_commit_version=drcv,
+                clustering_provider=provider,
                 stats_parsed=_jsonable(sp) if st is None and sp is not None else None,
             )
         )

@@ -18,6 +18,10 @@ operation name and parameters. No data file is read or written:
   the engine must have checked the rows first, so its commit counts as a read
   of the whole table and a concurrent append conflicts with it. A column a
   constraint reads cannot be renamed or dropped.
+- CLUSTER BY (cols) sets the ``delta.clustering`` domain (the table then
+  lists the ``clustering`` feature), CLUSTER BY NONE empties it; on a table
+  that is not clustered, NONE commits nothing, as delta-spark's
+  ``AlterTableClusterByDeltaCommand``. A partitioned table is refused.
 - A change conflicts with concurrent commits as any metadata change does.
 """
 
@@ -46,8 +50,7 @@ from airflow_delta_provider.delta.schema.types import (
     struct_type,
 )
 from airflow_delta_provider.delta.table_features import check_constraints as constraints
-from airflow_delta_provider.delta.table_features import column_mapping
-from airflow_delta_provider.delta.table_features.clustering import clustering_columns
+from airflow_delta_provider.delta.table_features import clustering, column_mapping
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -434,6 +437,39 @@ class DropConstraint(SchemaChange):
         return replace(metadata, configuration=configuration)
 
 
+@dataclass(frozen=True)
+class ClusterBy(SchemaChange):
+    """ALTER TABLE CLUSTER BY (``columns``), or NONE when empty: a domain change
+    that :func:`alter_table` commits (the metadata stays as it is)."""
+
+    columns: tuple[str, ...]
+    operation = "CLUSTER BY"
+
+    def apply(self, metadata: Metadata) -> Metadata:
+        return metadata
+
+
+def _cluster_by(table: DeltaTable, snapshot: Snapshot, change: ClusterBy, token: str | None) -> CommitResult | None:
+    """Commit the ``delta.clustering`` domain ``change`` asks for, with
+    delta-spark's ``CLUSTER BY`` parameters (old and new logical columns,
+    comma-joined); None for NONE on a table that is not clustered."""
+    old = [format_path(c) for c in clustering.clustering_columns(snapshot)]
+    if not change.columns and not clustering.is_clustered(snapshot.domain_metadata):
+        return None
+    metadata = snapshot.metadata
+    columns = clustering.check_columns(
+        metadata.schema_json, metadata.partition_columns, metadata.configuration, change.columns
+    )
+    if clustering.is_clustered(snapshot.domain_metadata) and [c.lower() for c in columns] == [c.lower() for c in old]:
+        raise InvalidInputError(f"CLUSTER BY changes nothing: the table is clustered by {old or 'nothing'} already")
+    mapping = snapshot.column_mapping
+    domain = clustering.domain_action([mapping.physical_column(c) if mapping.enabled else c for c in columns])
+    parameters = {"oldClusteringColumns": ",".join(old), "newClusteringColumns": ",".join(columns)}
+    txn = table.transaction(change.operation, parameters=parameters, snapshot=snapshot)
+    txn.set_domain(domain)
+    return txn.commit(metrics={}, token=token)
+
+
 def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> None:
     users = constraints.constraints_reading(metadata, path[0])  # a nested field: its top-level column
     if users:
@@ -441,7 +477,7 @@ def _refuse_if_constrained(metadata: Metadata, path: FieldPath, verb: str) -> No
 
 
 def _refuse_clustering_columns(snapshot: Snapshot, change: DropColumns) -> None:
-    clustered = {tuple(p.lower() for p in c) for c in clustering_columns(snapshot)}
+    clustered = {tuple(p.lower() for p in c) for c in clustering.clustering_columns(snapshot)}
     for raw in change.paths:
         path = _path(raw)
         if tuple(p.lower() for p in path) in clustered:
@@ -519,6 +555,8 @@ def alter_table(
     version the change is made to (default: the latest), for a caller that
     checked rows at it. Bad input raises before anything is written."""
     snapshot = table.snapshot() if snapshot is None else snapshot
+    if isinstance(change, ClusterBy):
+        return _cluster_by(table, snapshot, change, token)
     if isinstance(change, DropColumns):
         _refuse_clustering_columns(snapshot, change)
     metadata = plan(snapshot.metadata, change, enable_column_mapping=enable_column_mapping)
@@ -537,7 +575,8 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
     ``{"rename_column": {"column", "to"}}``, ``{"drop_columns": [...]}``,
     ``{"alter_column": {"column", "comment"?, "nullable"?}}``,
     ``{"set_properties": {...}}``, ``{"unset_properties": [...], "if_exists"?}``,
-    ``{"add_constraint": {"name", "expression"}}``, ``{"drop_constraint": {"name", "if_exists"?}}``."""
+    ``{"add_constraint": {"name", "expression"}}``, ``{"drop_constraint": {"name", "if_exists"?}}``,
+    ``{"cluster_by": ["a", "b"]}``, ``{"cluster_by": "none"}`` (or ``[]``)."""
     kinds = [k for k in spec if k in ALTER_CHANGES]
     extra = set(spec) - set(ALTER_CHANGES) - {"if_exists"}
     if len(kinds) != 1 or extra:
@@ -564,6 +603,10 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
             return SetProperties({str(k): str(v) for k, v in value.items()})
         if kind == "add_constraint":
             return AddConstraint(value["name"], value["expression"])
+        if kind == "cluster_by":
+            if isinstance(value, str) and value.strip().lower() == "none":
+                return ClusterBy(())
+            return ClusterBy(tuple(str(c) for c in _list(value, kind)))
         if kind == "drop_constraint":
             return DropConstraint(value["name"], _boolean(value.get("if_exists", False), "if_exists"))
         return UnsetProperties(tuple(_list(value, kind)), _boolean(spec.get("if_exists", False), "if_exists"))
@@ -588,6 +631,7 @@ __all__ = [
     "AddColumns",
     "AddConstraint",
     "AlterColumn",
+    "ClusterBy",
     "DropColumns",
     "DropConstraint",
     "NewColumn",

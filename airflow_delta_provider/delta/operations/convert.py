@@ -48,7 +48,7 @@ from urllib.parse import unquote
 
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, TableAlreadyExistsError
-from airflow_delta_provider.delta.file_stats import stats_from_footer, stats_json, stats_leaves
+from airflow_delta_provider.delta.file_stats import stats_from_footer, stats_json
 from airflow_delta_provider.delta.operations.vacuum import is_hidden_path
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
@@ -57,6 +57,7 @@ from airflow_delta_provider.delta.partitions import (
     serialize_partition_value,
 )
 from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
+from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.delta.schema.types import (
     as_nullable,
     canonical_primitive,

@@ -37,9 +37,7 @@ def uses_type(delta_type: DeltaType, name: str) -> bool:
     return canonical_primitive(delta_type) == name
 
 
-def field_by_name(
-    schema: Mapping[str, Any], name: str, case_insensitive: bool = True
-) -> dict[str, Any] | None:
+def field_by_name(schema: Mapping[str, Any], name: str, case_insensitive: bool = True) -> dict[str, Any] | None:
     """The top-level field called ``name`` (case-insensitively by default,
     as Delta resolves columns), or None."""
     fields = fields_of(schema)
@@ -123,3 +121,31 @@ def _transform_type(t: Any, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> A
     if kind == "map":
         return {**t, "keyType": _transform_type(t["keyType"], fn), "valueType": _transform_type(t["valueType"], fn)}
     return t
+
+
+#: Leaf columns that get statistics by default (``delta.dataSkippingNumIndexedCols``).
+DEFAULT_NUM_INDEXED_COLS = 32
+
+
+def stats_leaves(
+    schema: Mapping[str, Any],
+    partition_columns: Iterable[str] = (),
+    configuration: Mapping[str, str] | None = None,
+) -> list[tuple[tuple[str, ...], Any]]:
+    """The (path, Delta type) of each leaf column that gets statistics.
+
+    Honours ``delta.dataSkippingStatsColumns`` (a comma list of column
+    paths) and otherwise ``delta.dataSkippingNumIndexedCols`` (``-1`` = all).
+    """
+    configuration = configuration or {}
+    leaves = leaf_fields(schema, limit=None, exclude=partition_columns)
+    chosen = configuration.get("delta.dataSkippingStatsColumns")
+    if chosen:
+        wanted = [tuple(p.strip().strip("`").lower() for p in c.split(".")) for c in chosen.split(",") if c.strip()]
+        return [
+            (path, dtype)
+            for path, dtype in leaves
+            if any(tuple(p.lower() for p in path[: len(w)]) == w for w in wanted)
+        ]
+    limit = int(configuration.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+    return leaves if limit < 0 else leaves[:limit]

@@ -1,27 +1,50 @@
 """The ``clustering`` table feature (liquid clustering).
 
 A clustered table names its clustering columns, by their physical paths, in
-the ``delta.clustering`` domain (``domainMetadata``). We keep the domain as
-it is, refuse to drop a clustering column, and refuse Z-order on such a
-table, as delta-spark does; we never recluster.
+the ``delta.clustering`` domain (``domainMetadata``), as delta-spark's
+``ClusteringMetadataDomain``: ``{"clusteringColumns": [["a"], ["b", "c"]], "domainName": "delta.clustering"}``;
+``CLUSTER BY NONE`` leaves the list empty. The protocol lists the writer
+features ``clustering`` and ``domainMetadata`` (``ClusteringTableFeature``
+requires the second). As delta-spark's ``ClusteredTableUtils``:
+
+- at most :data:`MAX_COLUMNS` clustering columns, each one that can lay out
+  files (:mod:`airflow_delta_provider.delta.schema.layout_columns`);
+- a clustered table is never partitioned, and is never Z-ordered;
+- a clustering column cannot be dropped.
+
+OPTIMIZE clusters the files (:mod:`airflow_delta_provider.spark.commands.optimize`)
+and marks each file it writes ``clusteringProvider: "liquid"``, with the
+``ZCUBE_ID`` and ``ZCUBE_ZORDER_BY`` tags delta-spark's ``ZCubeInfo`` sets;
+:func:`is_clustered_by` tells those files from the ones written since.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+from typing import Protocol as Structural
 
-from airflow_delta_provider.delta.actions.model import DomainMetadata
+from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata, Protocol
+from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.schema.fields import walk_fields
+from airflow_delta_provider.delta.schema.layout_columns import check_layout_columns
 from airflow_delta_provider.delta.schema.types import FieldPath
+from airflow_delta_provider.delta.table_features import features
 from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
 
 #: The domain that holds the clustering columns.
 DOMAIN = "delta.clustering"
+#: The ``clusteringProvider`` of the files OPTIMIZE clusters (delta-spark's ``ClusteredTableUtils.clusteringProvider``).
+PROVIDER = "liquid"
+#: Clustering columns at most (delta-spark's ``spark.databricks.io.skipping.mdc.maxNumClusteringColumns`` default).
+MAX_COLUMNS = 4
+#: The file tags of delta-spark's ``ZCubeInfo``: the cube a file belongs to, and the columns it was clustered by.
+ZCUBE_ID_TAG, ZCUBE_ZORDER_BY_TAG = "ZCUBE_ID", "ZCUBE_ZORDER_BY"
 
 
-class ClusteredTable(Protocol):
+class ClusteredTable(Structural):
     """What :func:`clustering_columns` reads of a table version (a
     :class:`~airflow_delta_provider.delta.snapshot.Snapshot`)."""
 
@@ -55,3 +78,67 @@ def clustering_columns(snapshot: ClusteredTable) -> list[FieldPath]:
     for path, _f in walk_fields(snapshot.schema):
         by_physical[tuple(snapshot.column_mapping.physical_path(path))] = path
     return [by_physical.get(p, p) for p in physical]
+
+
+def check_columns(
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str],
+    configuration: Mapping[str, str],
+    columns: Sequence[str],
+) -> list[str]:
+    """The clustering ``columns`` as the schema spells them; refused: more than
+    :data:`MAX_COLUMNS`, a partitioned table, and columns that cannot lay out
+    files (delta-spark's ``validateClusteringColumnsInStatsSchema``)."""
+    if partition_columns:
+        raise InvalidInputError(
+            f"a table cannot be both partitioned (by {list(partition_columns)}) and clustered, as delta-spark "
+            "refuses (clusterByWithPartitionedBy): drop partition_by, or cluster_by"
+        )
+    if len(columns) > MAX_COLUMNS:
+        raise InvalidInputError(
+            f"a table is clustered by {MAX_COLUMNS} columns at most, not {len(columns)}: {list(columns)}"
+        )
+    return check_layout_columns(schema, (), configuration, columns, "cluster by")
+
+
+def domain_action(physical_columns: Sequence[str]) -> DomainMetadata:
+    """The ``delta.clustering`` domain naming these top-level physical columns (none: CLUSTER BY NONE)."""
+    config = {"clusteringColumns": [[c] for c in physical_columns], "domainName": DOMAIN}  # as delta-spark 4.4
+    return DomainMetadata(DOMAIN, json.dumps(config, separators=(",", ":")))
+
+
+def with_features(protocol: Protocol) -> Protocol:
+    """``protocol`` listing the ``clustering`` and ``domainMetadata`` writer
+    features (writer version 7, the reader version kept, as delta-spark
+    upgrades it for a clustered table)."""
+    _readers, writers = features.listed_features(protocol)
+    wanted = {features.CLUSTERING, features.DOMAIN_METADATA}
+    if wanted <= writers:
+        return protocol
+    return Protocol(
+        min_reader_version=protocol.min_reader_version,
+        min_writer_version=7,
+        reader_features=protocol.reader_features if protocol.min_reader_version >= 3 else None,
+        writer_features=tuple(sorted(writers | wanted)),
+    )
+
+
+def is_clustered_by(add: AddFile, columns: Sequence[str]) -> bool:
+    """Whether OPTIMIZE already clustered ``add`` by these (logical) columns:
+    it carries the ``liquid`` provider and, when tagged, was clustered by the
+    same columns (delta-spark's ``ClusteringStrategy`` reclusters the others)."""
+    if add.clustering_provider != PROVIDER:
+        return False
+    by = (add.tags or {}).get(ZCUBE_ZORDER_BY_TAG)
+    if by is None:
+        return True
+    try:
+        return [c.lower() for c in json.loads(by)] == [c.lower() for c in columns]
+    except (ValueError, TypeError, AttributeError):
+        return False
+
+
+def clustered_file(add: AddFile, columns: Sequence[str], cube_id: str) -> AddFile:
+    """``add`` as OPTIMIZE writes it on a clustered table (delta-spark's ``ClusteringStrategy.tagAddFile``)."""
+    tags = {**(add.tags or {}), ZCUBE_ID_TAG: cube_id, ZCUBE_ZORDER_BY_TAG: json.dumps(list(columns))}
+    return replace(add, clustering_provider=PROVIDER, tags=tags)

@@ -72,11 +72,11 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: (every commit carries a monotonic one: :mod:`.in_commit_timestamps`),
 #: ``checkConstraints`` (every write job checks ``delta.constraints.*``:
 #: :mod:`.check_constraints`), ``domainMetadata`` (replay and checkpoints keep every
-#: domain; we change none but row tracking's, whose concurrent changes are
-#: reconciled, so none of our commits conflicts over one) and
-#: ``clustering`` (liquid clustering: its ``delta.clustering`` domain is kept,
-#: its columns cannot be dropped, and Z-order is refused, as in delta-spark:
-#: :mod:`.clustering`), ``changeDataFeed`` (UPDATE, DELETE and MERGE write their
+#: domain; we change row tracking's, whose concurrent changes are reconciled,
+#: and liquid clustering's, whose concurrent changes conflict) and
+#: ``clustering`` (liquid clustering: APPEND and ALTER set the ``delta.clustering``
+#: domain, OPTIMIZE clusters the files not yet clustered, its columns cannot be
+#: dropped, and Z-order is refused, as in delta-spark: :mod:`.clustering`), ``changeDataFeed`` (UPDATE, DELETE and MERGE write their
 #: changed rows as ``cdc`` files: :mod:`.change_data_feed`,
 #: :mod:`airflow_delta_provider.spark.write.change_data`),
 #: ``rowTracking`` (every commit gives new files fresh row ids above the

@@ -61,6 +61,7 @@ from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.log.store import TableLog
 from airflow_delta_provider.delta.table_features import (
     change_data_feed,
+    clustering,
     column_mapping,
     generated_columns,
     in_commit_timestamps,
@@ -131,6 +132,7 @@ class Transaction:
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
         self._txns: dict[str, Txn] = {}
+        self._domains: dict[str, DomainMetadata] = {}
         self._read_predicates: list[Predicate] = []
         self._read_paths: set[str] = set()
         self._read_whole_table = False
@@ -186,6 +188,13 @@ class Transaction:
         ``delta.identity.schemaUpdate`` marks a high-water-mark-only metadata change)."""
         self._tags[key] = value
 
+    def set_domain(self, domain: DomainMetadata) -> None:
+        """Stage a ``domainMetadata`` action (a user-controlled domain such as
+        ``delta.clustering``); a concurrent change of the same domain conflicts.
+        Setting ``delta.clustering`` lists the ``clustering`` and ``domainMetadata``
+        writer features."""
+        self._domains[domain.domain] = domain
+
     def update_protocol(self, protocol: Protocol) -> None:
         features.check_writable(protocol, self._metadata)
         self._protocol = protocol
@@ -219,6 +228,7 @@ class Transaction:
             and self._metadata is None
             and self._protocol is None
             and not self._txns
+            and not self._domains
             and not self._read_whole_table
             and not self._read_predicates
             and not self._read_paths
@@ -269,6 +279,13 @@ class Transaction:
                 protocol = upgraded
                 if not creating:
                     self._protocol = protocol  # a protocol change for the conflict checks too
+        staged = self._domains.get(clustering.DOMAIN)
+        if staged is not None and not staged.removed:
+            current = self._protocol_in_force(protocol, winner=False)
+            if clustering.with_features(current) != current:
+                protocol = clustering.with_features(current)
+                if not creating:
+                    self._protocol = protocol
         if protocol is not None:
             features.check_writable(protocol, self.metadata)
         version = 0 if self.read_snapshot is None else self.read_snapshot.version + 1
@@ -288,6 +305,7 @@ class Transaction:
             if self._metadata is not None:
                 actions.append(self._metadata_at(version, protocol, ict))
             actions.extend(self._txns.values())
+            actions.extend(self._domains.values())
             actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
                 return CommitResult(version, info, attempt, self._due_after(version))
@@ -382,7 +400,9 @@ class Transaction:
         # The table as it is decides (delta-spark's assertRemovable on the read
         # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
         current = self.read_snapshot.metadata if self.read_snapshot is not None else md
-        if table_properties.append_only(current) and any(isinstance(a, RemoveFile) and a.data_change for a in self._actions):
+        if table_properties.append_only(current) and any(
+            isinstance(a, RemoveFile) and a.data_change for a in self._actions
+        ):
             raise AppendOnlyViolationError(
                 f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} would remove data"
             )
@@ -405,7 +425,9 @@ class Transaction:
                     f"the table is partitioned by {sorted(partition_columns)}"
                 )
 
-    def _commit_info(self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None) -> dict[str, Any]:
+    def _commit_info(
+        self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None
+    ) -> dict[str, Any]:
         info: dict[str, Any] = {
             "timestamp": int(time.time() * 1000),
             "operation": self.operation,
@@ -443,7 +465,7 @@ class Transaction:
             changes_metadata=self._metadata is not None,
             changes_protocol=self._protocol is not None,
             is_empty=self._is_empty,
-            domains=set(),
+            domains=set(self._domains),
             schema=json.loads(md.schema_string) if md else {"type": "struct", "fields": []},
             partition_columns=list(md.partition_columns) if md else [],
             canonical=self._canonical,

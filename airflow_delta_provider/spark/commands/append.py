@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 # Aliased: run_append's ``table_properties`` argument would shadow the module.
 from airflow_delta_provider.delta import table_properties as table_props
-from airflow_delta_provider.delta.actions.model import AddFile, Metadata
+from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata, Metadata
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
     IdentityHighWaterMarkConflictError,
@@ -55,7 +55,7 @@ from airflow_delta_provider.delta.schema.evolution import enforce_schema, merge_
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
 from airflow_delta_provider.delta.schema.types import VARIANT, as_nullable, schema_string, type_name
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.table_features import column_mapping, type_widening
+from airflow_delta_provider.delta.table_features import clustering, column_mapping, type_widening
 from airflow_delta_provider.delta.table_features import identity_columns as identity_module
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
@@ -99,6 +99,7 @@ def run_append(
     partition_overwrite_mode: str | None = None,
     source_sql: str | None = None,
     source_views: str | Mapping[str, Any] | Sequence[SourceView] | None = None,
+    cluster_by: Sequence[str] | None = None,
 ) -> CommandResult:
     """Append (or overwrite with) the rows at ``source`` (read as ``format``,
     with reader ``options``), or those of the query ``source_sql`` over
@@ -128,8 +129,19 @@ def run_append(
     only the rows it matches, and ``partition_overwrite_mode="dynamic"`` only
     the partitions the source writes, in the same one commit
     (:mod:`~airflow_delta_provider.spark.commands.replacement`).
+
+    ``cluster_by`` makes a table this creates (or replaces with
+    ``overwrite_schema``) a liquid-clustered one (:mod:`~airflow_delta_provider.delta.table_features.clustering`):
+    never with ``partition_by``, as delta-spark refuses. On an existing table
+    it must name the table's clustering columns (ALTER changes them); a
+    schema it replaces without ``cluster_by`` keeps them, and must still fit.
     """
     _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
+    if cluster_by and partition_by:
+        raise InvalidInputError(
+            f"cannot both partition (by {list(partition_by)}) and cluster (by {list(cluster_by)}) a table, as "
+            "delta-spark refuses (clusterByWithPartitionedBy)"
+        )
     if partition_overwrite_mode is not None and partition_overwrite_mode not in PARTITION_OVERWRITE_MODES:
         raise InvalidInputError(
             f"unknown partition_overwrite_mode {partition_overwrite_mode!r}; use one of "
@@ -149,6 +161,7 @@ def run_append(
                 return _append_once(
                     spark, table, rows, merge_schema, list(partition_by or []), mode, overwrite_schema, txn_app_id,
                     txn_version, token, io, table_properties, storage_options, declared, replace_where, dynamic,
+                    cluster_by=list(cluster_by or []),
                 )  # fmt: skip
             except IdentityHighWaterMarkConflictError:
                 if attempt == IDENTITY_ATTEMPTS:
@@ -197,6 +210,7 @@ def _append_once(
     table_schema: dict[str, Any] | None = None,
     replace_where: str | None = None,
     dynamic: bool = False,
+    cluster_by: list[str] | None = None,
 ) -> CommandResult:
     target = DeltaTable(table, storage_options)
     table_io = resolve_io(spark, target.storage.location, io)
@@ -225,10 +239,15 @@ def _append_once(
         if table_schema is not None:
             check_column_names(table_schema)
     schema = metadata.schema_json
+    domain = _clustering_domain(snapshot, metadata, cluster_by or [], overwrite_schema)
     data, identities = _complete_rows(data, schema, data_schema)
 
     parameters = write_parameters(mode, partition_by, merge_schema, overwrite_schema, replace_where, dynamic)
+    if cluster_by:
+        parameters["clusterBy"] = json.dumps(list(cluster_by))
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    if domain is not None:
+        txn.set_domain(domain)
     replacement = None
     if snapshot is not None and mode == "overwrite":
         replacement = Replacement(
@@ -274,6 +293,33 @@ def _append_once(
                 exc.winning_version,
             ) from exc
     return CommandResult(table, OPERATION, result.version, metrics)
+
+
+def _clustering_domain(
+    snapshot: Snapshot | None, metadata: Metadata, cluster_by: list[str], overwrite_schema: bool
+) -> DomainMetadata | None:
+    """The ``delta.clustering`` domain a write with ``cluster_by`` sets: on a
+    table it creates or replaces; on an existing one ``cluster_by`` must repeat
+    the table's clustering columns (None: nothing to set)."""
+    if not cluster_by:
+        kept = clustering.clustering_columns(snapshot) if snapshot is not None and overwrite_schema else []
+        if kept:  # a replaced schema keeps the clustering: it must still fit (no partitions, the columns kept)
+            names = [".".join(c) for c in kept]
+            clustering.check_columns(metadata.schema_json, metadata.partition_columns, metadata.configuration, names)
+        return None
+    if snapshot is not None and not overwrite_schema:
+        current = [".".join(p) for p in clustering.clustering_columns(snapshot)]
+        if [c.lower() for c in current] != [c.strip().strip("`").lower() for c in cluster_by]:
+            raise InvalidInputError(
+                f"table {snapshot.table_root} is clustered by {current or 'nothing'}, not {cluster_by}: change its "
+                "clustering columns with ALTER TABLE ... CLUSTER BY"
+            )
+        return None
+    columns = clustering.check_columns(
+        metadata.schema_json, metadata.partition_columns, metadata.configuration, cluster_by
+    )
+    mapping = column_mapping.ColumnMapping.of(metadata.schema_json, metadata.configuration)
+    return clustering.domain_action([mapping.physical_column(c) if mapping.enabled else c for c in columns])
 
 
 def _complete_rows(

@@ -1,11 +1,17 @@
-"""OPTIMIZE: compact small files, or Z-order, as delta-spark's ``OptimizeTableCommand``.
+"""OPTIMIZE: compact small files, Z-order, or cluster, as delta-spark's ``OptimizeTableCommand``.
 
 The core plans the bins (:mod:`airflow_delta_provider.delta.operations.optimize`); each
 bin is read (deletion vectors applied) and written back:
 
 - compaction: one file per bin (``coalesce(1)``, no shuffle);
 - Z-order: range-partitioned by the Z-order key (:mod:`..zorder`) into
-  ``ceil(bin size / target size)`` files, each sorted by it.
+  ``ceil(bin size / target size)`` files, each sorted by it;
+- a liquid-clustered table (delta-spark's ``ClusteringStrategy``): the same,
+  by the Hilbert key of the clustering columns (:mod:`..hilbert`), over one
+  bin of the files not yet clustered by them (every file with ``full``,
+  ``OPTIMIZE FULL``); each file written is marked ``clusteringProvider:
+  "liquid"`` with delta-spark's ``ZCUBE_*`` tags, so the next OPTIMIZE skips
+  it and clusters only the files written since.
 
 Bins are rewritten concurrently, :data:`MAX_CONCURRENT_BINS` at a time; after
 a failure, the bins not started are not, and every file written is removed.
@@ -23,6 +29,7 @@ import json
 import math
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -35,8 +42,10 @@ from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.operations.optimize import Bin, plan_bins, target_file_size
 from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filter
+from airflow_delta_provider.delta.schema.layout_columns import check_layout_columns
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features import clustering
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.commands.reorg import check_rows_kept, file_size_metrics
 from airflow_delta_provider.spark.result import CommandResult
@@ -57,8 +66,9 @@ def run_optimize(
     token: str | None = None,
     io: str = "auto",
     storage_options: Mapping[str, str] | None = None,
+    full: bool = False,
 ) -> CommandResult:
-    """OPTIMIZE ``table`` [WHERE ``where``] [ZORDER BY ``zorder_by``]; ``version`` None when nothing was to do."""
+    """OPTIMIZE ``table`` [WHERE ``where``] [ZORDER BY ``zorder_by``] [FULL]; ``version`` None when nothing was to do."""
     from airflow_delta_provider.spark.read.scan import scan
     from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
 
@@ -67,15 +77,23 @@ def run_optimize(
     target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     zorder_by = _check_zorder_columns(snapshot, list(zorder_by))
+    cluster_by = [".".join(c) for c in clustering.clustering_columns(snapshot)]
+    if full and not cluster_by:
+        raise InvalidInputError("OPTIMIZE FULL (full) reclusters a liquid-clustered table; this table is not clustered")
     files = _files_where(spark, snapshot, where)
     size = target_file_size(snapshot.configuration, target_size)
-    bins = plan_bins(files, size, zorder=bool(zorder_by))
-    parameters = {
+    if cluster_by:  # one bin of the files to cluster: a clustered table has no partitions
+        bins = plan_bins([f for f in files if full or not clustering.is_clustered_by(f, cluster_by)], size, zorder=True)
+    else:
+        bins = plan_bins(files, size, zorder=bool(zorder_by))
+    parameters: dict[str, Any] = {
         "predicate": json.dumps([where] if where else []),
         "zOrderBy": json.dumps(zorder_by),
-        "clusterBy": "[]",
+        "clusterBy": json.dumps(cluster_by),
         "auto": False,
     }  # delta-spark's OPTIMIZE parameters
+    if cluster_by:
+        parameters["isFull"] = full
     if not bins:
         return CommandResult(table, OPERATION, None, _metrics([], [], len(files), started))
     txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
@@ -95,19 +113,30 @@ def run_optimize(
                 frame = scan(spark, snapshot, one.files, io=mode)
             else:
                 frame = tracked_rows(spark, snapshot, one.files, mode)[0]
-        if zorder_by:
+        if zorder_by or cluster_by:
+            from airflow_delta_provider.spark.write.hilbert import with_hilbert_key
             from airflow_delta_provider.spark.write.zorder import with_zorder_key
 
             key, noise = "__delta_zorder_key", "__delta_zorder_noise"
             count = max(1, math.ceil(one.size / size))
-            frame = with_zorder_key(frame, zorder_by, key).withColumn(noise, F.rand(seed=0))
+            if cluster_by:
+                frame = with_hilbert_key(frame, _top_level(snapshot, cluster_by), key)
+            else:
+                frame = with_zorder_key(frame, zorder_by, key)
+            frame = frame.withColumn(noise, F.rand(seed=0))
             # The noise splits rows of one key (duplicates, nulls) over files, as delta-spark's addNoise.
             frame = frame.repartitionByRange(count, F.col(key), F.col(noise))
             ordering = [*snapshot.partition_columns, key]  # the partition sort a writer needs comes first
             frame = frame.sortWithinPartitions(*ordering).drop(key, noise)
         else:
             frame = frame.coalesce(1)
-        return write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode, hidden_columns=hidden)
+        written = write_files(
+            frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode, hidden_columns=hidden
+        )
+        if cluster_by:
+            cube = str(uuid.uuid4())  # one ZCube per bin, as delta-spark's ZCubeInfo
+            written = [clustering.clustered_file(a, cluster_by, cube) for a in written]
+        return written
 
     forward_store_env(spark)  # once, before the threads: later calls then change nothing
     adds: list[AddFile] = []
@@ -133,56 +162,29 @@ def run_optimize(
     return CommandResult(table, OPERATION, commit.version, metrics)
 
 
-def _check_zorder_columns(snapshot: Snapshot, columns: list[str]) -> list[str]:
-    """The Z-order columns as the schema spells them; refused: unknown ones,
-    partition columns and columns without statistics (nothing to skip by)."""
-    from airflow_delta_provider.delta.file_stats import stats_leaves
-    from airflow_delta_provider.delta.table_features.clustering import is_clustered
-    from airflow_delta_provider.spark.read.files import spark_schema
-    from airflow_delta_provider.spark.write.zorder import zorder_types_supported
+def _top_level(snapshot: Snapshot, columns: Sequence[str]) -> list[str]:
+    """The clustering columns as frame columns: top-level ones only (nested
+    clustering columns, which delta-spark allows, are refused)."""
+    fields = {f["name"].lower(): f["name"] for f in snapshot.schema.get("fields", ())}
+    nested = [c for c in columns if c.lower() not in fields]
+    if nested:
+        raise InvalidInputError(f"cannot cluster by nested column(s) {nested}: only top-level columns")
+    return [fields[c.lower()] for c in columns]
 
+
+def _check_zorder_columns(snapshot: Snapshot, columns: list[str]) -> list[str]:
+    """The Z-order columns as the schema spells them (:func:`check_layout_columns`);
+    refused on a clustered table, as delta-spark refuses it."""
     if not columns:
         return []
-    if is_clustered(snapshot.domain_metadata):
+    if clustering.is_clustered(snapshot.domain_metadata):
         raise InvalidInputError(
             "cannot Z-order a liquid-clustered table (it has a delta.clustering domain), as delta-spark refuses; "
-            "OPTIMIZE it without zorder_by to compact its files"
+            "OPTIMIZE it without zorder_by to cluster its files"
         )
-    fields = {f["name"].lower(): f for f in snapshot.schema.get("fields", ())}
-    struct = spark_schema(snapshot.schema)
-    partitions = {c.lower() for c in snapshot.partition_columns}
-    leaves = stats_leaves(snapshot.schema, snapshot.partition_columns, snapshot.configuration)
-    with_stats = {path[0].lower() for path, _type in leaves if len(path) == 1}
-    out = []
-    for column in columns:
-        name = column.strip().strip("`")
-        if name.lower() not in fields:
-            raise InvalidInputError(
-                f"cannot Z-order by {column!r}: no such column; the table has {sorted(f['name'] for f in fields.values())}"
-            )
-        if name.lower() in partitions:
-            raise InvalidInputError(
-                f"cannot Z-order by {column!r}: it is a partition column (partitions already cluster it)"
-            )
-        if name.lower() not in with_stats:
-            raise InvalidInputError(
-                f"cannot Z-order by {column!r}: the table collects no statistics for it (see "
-                "delta.dataSkippingNumIndexedCols and delta.dataSkippingStatsColumns), so no file could be skipped by it"
-            )
-        if fields[name.lower()]["type"] in ("float", "double"):
-            raise InvalidInputError(
-                f"cannot Z-order by {column!r}: its files carry no min/max for float and double columns (a NaN "
-                "could hide behind them), so no file could be skipped by it"
-            )
-        if not zorder_types_supported(struct[fields[name.lower()]["name"]].dataType):
-            raise InvalidInputError(
-                f"cannot Z-order by {column!r}: its type {fields[name.lower()]['type']} has no quantiles (integral, "
-                "decimal, date and timestamp columns can be Z-ordered)"
-            )
-        out.append(fields[name.lower()]["name"])
-    if len({c.lower() for c in out}) != len(out):
-        raise InvalidInputError(f"a Z-order column is named twice: {columns}")
-    return out
+    return check_layout_columns(
+        snapshot.schema, snapshot.partition_columns, snapshot.configuration, columns, "Z-order by"
+    )
 
 
 def _files_where(spark: SparkSession, snapshot: Snapshot, where: str | None) -> list[AddFile]:

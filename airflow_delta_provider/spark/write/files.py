@@ -43,7 +43,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
-from airflow_delta_provider.delta.file_stats import file_stats, stats_from_footer, stats_json, stats_leaves
+from airflow_delta_provider.delta.file_stats import file_stats, stats_from_footer, stats_json
 from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
@@ -54,7 +54,7 @@ from airflow_delta_provider.delta.partitions import (
     serialize_partition_value,
     unescape_partition_value,
 )
-from airflow_delta_provider.delta.schema.fields import walk_fields
+from airflow_delta_provider.delta.schema.fields import stats_leaves, walk_fields
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.table import DeltaTable

@@ -15,9 +15,10 @@ compared all of them, interpreted; a ``CASE WHEN`` tree of 255 branches is
 too large for Spark's code generation. Either made Z-order 1.2 to 1.6 times
 slower than delta-spark's on 2 million rows.)
 
-Columns must be numeric, dates or timestamps: the types Spark's
-``approxQuantile`` orders (OPTIMIZE refuses float and double columns, whose
-files carry no min/max).
+Columns must be numeric, dates, timestamps or strings: a number that orders as
+the value does goes to Spark's ``approxQuantile`` (a string's first
+:data:`STRING_PREFIX_BYTES` bytes; OPTIMIZE refuses float and double columns,
+whose files carry no min/max).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DateType, NumericType, TimestampNTZType, TimestampType
+from pyspark.sql.types import DataType, DateType, NumericType, StringType, TimestampNTZType, TimestampType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 
@@ -39,10 +40,12 @@ MAX_COLUMN_BITS = 8
 #: ranges) evens the ranges out but tripled the quantile job's time, for
 #: 12% of files read instead of 18% in bench_optimize.
 QUANTILE_ERROR = 0.01
+#: A string orders by its first bytes for its range id (strings that share them share a range).
+STRING_PREFIX_BYTES = 7
 
 
 def zorder_types_supported(data_type: DataType) -> bool:
-    return isinstance(data_type, (NumericType, DateType, TimestampType, TimestampNTZType))
+    return isinstance(data_type, (NumericType, DateType, TimestampType, TimestampNTZType, StringType))
 
 
 def _as_number(column: Column, data_type: DataType) -> Column:
@@ -51,12 +54,30 @@ def _as_number(column: Column, data_type: DataType) -> Column:
         return F.unix_date(column).cast("double")
     if isinstance(data_type, (TimestampType, TimestampNTZType)):
         return F.unix_micros(column.cast("timestamp")).cast("double")
+    if isinstance(
+        data_type, StringType
+    ):  # its first STRING_PREFIX_BYTES bytes, big-endian: Spark orders strings by bytes
+        prefix = F.hex(F.substring(column.cast("binary"), 1, STRING_PREFIX_BYTES))
+        return F.conv(F.rpad(prefix, 2 * STRING_PREFIX_BYTES, "0"), 16, 10).cast("double")
     return column.cast("double")
 
 
 def with_zorder_key(frame: DataFrame, columns: Sequence[str], name: str) -> DataFrame:
     """``frame`` with a column ``name``: the Z-order key of its rows over
     ``columns`` (a long). Runs one quantile job."""
+    frame, ranks, bits = with_range_ids(frame, columns)
+    key = F.lit(0).cast("long")
+    k = len(ranks)
+    for bit in range(bits):
+        for i, rank in enumerate(ranks):
+            key = key + F.shiftleft(F.shiftright(F.col(rank), bit).bitwiseAND(F.lit(1).cast("long")), bit * k + i)
+    return frame.withColumn(name, key).drop(*ranks)
+
+
+def with_range_ids(frame: DataFrame, columns: Sequence[str]) -> tuple[DataFrame, list[str], int]:
+    """``frame`` with each column's range id (delta-spark's ``range_partition_id``):
+    the frame, the range id columns (longs of ``bits`` bits, in the order of
+    ``columns``) and ``bits``. Runs one quantile job."""
     if not columns:
         raise InvalidInputError("Z-order needs at least one column")
     if len(columns) > KEY_BITS:
@@ -68,7 +89,7 @@ def with_zorder_key(frame: DataFrame, columns: Sequence[str], name: str) -> Data
         if not zorder_types_supported(types[column]):
             raise InvalidInputError(
                 f"cannot Z-order by {column}: its type {types[column].simpleString()} has no quantiles "
-                "(numeric, date and timestamp columns can be Z-ordered)"
+                "(numeric, date, timestamp and string columns can be Z-ordered)"
             )
         frame = frame.withColumn(value, _as_number(F.col(_quote(column)), types[column]))
     bits = max(1, min(MAX_COLUMN_BITS, KEY_BITS // len(columns)))
@@ -76,12 +97,7 @@ def with_zorder_key(frame: DataFrame, columns: Sequence[str], name: str) -> Data
     quantiles = frame.approxQuantile(values, probes, QUANTILE_ERROR)
     for value, rank, bounds in zip(values, ranks, quantiles):
         frame = _with_rank(frame, value, sorted(set(bounds)), bits, rank)
-    key = F.lit(0).cast("long")
-    k = len(ranks)
-    for bit in range(bits):
-        for i, rank in enumerate(ranks):
-            key = key + F.shiftleft(F.shiftright(F.col(rank), bit).bitwiseAND(F.lit(1).cast("long")), bit * k + i)
-    return frame.withColumn(name, key).drop(*values, *ranks)
+    return frame.drop(*values), ranks, bits
 
 
 def _with_rank(frame: DataFrame, value: str, cuts: Sequence[float], bits: int, rank: str) -> DataFrame:
@@ -111,4 +127,4 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-__all__ = ["KEY_BITS", "MAX_COLUMN_BITS", "with_zorder_key", "zorder_types_supported"]
+__all__ = ["KEY_BITS", "MAX_COLUMN_BITS", "with_range_ids", "with_zorder_key", "zorder_types_supported"]

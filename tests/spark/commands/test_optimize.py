@@ -161,7 +161,6 @@ def test_zorder_lets_a_filter_on_either_column_skip_most_files(spark, tmp_path):
         ({"zorder_by": ["nope"]}, "no such column"),
         ({"zorder_by": ["y"]}, "no statistics"),
         ({"zorder_by": ["score"]}, "no min/max for float and double"),
-        ({"zorder_by": ["label"]}, "type string has no quantiles"),
         ({"zorder_by": ["x", "x"]}, "named twice"),
         ({"where": "x > 5"}, "partition columns only"),
         ({"where": "p = "}, "invalid condition"),
