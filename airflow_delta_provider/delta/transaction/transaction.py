@@ -103,6 +103,10 @@ class CommitResult:
     commit_info: dict[str, Any]
     attempts: int = 1
     post_commit: PostCommitDue = PostCommitDue()
+    #: The committed actions that change the table's state, for the version
+    #: checksum (a row tracking backfill's re-adds of live files left out);
+    #: None when this transaction did not write them itself.
+    state_actions: tuple[Action, ...] | None = None
 
 
 class Transaction:
@@ -290,7 +294,8 @@ class Transaction:
             actions.extend(self._txns.values())
             actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
-                return CommitResult(version, info, attempt, self._due_after(version))
+                changes = tuple(actions[: len(actions) - len(backfill)])  # the backfill re-adds come last
+                return CommitResult(version, info, attempt, self._due_after(version), changes)
             resolved = self._resolve_conflicts(version)
             if isinstance(resolved, CommitResult):
                 return resolved
@@ -382,7 +387,9 @@ class Transaction:
         # The table as it is decides (delta-spark's assertRemovable on the read
         # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
         current = self.read_snapshot.metadata if self.read_snapshot is not None else md
-        if table_properties.append_only(current) and any(isinstance(a, RemoveFile) and a.data_change for a in self._actions):
+        if table_properties.append_only(current) and any(
+            isinstance(a, RemoveFile) and a.data_change for a in self._actions
+        ):
             raise AppendOnlyViolationError(
                 f"table {self.table.uri} is append-only (delta.appendOnly=true): {self.operation} would remove data"
             )
@@ -405,7 +412,9 @@ class Transaction:
                     f"the table is partitioned by {sorted(partition_columns)}"
                 )
 
-    def _commit_info(self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None) -> dict[str, Any]:
+    def _commit_info(
+        self, metrics: dict[str, Any] | None, token: str | None, user_metadata: str | None
+    ) -> dict[str, Any]:
         info: dict[str, Any] = {
             "timestamp": int(time.time() * 1000),
             "operation": self.operation,
