@@ -938,7 +938,14 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       ``{"unset_properties": ["k"], "if_exists": True}``;
     - ``{"add_constraint": {"name": "amount_positive", "expression": "amount > 0"}}``
       (a Spark job first checks that no row breaks it; not with ``engine="python"``)
-      and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``.
+      and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``;
+    - ``{"drop_feature": {"name": "inCommitTimestamp"}}``: drops a writer-only
+      table feature (``checkConstraints`` once the table has no constraint,
+      ``inCommitTimestamp``, ``vacuumProtocolCheck``) as delta-spark's
+      ``ALTER TABLE ... DROP FEATURE`` does: a preparation commit when the
+      feature has traces to remove, then the protocol downgrade.
+      ``truncate_history`` is refused for these; reader-writer features
+      (``deletionVectors``, ``v2Checkpoint``, ...) are not dropped yet.
 
     :param change: The change, as above. (templated)
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in

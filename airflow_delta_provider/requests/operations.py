@@ -196,7 +196,9 @@ class AlterRequest(OperationRequest):
         '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
         '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
         '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
-        '{"drop_constraint": {"name": "positive", "if_exists": true}}',
+        '{"drop_constraint": {"name": "positive", "if_exists": true}}, '
+        '{"drop_feature": {"name": "inCommitTimestamp", "truncate_history": false}} '
+        "(writer-only features: checkConstraints, inCommitTimestamp, vacuumProtocolCheck)",
     )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"

@@ -17,4 +17,5 @@ ALTER_CHANGES = (
     "unset_properties",
     "add_constraint",
     "drop_constraint",
+    "drop_feature",
 )
