@@ -941,11 +941,12 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``;
     - ``{"drop_feature": {"name": "inCommitTimestamp"}}``: drops a writer-only
       table feature (``checkConstraints`` once the table has no constraint,
-      ``inCommitTimestamp``, ``vacuumProtocolCheck``) as delta-spark's
-      ``ALTER TABLE ... DROP FEATURE`` does: a preparation commit when the
-      feature has traces to remove, then the protocol downgrade.
-      ``truncate_history`` is refused for these; reader-writer features
-      (``deletionVectors``, ``v2Checkpoint``, ...) are not dropped yet.
+      ``inCommitTimestamp``, ``vacuumProtocolCheck``) and ``v2Checkpoint``
+      as delta-spark's ``ALTER TABLE ... DROP FEATURE`` does: a preparation
+      commit when the feature has traces to remove, then the protocol
+      downgrade (for ``v2Checkpoint`` behind three checkpointed empty
+      commits and ``checkpointProtection``). ``truncate_history`` and the
+      other reader-writer features (``deletionVectors``, ...) are refused.
 
     :param change: The change, as above. (templated)
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in

@@ -20,10 +20,25 @@ Covered here:
   version and timestamp (``InCommitTimestampsPreDowngradeCommand``);
 - ``vacuumProtocolCheck``: nothing to prepare.
 
-Reader-writer features, whose drop needs the history barrier
-(``checkpointProtection``) or the wait for the log retention, are refused
-with :class:`UnsupportedFeatureError` naming them; features delta-spark cannot
-drop are refused by name.
+A reader-writer feature's traces stay in the history, so delta-spark's
+fast drop (``executeDropFeatureWithCheckpointProtection``) puts a barrier
+before its downgrade: after the preparation, three empty commits each with a
+checkpoint (``NUMBER_OF_BARRIER_CHECKPOINTS``), then one commit that drops
+the feature, adds ``checkpointProtection`` and sets
+``delta.requireCheckpointProtectionBeforeVersion`` to its own version (no
+checkpoint may be written below it, and log cleanup takes the history
+before it whole), then a checkpoint of the downgraded version. Covered:
+
+- ``v2Checkpoint``: the preparation sets ``delta.checkpointPolicy=classic``
+  (``V2CheckpointPreDowngradeCommand``), so the barrier checkpoints are
+  classic ones; the drop is refused if the version read still depends on a
+  V2 checkpoint (``validateDropInvariants``).
+
+Other reader-writer features (``deletionVectors``, ``typeWidening``,
+``rowTracking``, ...) and ``truncate_history`` (delta-spark's legacy drop
+with the wait for the retention) are refused with
+:class:`UnsupportedFeatureError` naming them; features delta-spark cannot drop
+are refused by name.
 """
 
 from __future__ import annotations
@@ -34,8 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.checkpoint import writer
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
-from airflow_delta_provider.delta.table_features import check_constraints, in_commit_timestamps
+from airflow_delta_provider.delta.table_features import check_constraints, in_commit_timestamps, v2_checkpoint
 from airflow_delta_provider.delta.table_features import features as F
 
 if TYPE_CHECKING:
@@ -43,11 +59,13 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.delta.transaction.transaction import CommitResult
 
-#: Reader-writer features delta-spark drops behind a history barrier; not yet here.
+#: delta-spark's ``NUMBER_OF_BARRIER_CHECKPOINTS``.
+BARRIER_CHECKPOINTS = 3
+
+#: Features delta-spark drops behind a history barrier that are not dropped here yet.
 NEEDS_HISTORY_BARRIER = frozenset(
     {
         F.DELETION_VECTORS,
-        F.V2_CHECKPOINT,
         F.COLUMN_MAPPING,
         F.ROW_TRACKING,
         F.DOMAIN_METADATA,
@@ -96,12 +114,36 @@ def _disable_in_commit_timestamps(table: DeltaTable, snapshot: Snapshot) -> Snap
     return table.snapshot()
 
 
-#: Each writer-only feature we drop, and its pre-downgrade step.
+def _classic_checkpoint_policy(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """The preparation commit of ``v2Checkpoint``: ``delta.checkpointPolicy=classic``."""
+    if not v2_checkpoint.is_required(snapshot.metadata):
+        return snapshot
+    conf = {**snapshot.configuration, table_properties.CHECKPOINT_POLICY: table_properties.CHECKPOINT_POLICY_CLASSIC}
+    txn = table.transaction(
+        "SET TBLPROPERTIES", {"properties": {table_properties.CHECKPOINT_POLICY: "classic"}}, snapshot
+    )
+    txn.update_metadata(_configured(snapshot.metadata, conf))
+    txn.commit(metrics={})
+    return table.snapshot()
+
+
+def _no_v2_checkpoint_needed(snapshot: Snapshot) -> bool:
+    """delta-spark's ``validateDropInvariants`` for ``v2Checkpoint``: the
+    policy is classic and the version read rests on no V2 checkpoint."""
+    on_v2 = any(f.kind == "v2checkpoint" for f in snapshot.segment.checkpoint_files)
+    return not v2_checkpoint.is_required(snapshot.metadata) and not on_v2
+
+
+#: Each feature we drop, and its pre-downgrade step.
 PREPARE: dict[str, Callable[[DeltaTable, Snapshot], Snapshot]] = {
     F.CHECK_CONSTRAINTS: _no_constraints,
     F.IN_COMMIT_TIMESTAMP: _disable_in_commit_timestamps,
     F.VACUUM_PROTOCOL_CHECK: lambda table, snapshot: snapshot,
+    F.V2_CHECKPOINT: _classic_checkpoint_policy,
 }
+#: The features among them whose history needs the barrier, and the check
+#: that the latest version no longer uses them.
+HISTORY_PROTECTED: dict[str, Callable[[Snapshot], bool]] = {F.V2_CHECKPOINT: _no_v2_checkpoint_needed}
 
 
 def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = None) -> CommitResult:
@@ -120,17 +162,44 @@ def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = 
     prepare = PREPARE.get(name)
     if prepare is None:
         raise InvalidInputError(f"{name} cannot be dropped: delta-spark marks it non-removable")
+    protected = name in HISTORY_PROTECTED
     if change.truncate_history:
+        if protected:
+            raise UnsupportedFeatureError(
+                f"dropping {name} with truncate_history (delta-spark's drop with the wait for the log "
+                "retention) is not implemented yet; drop it without, behind checkpointProtection"
+            )
         raise InvalidInputError(
             f"truncate_history applies only to features whose drop truncates the history; {name} is a "
             "writer-only feature and is dropped at once"
         )
     snapshot = prepare(table, snapshot)
+    if protected:
+        snapshot = _barrier(table, snapshot)
+        if not HISTORY_PROTECTED[name](snapshot):
+            raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
     txn = table.transaction(change.operation, change.parameters(), snapshot)
-    txn.update_protocol(F.without_feature(snapshot.protocol, name))
     conf = {k: v for k, v in snapshot.configuration.items() if k != f"delta.feature.{name}"}
+    if protected:
+        txn.update_protocol(F.without_feature(snapshot.protocol, name, adding=F.CHECKPOINT_PROTECTION))
+        conf[table_properties.CHECKPOINT_PROTECTION_VERSION] = str(snapshot.version + 1)
+    else:
+        txn.update_protocol(F.without_feature(snapshot.protocol, name))
     txn.update_metadata(_configured(snapshot.metadata, conf))
-    return txn.commit(metrics={}, token=token)
+    result = txn.commit(metrics={}, token=token)
+    if protected:
+        writer.write_checkpoint(table, table.snapshot(result.version))
+    return result
+
+
+def _barrier(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """delta-spark's barrier: empty commits, each checkpointed, so that no
+    reader replays the history before them."""
+    for _ in range(BARRIER_CHECKPOINTS):
+        table.transaction("Empty Commit", {}, snapshot).commit(metrics={})
+        snapshot = table.snapshot()
+        writer.write_checkpoint(table, snapshot)
+    return snapshot
 
 
 def _configured(metadata: Metadata, configuration: dict[str, str]) -> Metadata:

@@ -124,3 +124,35 @@ def test_truncate_history_is_refused_for_a_writer_feature(tmp_path: Path, new_ta
 def test_without_feature_normalizes_like_delta_spark(protocol: Protocol, feature: str, expected: Protocol) -> None:
     """delta-spark's ``removeFeature``: denormalize, remove, normalize."""
     assert without_feature(protocol, feature) == expected
+
+
+def test_drop_v2_checkpoint_behind_checkpoint_protection(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    """delta-spark's fast drop: classic policy, three checkpointed empty
+    commits, then the downgrade that adds checkpointProtection at its own
+    version, and a checkpoint of it."""
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.checkpointPolicy": "v2"})
+    write_checkpoint(table, table.snapshot())  # a V2 checkpoint in the history
+    assert any(f.kind == "v2checkpoint" for f in table.log_store.list_from(0))
+    result = alter_table(table, DropFeature("v2Checkpoint"))
+    assert result is not None and result.version == 5  # policy, 3 barrier commits, the downgrade
+    snap = table.snapshot()
+    readers, writers = listed_features(snap.protocol)
+    assert "v2Checkpoint" not in readers | writers and "checkpointProtection" in writers
+    assert snap.configuration["delta.requireCheckpointProtectionBeforeVersion"] == "5"
+    assert snap.configuration["delta.checkpointPolicy"] == "classic"
+    kinds = {(f.version, f.kind) for f in table.log_store.list_from(0)}
+    assert {(2, "checkpoint"), (3, "checkpoint"), (4, "checkpoint"), (5, "checkpoint")} <= kinds
+    assert [f.kind for f in snap.segment.checkpoint_files] == ["checkpoint"]
+    assert [h["operation"] for h in table.history()][:5] == [
+        "DROP FEATURE",
+        "Empty Commit",
+        "Empty Commit",
+        "Empty Commit",
+        "SET TBLPROPERTIES",
+    ]
+    _readable_by_others(root, duckdb_delta)
