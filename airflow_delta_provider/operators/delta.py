@@ -945,8 +945,9 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       as delta-spark's ``ALTER TABLE ... DROP FEATURE`` does: a preparation
       commit when the feature has traces to remove, then the protocol
       downgrade (for ``v2Checkpoint`` behind three checkpointed empty
-      commits and ``checkpointProtection``). ``truncate_history`` and the
-      other reader-writer features (``deletionVectors``, ...) are refused.
+      commits and ``checkpointProtection``; with ``"truncate_history": True``,
+      delta-spark's drop that waits 24 hours and then truncates the history).
+      The other reader-writer features (``deletionVectors``, ...) are refused.
 
     :param change: The change, as above. (templated)
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in

@@ -34,11 +34,17 @@ before it whole), then a checkpoint of the downgraded version. Covered:
   classic ones; the drop is refused if the version read still depends on a
   V2 checkpoint (``validateDropInvariants``).
 
+With ``truncate_history`` a reader-writer feature is dropped as delta-spark's
+``executeDropFeatureWithHistoryTruncation`` does, with no barrier: the
+preparation and a checkpointed empty commit; if the preparation changed
+anything the drop stops there, asking to wait for
+``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours); run again,
+the expired history is deleted (cut to the minute), and while a remaining
+version still uses the feature the drop is refused, saying how long to wait.
+
 Other reader-writer features (``deletionVectors``, ``typeWidening``,
-``rowTracking``, ...) and ``truncate_history`` (delta-spark's legacy drop
-with the wait for the retention) are refused with
-:class:`UnsupportedFeatureError` naming them; features delta-spark cannot drop
-are refused by name.
+``rowTracking``, ...) are refused with :class:`UnsupportedFeatureError`
+naming them; features delta-spark cannot drop are refused by name.
 """
 
 from __future__ import annotations
@@ -48,8 +54,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.actions.model import Metadata, parse_commit
 from airflow_delta_provider.delta.checkpoint import writer
+from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
 from airflow_delta_provider.delta.table_features import check_constraints, in_commit_timestamps, v2_checkpoint
 from airflow_delta_provider.delta.table_features import features as F
@@ -165,10 +172,7 @@ def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = 
     protected = name in HISTORY_PROTECTED
     if change.truncate_history:
         if protected:
-            raise UnsupportedFeatureError(
-                f"dropping {name} with truncate_history (delta-spark's drop with the wait for the log "
-                "retention) is not implemented yet; drop it without, behind checkpointProtection"
-            )
+            return _drop_truncating_history(table, snapshot, change, prepare, token)
         raise InvalidInputError(
             f"truncate_history applies only to features whose drop truncates the history; {name} is a "
             "writer-only feature and is dropped at once"
@@ -190,6 +194,71 @@ def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = 
     if protected:
         writer.write_checkpoint(table, table.snapshot(result.version))
     return result
+
+
+def _drop_truncating_history(
+    table: DeltaTable,
+    snapshot: Snapshot,
+    change: DropFeature,
+    prepare: Callable[[DeltaTable, Snapshot], Snapshot],
+    token: str | None,
+) -> CommitResult:
+    """delta-spark's ``executeDropFeatureWithHistoryTruncation``: remove the
+    feature's traces, checkpoint an empty commit; if that took a change, the
+    caller must wait for the truncation retention and run again. Then cut the
+    expired history (to the minute), refuse while a remaining version uses
+    the feature, and downgrade."""
+    name = change.name
+    prepared = prepare(table, snapshot)
+    made_changes = prepared.version != snapshot.version
+    table.transaction("Empty Commit", {}, prepared).commit(metrics={})
+    snapshot = table.snapshot()
+    writer.write_checkpoint(table, snapshot)
+    retention = table_properties.truncate_history_retention_ms(snapshot.metadata)
+    hours = retention / 3_600_000
+    if made_changes:
+        raise InvalidInputError(
+            f"dropping {name} was partly done: the latest version no longer uses it, but older versions "
+            f"do. Wait {hours:g} hours ({table_properties.TRUNCATE_HISTORY_RETENTION}) for them to expire, "
+            "then run the drop again with truncate_history"
+        )
+    if not HISTORY_PROTECTED[name](snapshot):
+        raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
+    cleanup_expired_logs(table, snapshot, retention_ms=retention, granularity_ms=60_000)
+    still = _versions_using_v2_checkpoints(table, snapshot.version)
+    if still:
+        raise InvalidInputError(
+            f"cannot drop {name} yet: {_span(still)} of the history still uses it. Wait until "
+            f"it is {hours:g} hours old ({table_properties.TRUNCATE_HISTORY_RETENTION}), then run the drop "
+            "again with truncate_history"
+        )
+    txn = table.transaction(change.operation, change.parameters(), snapshot)
+    txn.update_protocol(F.without_feature(snapshot.protocol, name))
+    conf = {k: v for k, v in snapshot.configuration.items() if k != f"delta.feature.{name}"}
+    txn.update_metadata(_configured(snapshot.metadata, conf))
+    return txn.commit(metrics={}, token=token)
+
+
+def _span(versions: list[int]) -> str:
+    return f"version {versions[0]}" if len(versions) == 1 else f"versions {versions[0]} to {versions[-1]}"
+
+
+def _versions_using_v2_checkpoints(table: DeltaTable, upto: int) -> list[int]:
+    """The remaining versions whose commit or checkpoint uses ``v2Checkpoint``
+    (delta-spark's ``historyContainsFeature``): a metadata action asking for
+    V2 checkpoints, or a V2 checkpoint file."""
+    store = table.log_store
+    out = []
+    for f in store.list_from(0):
+        if f.version > upto:
+            continue
+        if f.kind == "v2checkpoint":
+            out.append(f.version)
+        elif f.kind == "commit":
+            for action in parse_commit(store.read(f.name)):
+                if isinstance(action, Metadata) and v2_checkpoint.is_required(action):
+                    out.append(f.version)
+    return sorted(set(out))
 
 
 def _barrier(table: DeltaTable, snapshot: Snapshot) -> Snapshot:

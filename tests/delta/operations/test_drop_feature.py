@@ -156,3 +156,48 @@ def test_drop_v2_checkpoint_behind_checkpoint_protection(
         "SET TBLPROPERTIES",
     ]
     _readable_by_others(root, duckdb_delta)
+
+
+def _age_log(root: Path, days: float) -> None:
+    """Make every log file ``days`` old (the retention wait, without waiting)."""
+    import time
+
+    old = time.time() - days * 86_400
+    for name in os.listdir(root / "_delta_log"):
+        path = root / "_delta_log" / name
+        if path.is_file():
+            os.utime(path, (old, old))
+
+
+def test_drop_v2_checkpoint_truncating_history(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    """delta-spark's drop with TRUNCATE HISTORY: the first run removes the
+    traces and asks to wait; a run before the wait is refused; after it the
+    history that used the feature is gone and the protocol is downgraded."""
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.checkpointPolicy": "v2"})
+    write_checkpoint(table, table.snapshot())
+    truncating = change_from_json({"drop_feature": {"name": "v2Checkpoint", "truncate_history": True}})
+    with pytest.raises(InvalidInputError, match=r"partly done.*Wait 24 hours.*truncate_history"):
+        alter_table(table, truncating)
+    assert "v2Checkpoint" in listed_features(table.snapshot().protocol)[1]  # not dropped yet
+    with pytest.raises(
+        InvalidInputError, match=r"version 0 of the history still uses it. Wait until it is 24 hours old"
+    ):
+        alter_table(table, truncating)  # without the wait
+    assert "v2Checkpoint" in listed_features(table.snapshot().protocol)[1]
+    _age_log(root, 2)
+    result = alter_table(table, truncating)
+    assert result is not None
+    snap = table.snapshot()
+    readers, writers = listed_features(snap.protocol)
+    assert "v2Checkpoint" not in readers | writers and "checkpointProtection" not in writers
+    assert snap.protocol == Protocol(1, 2)
+    remaining = table.log_store.list_from(0)
+    assert min(f.version for f in remaining if f.kind == "commit") > 1  # the history that used it is gone
+    assert not any(f.kind == "v2checkpoint" for f in remaining)
+    assert table.history()[0]["operationParameters"]["truncateHistory"] in (True, "true")
+    _readable_by_others(root, duckdb_delta)
