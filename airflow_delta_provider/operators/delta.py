@@ -941,7 +941,7 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``;
     - ``{"drop_feature": {"name": "inCommitTimestamp"}}``: drops a writer-only
       table feature (``checkConstraints`` once the table has no constraint,
-      ``inCommitTimestamp``, ``vacuumProtocolCheck``) and ``v2Checkpoint``
+      ``inCommitTimestamp``, ``vacuumProtocolCheck``, ``rowTracking``) and ``v2Checkpoint``
       as delta-spark's ``ALTER TABLE ... DROP FEATURE`` does: a preparation
       commit when the feature has traces to remove, then the protocol
       downgrade (for ``v2Checkpoint`` behind three checkpointed empty

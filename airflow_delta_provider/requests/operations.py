@@ -198,7 +198,7 @@ class AlterRequest(OperationRequest):
         '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
         '{"drop_constraint": {"name": "positive", "if_exists": true}}, '
         '{"drop_feature": {"name": "inCommitTimestamp", "truncate_history": false}} '
-        "(checkConstraints, inCommitTimestamp, vacuumProtocolCheck, v2Checkpoint)",
+        "(checkConstraints, inCommitTimestamp, vacuumProtocolCheck, rowTracking, v2Checkpoint)",
     )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"

@@ -18,7 +18,11 @@ Covered here:
 - ``inCommitTimestamp``: the preparation commit sets
   ``delta.enableInCommitTimestamps=false`` and removes the enablement
   version and timestamp (``InCommitTimestampsPreDowngradeCommand``);
-- ``vacuumProtocolCheck``: nothing to prepare.
+- ``vacuumProtocolCheck``: nothing to prepare;
+- ``rowTracking``: the preparation turns it off and suspends it, then
+  re-adds the live files without row ids (``RowTrackingPreDowngradeCommand``,
+  ``ROW TRACKING UNBACKFILL``); the downgrade commit removes its properties
+  and its ``delta.rowTracking`` domain.
 
 A reader-writer feature's traces stay in the history, so delta-spark's
 fast drop (``executeDropFeatureWithCheckpointProtection``) puts a barrier
@@ -43,7 +47,7 @@ the expired history is deleted (cut to the minute), and while a remaining
 version still uses the feature the drop is refused, saying how long to wait.
 
 Other reader-writer features (``deletionVectors``, ``typeWidening``,
-``rowTracking``, ...) are refused with :class:`UnsupportedFeatureError`
+``columnMapping``, ...) are refused with :class:`UnsupportedFeatureError`
 naming them; features delta-spark cannot drop are refused by name.
 """
 
@@ -58,7 +62,12 @@ from airflow_delta_provider.delta.actions.model import Metadata, parse_commit
 from airflow_delta_provider.delta.checkpoint import writer
 from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
-from airflow_delta_provider.delta.table_features import check_constraints, in_commit_timestamps, v2_checkpoint
+from airflow_delta_provider.delta.table_features import (
+    check_constraints,
+    in_commit_timestamps,
+    row_tracking,
+    v2_checkpoint,
+)
 from airflow_delta_provider.delta.table_features import features as F
 
 if TYPE_CHECKING:
@@ -74,7 +83,6 @@ NEEDS_HISTORY_BARRIER = frozenset(
     {
         F.DELETION_VECTORS,
         F.COLUMN_MAPPING,
-        F.ROW_TRACKING,
         F.DOMAIN_METADATA,
         F.CHECKPOINT_PROTECTION,
         *F.TYPE_WIDENING_FEATURES,
@@ -134,6 +142,32 @@ def _classic_checkpoint_policy(table: DeltaTable, snapshot: Snapshot) -> Snapsho
     return table.snapshot()
 
 
+def _suspend_and_unbackfill_row_tracking(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """delta-spark's ``RowTrackingPreDowngradeCommand``: ``delta.enableRowTracking=false``
+    and ``delta.rowTrackingSuspended=true`` (no new row ids), then the live
+    files re-added without theirs (``ROW TRACKING UNBACKFILL``)."""
+    conf = snapshot.configuration
+    wanted = {table_properties.ENABLE_ROW_TRACKING: "false", table_properties.ROW_TRACKING_SUSPENDED: "true"}
+    if any(conf.get(k) != v for k, v in wanted.items()):
+        txn = table.transaction("SET TBLPROPERTIES", {"properties": wanted}, snapshot)
+        txn.update_metadata(_configured(snapshot.metadata, {**conf, **wanted}))
+        txn.commit(metrics={})
+        snapshot = table.snapshot()
+    tracked = [f for f in snapshot.files if f.base_row_id is not None or f.default_row_commit_version is not None]
+    if tracked:
+        txn = table.transaction("ROW TRACKING UNBACKFILL", {}, snapshot)
+        txn.read_files(tracked)
+        txn.add_all(
+            [
+                replace(f, data_change=False, base_row_id=None, default_row_commit_version=None, stats=f.stats_json())
+                for f in tracked
+            ]
+        )
+        txn.commit(metrics={"numUnbackfilledFiles": len(tracked)})
+        snapshot = table.snapshot()
+    return snapshot
+
+
 def _no_v2_checkpoint_needed(snapshot: Snapshot) -> bool:
     """delta-spark's ``validateDropInvariants`` for ``v2Checkpoint``: the
     policy is classic and the version read rests on no V2 checkpoint."""
@@ -147,7 +181,18 @@ PREPARE: dict[str, Callable[[DeltaTable, Snapshot], Snapshot]] = {
     F.IN_COMMIT_TIMESTAMP: _disable_in_commit_timestamps,
     F.VACUUM_PROTOCOL_CHECK: lambda table, snapshot: snapshot,
     F.V2_CHECKPOINT: _classic_checkpoint_policy,
+    F.ROW_TRACKING: _suspend_and_unbackfill_row_tracking,
 }
+#: What the downgrade commit of a feature also removes (delta-spark's
+#: ``tablePropertiesToRemoveAtDowngradeCommit``, ``actionsToIncludeAtDowngradeCommit``).
+DOWNGRADE_PROPERTIES: dict[str, tuple[str, ...]] = {
+    F.ROW_TRACKING: (
+        table_properties.ENABLE_ROW_TRACKING,
+        table_properties.ROW_TRACKING_SUSPENDED,
+        *row_tracking.MATERIALIZED_KEYS,
+    )
+}
+DOWNGRADE_DOMAINS: dict[str, str] = {F.ROW_TRACKING: row_tracking.DOMAIN}
 #: The features among them whose history needs the barrier, and the check
 #: that the latest version no longer uses them.
 HISTORY_PROTECTED: dict[str, Callable[[Snapshot], bool]] = {F.V2_CHECKPOINT: _no_v2_checkpoint_needed}
@@ -183,7 +228,11 @@ def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = 
         if not HISTORY_PROTECTED[name](snapshot):
             raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
     txn = table.transaction(change.operation, change.parameters(), snapshot)
-    conf = {k: v for k, v in snapshot.configuration.items() if k != f"delta.feature.{name}"}
+    dropped = {f"delta.feature.{name}", *DOWNGRADE_PROPERTIES.get(name, ())}
+    conf = {k: v for k, v in snapshot.configuration.items() if k not in dropped}
+    domain = snapshot.domain_metadata.get(DOWNGRADE_DOMAINS.get(name, ""))
+    if domain is not None:
+        txn.remove_domain(domain)
     if protected:
         txn.update_protocol(F.without_feature(snapshot.protocol, name, adding=F.CHECKPOINT_PROTECTION))
         conf[table_properties.CHECKPOINT_PROTECTION_VERSION] = str(snapshot.version + 1)

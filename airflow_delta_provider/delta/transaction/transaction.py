@@ -135,6 +135,7 @@ class Transaction:
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
         self._txns: dict[str, Txn] = {}
+        self._domains: dict[str, DomainMetadata] = {}
         self._read_predicates: list[Predicate] = []
         self._read_paths: set[str] = set()
         self._read_whole_table = False
@@ -207,6 +208,11 @@ class Transaction:
         self._read_app_ids.add(app_id)
         self._txns[app_id] = Txn(app_id, int(version), int(time.time() * 1000))
 
+    def remove_domain(self, domain: DomainMetadata) -> None:
+        """Stage the removal of ``domain`` (its tombstone: the same domain,
+        ``removed=true``), as DROP FEATURE removes a feature's domain."""
+        self._domains[domain.domain] = replace(domain, removed=True)
+
     @property
     def metadata(self) -> Metadata | None:
         """The metadata the commit will leave in force."""
@@ -223,6 +229,7 @@ class Transaction:
             and self._metadata is None
             and self._protocol is None
             and not self._txns
+            and not self._domains
             and not self._read_whole_table
             and not self._read_predicates
             and not self._read_paths
@@ -292,6 +299,7 @@ class Transaction:
             if self._metadata is not None:
                 actions.append(self._metadata_at(version, protocol, ict))
             actions.extend(self._txns.values())
+            actions.extend(self._domains.values())
             actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
                 changes = tuple(actions[: len(actions) - len(backfill)])  # the backfill re-adds come last
@@ -313,6 +321,8 @@ class Transaction:
             return []
         snap = self.read_snapshot
         previous = snap.metadata if snap is not None else None
+        if self._protocol is not None and not row_tracking.is_supported(self._protocol):
+            return []  # a protocol without row tracking (DROP FEATURE): no names to keep
         self._metadata = row_tracking.with_materialized_names(self._metadata, previous)
         if snap is None or not table_properties.row_tracking_enabled(self._metadata):
             return []
@@ -452,7 +462,7 @@ class Transaction:
             changes_metadata=self._metadata is not None,
             changes_protocol=self._protocol is not None,
             is_empty=self._is_empty,
-            domains=set(),
+            domains=set(self._domains),
             schema=json.loads(md.schema_string) if md else {"type": "struct", "fields": []},
             partition_columns=list(md.partition_columns) if md else [],
             canonical=self._canonical,
