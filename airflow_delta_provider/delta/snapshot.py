@@ -31,6 +31,10 @@ from airflow_delta_provider.delta.actions.model import (
     Txn,
     parse_commit,
 )
+from airflow_delta_provider.delta.checksum import derive
+from airflow_delta_provider.delta.checksum.histograms import DEFAULT_BINS
+from airflow_delta_provider.delta.checksum.validate import mismatches
+from airflow_delta_provider.delta.checksum.version_checksum import VersionChecksum, read_checksum
 from airflow_delta_provider.delta.errors import CorruptLogError
 from airflow_delta_provider.delta.log.checkpoint_reader import CheckpointFileActions, apply_checkpoint_state
 from airflow_delta_provider.delta.log.replay import FileState, LogReplay
@@ -126,9 +130,50 @@ class Snapshot:
                     assert self._replay is not None
                     if self._checkpoint_files is not None:
                         self._checkpoint_files.apply(self._replay)
-                    self._files_state = self._replay.finish()
+                    state = self._replay.finish()
+                    self._check_against_checksum(state)
+                    self._files_state = state
                     self._replay = self._checkpoint_files = None
         return self._files_state
+
+    @property
+    def files_loaded(self) -> bool:
+        """Whether the live files are already reconciled (so :meth:`checksum` is cheap)."""
+        return self._files_state is not None
+
+    def checksum(self) -> VersionChecksum:
+        """This version's checksum, computed from its reconciled state
+        (delta-spark's ``Snapshot.computeChecksum``); reads the files' actions
+        when they are not loaded yet."""
+        return self._state_checksum(self._file_state)
+
+    def _state_checksum(self, state: FileState, histogram_bins: tuple[int, ...] = DEFAULT_BINS) -> VersionChecksum:
+        return derive.of_state(
+            self.protocol,
+            self.metadata,
+            self._txns.values(),
+            self.domain_metadata.values(),
+            state.sizes(),
+            state.deleted_row_counts() if derive.reads_deletion_vectors(self.protocol, self.metadata) else [],
+            histogram_bins,
+        )
+
+    def _check_against_checksum(self, state: FileState) -> None:
+        """Compare the reconciled state with the version's ``.crc`` when the
+        listing found one (PROTOCOL.md "State Validation"); a mismatch is a
+        :class:`CorruptLogError` naming the version."""
+        if self.segment.checksum is None:
+            return
+        recorded = read_checksum(self._store, self.version)
+        if recorded is None:
+            return
+        bins = recorded.file_size_histogram.boundaries if recorded.file_size_histogram is not None else DEFAULT_BINS
+        problems = mismatches(recorded, self._state_checksum(state, bins))
+        if problems:
+            raise CorruptLogError(
+                f"version {self.version} of {self.table_root} does not match its checksum "
+                f"{self.segment.checksum.name}: " + "; ".join(problems)
+            )
 
     @cached_property
     def files(self) -> list[AddFile]:

@@ -141,6 +141,16 @@ def log_retention_ms(md: Metadata) -> int:
     return parse_interval(value) if value else int(30 * _MS["day"])
 
 
+#: The log retention a DROP FEATURE with history truncation uses (delta-spark's
+#: ``TABLE_FEATURE_DROP_TRUNCATE_HISTORY_LOG_RETENTION``, 24 hours by default).
+TRUNCATE_HISTORY_RETENTION = "delta.dropFeatureTruncateHistory.retentionDuration"
+
+
+def truncate_history_retention_ms(md: Metadata) -> int:
+    value = _get(md, TRUNCATE_HISTORY_RETENTION)
+    return parse_interval(value) if value else int(24 * _MS["hour"])
+
+
 def expired_log_cleanup_enabled(md: Metadata) -> bool:
     return _bool(md, ENABLE_EXPIRED_LOG_CLEANUP, True)
 

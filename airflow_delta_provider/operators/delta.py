@@ -928,7 +928,16 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       ``{"unset_properties": ["k"], "if_exists": True}``;
     - ``{"add_constraint": {"name": "amount_positive", "expression": "amount > 0"}}``
       (a Spark job first checks that no row breaks it; not with ``engine="python"``)
-      and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``.
+      and ``{"drop_constraint": {"name": "amount_positive", "if_exists": True}}``;
+    - ``{"drop_feature": {"name": "inCommitTimestamp"}}``: drops a writer-only
+      table feature (``checkConstraints`` once the table has no constraint,
+      ``inCommitTimestamp``, ``vacuumProtocolCheck``, ``rowTracking``) and ``v2Checkpoint``
+      as delta-spark's ``ALTER TABLE ... DROP FEATURE`` does: a preparation
+      commit when the feature has traces to remove, then the protocol
+      downgrade (for ``v2Checkpoint`` behind three checkpointed empty
+      commits and ``checkpointProtection``; with ``"truncate_history": True``,
+      delta-spark's drop that waits 24 hours and then truncates the history).
+      The other reader-writer features (``deletionVectors``, ...) are refused.
 
     :param change: The change, as above. (templated)
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in

@@ -205,7 +205,8 @@ class AlterRequest(OperationRequest):
         '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
         '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
         '{"drop_constraint": {"name": "positive", "if_exists": true}}, {"cluster_by": ["a", "b"]}, '
-        '{"cluster_by": "none"}',
+        '{"cluster_by": "none"}, {"drop_feature": {"name": "inCommitTimestamp", "truncate_history": false}} '
+        "(checkConstraints, inCommitTimestamp, vacuumProtocolCheck, rowTracking, v2Checkpoint)",
     )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"

@@ -98,7 +98,7 @@ def test_log_cleanup_keeps_every_version_from_the_newest_safe_checkpoint(backend
             write_checkpoint(table, table.snapshot())
     later = int(time.time() * 1000) + 31 * DAY_MS  # past the 30-day default log retention
     deleted = cleanup_expired_logs(table, table.snapshot(), now_ms=later)
-    assert deleted == 5  # commits 0-4; checkpoint 5 and everything after it stay
+    assert deleted == 10  # commits 0-4 and their .crc; checkpoint 5 and everything after it stay
     assert [f.version for f in table.log_store.list_from(0) if f.kind == "commit"] == [5, 6, 7]
     assert table.snapshot(version=5).num_files == 6
     with pytest.raises(VersionNotFoundError):
@@ -127,12 +127,21 @@ def test_v2_checkpoint_sidecars_are_written_read_and_cleaned_up(backend, new_tab
     assert (top.kind, top.version, [c.version for c in snap.segment.commits]) == ("v2checkpoint", 4, [5])
     assert ids_of(snapshot_rows(snap)) == [0, 1, 2, 3, 4, 5]
     rs = RsTable(uri, storage_options=backend.storage_options)
-    assert ids_of(pa.table(QueryBuilder().register("t", rs).execute("SELECT * FROM t").read_all())) == [0, 1, 2, 3, 4, 5]
+    assert ids_of(pa.table(QueryBuilder().register("t", rs).execute("SELECT * FROM t").read_all())) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
     kept = {s.name for s in sidecar_references(table.log_store, top)}
     assert kept and len(table.log_store.list_sidecars()) == 2
     later = int(time.time() * 1000) + 31 * DAY_MS
-    assert cleanup_expired_logs(table, table.snapshot(), now_ms=later) == 4 + 1 + 1  # commits 0-3, checkpoint 2, its sidecar
+    assert (
+        cleanup_expired_logs(table, table.snapshot(), now_ms=later) == 2 * 4 + 1 + 1
+    )  # commits 0-3 and .crc, checkpoint 2, its sidecar
     assert {m.name for m in table.log_store.list_sidecars()} == kept
     assert ids_of(snapshot_rows(DeltaTable(uri).snapshot(version=4))) == [0, 1, 2, 3, 4]
 
@@ -251,8 +260,10 @@ def test_absolute_paths_from_other_writers_are_resolved(backend, new_table, data
     uri = backend.uri("t")
     relative = rows(data_file, uri, [1])
     location = parse_location(uri)
-    absolute_uri = location.spark_uri() if backend.name == "s3" else (
-        "file:" + location.path if location.is_local else location.uri
+    absolute_uri = (
+        location.spark_uri()
+        if backend.name == "s3"
+        else ("file:" + location.path if location.is_local else location.uri)
     )
     absolute = replace(relative, path=f"{absolute_uri}/{relative.path}")
     new_table(uri, SCHEMA, ["p"], adds=[absolute])

@@ -44,18 +44,29 @@ _EXPIRING_KINDS = ("commit", "checkpoint", "v2checkpoint", "crc", "compaction")
 _DAY_MS = 86_400_000
 
 
-def expiry_cutoff(now_ms: int, retention_ms: int) -> int:
+def expiry_cutoff(now_ms: int, retention_ms: int, granularity_ms: int = _DAY_MS) -> int:
     """The newest modification time of an expired log file: midnight UTC of the day ``retention_ms``
     before ``now_ms`` (PROTOCOL.md's ``cutOffTimestamp``, delta-spark's ``truncateDay``), so one
-    cleanup a day finds the same files expired whatever the hour."""
-    return (now_ms - retention_ms) // _DAY_MS * _DAY_MS
+    cleanup a day finds the same files expired whatever the hour. A DROP FEATURE that truncates
+    the history cuts to the minute instead (``granularity_ms``)."""
+    return (now_ms - retention_ms) // granularity_ms * granularity_ms
 
 
-def cleanup_expired_logs(table: TableLog, snapshot: Snapshot, now_ms: int | None = None) -> int:
+def cleanup_expired_logs(
+    table: TableLog,
+    snapshot: Snapshot,
+    now_ms: int | None = None,
+    *,
+    retention_ms: int | None = None,
+    granularity_ms: int = _DAY_MS,
+) -> int:
     """Delete expired log files below the newest safe checkpoint, then
-    unreferenced expired sidecars; the count deleted."""
+    unreferenced expired sidecars; the count deleted. ``retention_ms``
+    overrides ``delta.logRetentionDuration`` (DROP FEATURE's truncation)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    cutoff = expiry_cutoff(now_ms, table_properties.log_retention_ms(snapshot.metadata))
+    if retention_ms is None:
+        retention_ms = table_properties.log_retention_ms(snapshot.metadata)
+    cutoff = expiry_cutoff(now_ms, retention_ms, granularity_ms)
     store = table.log_store
     listing = store.list_from(0)
     files = [f for f in listing if f.version <= snapshot.version]

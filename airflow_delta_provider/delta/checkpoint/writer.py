@@ -1,6 +1,7 @@
 """Writing a table's checkpoint, and pointing ``_last_checkpoint`` at it.
 
-A table that lists the ``v2Checkpoint`` writer feature gets V2 checkpoints
+A table that lists the ``v2Checkpoint`` writer feature, with
+``delta.checkpointPolicy=v2``, gets V2 checkpoints
 (:mod:`.v2`: a UUID-named file and its sidecars); every other table gets
 the classic single-file parquet checkpoint (V1 spec), with the rows of
 :mod:`.rows`. Only after the checkpoint's files are in
@@ -17,7 +18,7 @@ from airflow_delta_provider.delta.checkpoint.v2 import write_v2_checkpoint
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.log.store import LogStore, TableLog, checkpoint_name, commit_name
 from airflow_delta_provider.delta.table_features.checkpoint_protection import protected_before
-from airflow_delta_provider.delta.table_features.v2_checkpoint import uses_v2_checkpoints
+from airflow_delta_provider.delta.table_features.v2_checkpoint import writes_v2_checkpoints
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -38,7 +39,7 @@ def write_checkpoint(table: TableLog, snapshot: Snapshot) -> dict[str, Any]:
             f"cannot checkpoint version {snapshot.version}: the table protects its history before version "
             f"{protected} (checkpointProtection), and no checkpoint may be written there"
         )
-    if uses_v2_checkpoints(snapshot.protocol):
+    if writes_v2_checkpoints(snapshot.protocol, snapshot.metadata):
         info = write_v2_checkpoint(store, snapshot)
     else:
         info = _write_classic(store, snapshot)

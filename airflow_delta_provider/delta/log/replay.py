@@ -143,6 +143,23 @@ class FileState:
             ckpt = pc.sum(pc.struct_field(self._ckpt_adds, "size")).as_py() or 0
         return ckpt + sum(a.size for a in self._adds.values())
 
+    def sizes(self) -> list[int]:
+        """The size of each live file."""
+        ckpt = pc.struct_field(self._ckpt_adds, "size").to_pylist() if self._ckpt_adds is not None else []
+        return ckpt + [a.size for a in self._adds.values()]
+
+    def deleted_row_counts(self) -> list[int]:
+        """The rows each live file's deletion vector hides (0 without one)."""
+        ckpt: list[int] = []
+        rows = self._ckpt_adds
+        if rows is not None and len(rows):
+            if rows.type.get_field_index("deletionVector") >= 0:
+                dv = pc.struct_field(rows, "deletionVector")
+                ckpt = pc.fill_null(pc.struct_field(dv, "cardinality"), 0).to_pylist()
+            else:
+                ckpt = [0] * len(rows)
+        return ckpt + [a.deletion_vector.cardinality if a.deletion_vector else 0 for a in self._adds.values()]
+
     def paths(self) -> list[str]:
         """The log paths of the live files, without building :class:`AddFile` s."""
         ckpt = pc.struct_field(self._ckpt_adds, "path").to_pylist() if self._ckpt_adds is not None else []

@@ -21,6 +21,7 @@ class LogSegment:
     checkpoint_version: int | None
     checkpoint_files: tuple[LogFile, ...]  # one (classic or V2), or every part of a multi-part checkpoint
     commits: tuple[LogFile, ...]  # checkpoint_version+1 .. version, contiguous
+    checksum: LogFile | None = None  # the version's ``.crc``, when the listing has one
 
     @property
     def last_commit(self) -> LogFile | None:
@@ -76,9 +77,7 @@ def build_segment(
     in ``skip_files``, are not used (they were found torn).
     """
     commits = {f.version: f for f in files if f.kind == "commit"}
-    checkpoints = {
-        v: fs for v, fs in complete_checkpoints(files, skip_files).items() if v not in skip_checkpoints
-    }
+    checkpoints = {v: fs for v, fs in complete_checkpoints(files, skip_files).items() if v not in skip_checkpoints}
     if not commits and not checkpoints:
         raise TableNotFoundError(f"{table_root or 'path'} is not a Delta table: no commits in _delta_log")
     latest = max([*commits, *checkpoints])
@@ -108,6 +107,7 @@ def build_segment(
         checkpoint_version=cp,
         checkpoint_files=checkpoints[cp] if cp is not None else (),
         commits=tuple(commits[v] for v in wanted),
+        checksum=next((f for f in files if f.kind == "crc" and f.version == target), None),
     )
 
 

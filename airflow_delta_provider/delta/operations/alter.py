@@ -37,6 +37,7 @@ from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
+from airflow_delta_provider.delta.operations.drop_feature import DropFeature, drop_feature
 from airflow_delta_provider.delta.schema.arrow import to_arrow_type
 from airflow_delta_provider.delta.schema.fields import walk_fields
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
@@ -543,7 +544,7 @@ def plan(metadata: Metadata, change: SchemaChange, *, enable_column_mapping: boo
 
 def alter_table(
     table: DeltaTable,
-    change: SchemaChange,
+    change: SchemaChange | DropFeature,
     *,
     enable_column_mapping: bool = False,
     token: str | None = None,
@@ -554,6 +555,8 @@ def alter_table(
     constraint that is not there, with ``if_exists``). ``snapshot`` is the
     version the change is made to (default: the latest), for a caller that
     checked rows at it. Bad input raises before anything is written."""
+    if isinstance(change, DropFeature):
+        return drop_feature(table, change, token=token)
     snapshot = table.snapshot() if snapshot is None else snapshot
     if isinstance(change, ClusterBy):
         return _cluster_by(table, snapshot, change, token)
@@ -569,14 +572,15 @@ def alter_table(
     return txn.commit(metrics={}, token=token)
 
 
-def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
+def change_from_json(spec: Mapping[str, Any]) -> SchemaChange | DropFeature:
     """A change from its JSON form (the CLI's and the operator's):
     ``{"add_columns": [{"name", "type", "nullable"?, "comment"?}, ...]}``,
     ``{"rename_column": {"column", "to"}}``, ``{"drop_columns": [...]}``,
     ``{"alter_column": {"column", "comment"?, "nullable"?}}``,
     ``{"set_properties": {...}}``, ``{"unset_properties": [...], "if_exists"?}``,
     ``{"add_constraint": {"name", "expression"}}``, ``{"drop_constraint": {"name", "if_exists"?}}``,
-    ``{"cluster_by": ["a", "b"]}``, ``{"cluster_by": "none"}`` (or ``[]``)."""
+    ``{"cluster_by": ["a", "b"]}``, ``{"cluster_by": "none"}`` (or ``[]``),
+    ``{"drop_feature": {"name", "truncate_history"?}}`` (:mod:`.drop_feature`)."""
     kinds = [k for k in spec if k in ALTER_CHANGES]
     extra = set(spec) - set(ALTER_CHANGES) - {"if_exists"}
     if len(kinds) != 1 or extra:
@@ -607,6 +611,8 @@ def change_from_json(spec: Mapping[str, Any]) -> SchemaChange:
             if isinstance(value, str) and value.strip().lower() == "none":
                 return ClusterBy(())
             return ClusterBy(tuple(str(c) for c in _list(value, kind)))
+        if kind == "drop_feature":
+            return DropFeature(str(value["name"]), _boolean(value.get("truncate_history", False), "truncate_history"))
         if kind == "drop_constraint":
             return DropConstraint(value["name"], _boolean(value.get("if_exists", False), "if_exists"))
         return UnsetProperties(tuple(_list(value, kind)), _boolean(spec.get("if_exists", False), "if_exists"))
@@ -634,6 +640,7 @@ __all__ = [
     "ClusterBy",
     "DropColumns",
     "DropConstraint",
+    "DropFeature",
     "NewColumn",
     "RenameColumn",
     "SchemaChange",

@@ -18,4 +18,5 @@ ALTER_CHANGES = (
     "add_constraint",
     "drop_constraint",
     "cluster_by",
+    "drop_feature",
 )

@@ -150,3 +150,23 @@ def listed_features(protocol: Protocol) -> tuple[set[str], set[str]]:
 def lists_writer_feature(protocol: Protocol, feature: str) -> bool:
     """Whether ``protocol`` lists writer feature ``feature`` (a table-features protocol)."""
     return feature in (protocol.writer_features or ())
+
+
+def without_feature(protocol: Protocol, feature: str, *, adding: str | None = None) -> Protocol:
+    """``protocol`` without ``feature`` (and with writer feature ``adding``),
+    in its weakest form (delta-spark's ``Protocol.removeFeature``: list the
+    features the versions imply, drop one, then normalize: a legacy protocol
+    when the rest is exactly one, else writer 7 with reader 3 only if a reader
+    feature is left)."""
+    readers, writers = listed_features(protocol)
+    readers.discard(feature)
+    writers.discard(feature)
+    if adding is not None:
+        writers.add(adding)
+    for writer_version in (1, 2, *LEGACY_WRITER_FEATURES):
+        legacy = Protocol(2 if writer_version >= 5 else 1, writer_version)
+        if listed_features(legacy) == (readers, writers):
+            return legacy
+    if readers:
+        return Protocol(MAX_READER_VERSION, MAX_WRITER_VERSION, tuple(sorted(readers)), tuple(sorted(writers)))
+    return Protocol(1, MAX_WRITER_VERSION, None, tuple(sorted(writers)))

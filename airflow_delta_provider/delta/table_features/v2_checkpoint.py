@@ -21,3 +21,11 @@ def uses_v2_checkpoints(protocol: Protocol) -> bool:
 def is_required(metadata: Metadata) -> bool:
     """Whether the table properties of ``metadata`` ask for V2 checkpoints."""
     return table_properties.checkpoint_policy(metadata) == table_properties.CHECKPOINT_POLICY_V2
+
+
+def writes_v2_checkpoints(protocol: Protocol, metadata: Metadata) -> bool:
+    """Whether a new checkpoint follows the V2 spec: the protocol lists the
+    feature and ``delta.checkpointPolicy`` is ``v2`` (delta-spark's
+    ``CheckpointPolicy``: a table with the feature but the ``classic`` policy,
+    as dropping the feature leaves it, gets classic checkpoints)."""
+    return uses_v2_checkpoints(protocol) and is_required(metadata)

@@ -9,8 +9,16 @@ as delta-kernel-rs returns post-commit stats for its caller to act on.
 :class:`PostCommitHookProperties`, the named option delta-rs gives the same
 choice.
 
+First comes the version checksum (``NNN.crc``, :func:`write_version_checksum`),
+as delta-spark's ``postCommit`` writes it before a checkpoint: derived from
+the previous version's checksum (or the read snapshot's state, when it is
+that version's and already loaded) plus the commit's actions. The state,
+when at hand, also tells a re-add of a live file from a new file. When neither
+is at hand no checksum is written: delta-spark too skips the file rather than
+replay the whole table on every commit.
+
 The commit is durable once its file exists: nothing here can undo it. A
-failed checkpoint (or cleanup) is logged, and the commit's result stands.
+failed checksum, checkpoint (or cleanup) is logged, and the commit's result stands.
 
 :class:`TableTransaction` is the transaction
 :meth:`DeltaTable.transaction <airflow_delta_provider.delta.table.DeltaTable.transaction>`
@@ -25,6 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_delta_provider.delta.checkpoint import log_cleanup, writer
+from airflow_delta_provider.delta.checksum import derive
+from airflow_delta_provider.delta.checksum.version_checksum import VersionChecksum, checksum_name, read_checksum
+from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.log.store import TableLog
 from airflow_delta_provider.delta.transaction.transaction import CommitResult, Transaction
 
@@ -66,11 +77,48 @@ class SnapshotSource(TableLog, Protocol):
     def snapshot(self, version: int | None = None) -> Snapshot: ...
 
 
+def write_version_checksum(table: TableLog, result: CommitResult, read_snapshot: Snapshot | None) -> bool:
+    """Write the checksum of the version ``result`` committed, when it can be
+    derived cheaply; whether it was written. Never raises."""
+    try:
+        if result.state_actions is None:
+            return False
+        version = result.version
+        live: set[str] | None = None
+        canonical = PathCanonicalizer(table.root)
+        if version == 0:
+            previous: VersionChecksum | None = derive.empty()
+            live = set()
+        elif read_snapshot is not None and read_snapshot.version == version - 1 and read_snapshot.files_loaded:
+            previous = read_snapshot.checksum()
+            live = {canonical(p) for p in read_snapshot.file_paths()}
+        else:
+            previous = read_checksum(table.log_store, version - 1)
+        if previous is None:
+            return False
+        operation = str(result.commit_info.get("operation"))
+        checksum = derive.advance(
+            previous, result.state_actions, operation=operation, live_paths=live, canonical=canonical
+        )
+        if checksum is None:
+            return False
+        checksum.txn_id = result.commit_info.get("txnId")
+        return table.log_store.create_exclusive(checksum_name(version), checksum.to_bytes())
+    except Exception as exc:  # the commit stands whatever happens to its checksum
+        log.warning("version %d committed, but its checksum was not written: %r", result.version, exc)
+        return False
+
+
 def run_post_commit(
-    table: SnapshotSource, result: CommitResult, properties: PostCommitHookProperties | None = None
+    table: SnapshotSource,
+    result: CommitResult,
+    properties: PostCommitHookProperties | None = None,
+    read_snapshot: Snapshot | None = None,
 ) -> PostCommitOutcome:
-    """Do the work due after ``result`` on ``table``; never raises, since the commit stands."""
+    """Do the work due after ``result`` on ``table`` (``read_snapshot``: the
+    version the transaction read); never raises, since the commit stands."""
     properties = properties or PostCommitHookProperties()
+    write_version_checksum(table, result, read_snapshot)
     due = result.post_commit
     if not (due.checkpoint and properties.create_checkpoint):
         return PostCommitOutcome()
@@ -107,7 +155,7 @@ class TableTransaction(Transaction):
 
     def _committed(self, result: CommitResult) -> None:
         """Once the commit stands, run the post-commit work due."""
-        self.post_commit_outcome = run_post_commit(self._source, result, self.post_commit_hooks)
+        self.post_commit_outcome = run_post_commit(self._source, result, self.post_commit_hooks, self.read_snapshot)
 
 
 __all__ = [
@@ -116,4 +164,5 @@ __all__ = [
     "SnapshotSource",
     "TableTransaction",
     "run_post_commit",
+    "write_version_checksum",
 ]

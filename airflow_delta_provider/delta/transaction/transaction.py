@@ -104,6 +104,10 @@ class CommitResult:
     commit_info: dict[str, Any]
     attempts: int = 1
     post_commit: PostCommitDue = PostCommitDue()
+    #: The committed actions that change the table's state, for the version
+    #: checksum (a row tracking backfill's re-adds of live files left out);
+    #: None when this transaction did not write them itself.
+    state_actions: tuple[Action, ...] | None = None
 
 
 class Transaction:
@@ -212,6 +216,11 @@ class Transaction:
         self._read_app_ids.add(app_id)
         self._txns[app_id] = Txn(app_id, int(version), int(time.time() * 1000))
 
+    def remove_domain(self, domain: DomainMetadata) -> None:
+        """Stage the removal of ``domain`` (its tombstone: the same domain,
+        ``removed=true``), as DROP FEATURE removes a feature's domain."""
+        self._domains[domain.domain] = replace(domain, removed=True)
+
     @property
     def metadata(self) -> Metadata | None:
         """The metadata the commit will leave in force."""
@@ -308,7 +317,8 @@ class Transaction:
             actions.extend(self._domains.values())
             actions.extend(self._file_actions(version, protocol, backfill))
             if store.put_if_absent(version, serialize_commit(actions)):
-                return CommitResult(version, info, attempt, self._due_after(version))
+                changes = tuple(actions[: len(actions) - len(backfill)])  # the backfill re-adds come last
+                return CommitResult(version, info, attempt, self._due_after(version), changes)
             resolved = self._resolve_conflicts(version)
             if isinstance(resolved, CommitResult):
                 return resolved
@@ -326,6 +336,8 @@ class Transaction:
             return []
         snap = self.read_snapshot
         previous = snap.metadata if snap is not None else None
+        if self._protocol is not None and not row_tracking.is_supported(self._protocol):
+            return []  # a protocol without row tracking (DROP FEATURE): no names to keep
         self._metadata = row_tracking.with_materialized_names(self._metadata, previous)
         if snap is None or not table_properties.row_tracking_enabled(self._metadata):
             return []

@@ -139,7 +139,7 @@ def test_unknown_fields_are_ignored_on_read():
         }
     }
     add = action_from_json(line)
-    assert add == AddFile("f", {}, 1, 2, data_change=False)
+    assert add == AddFile("f", {}, 1, 2, data_change=False, clustering_provider="liquid")  # a known field, kept
     assert "someNewField" not in action_to_json(add)["add"]
     proto = action_from_json({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2, "future": True}})
     assert proto == Protocol(1, 2)

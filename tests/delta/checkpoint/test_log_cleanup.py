@@ -53,11 +53,10 @@ NO_AUTO = {"delta.checkpointInterval": "3", "delta.enableExpiredLogCleanup": "fa
 
 def test_expired_logs_below_the_newest_safe_checkpoint_are_deleted(tmp_path):
     table = build(tmp_path, 9, NO_AUTO)  # versions 0..8, checkpoints 3 and 6
-    (tmp_path / "_delta_log" / f"{1:020d}.crc").write_text("{}")
     age(table, 5, days=40)
     deleted = cleanup_expired_logs(table, table.snapshot())
     # Commits 0..5 expired; the newest checkpoint at or below 5 is 3.
-    assert deleted == 4  # 0.json, 1.json, 1.crc, 2.json
+    assert deleted == 6  # 0..2: each commit and its .crc
     assert names(table)[0] == (3, "checkpoint")
     assert [v for v, k in names(table) if k == "commit"] == [3, 4, 5, 6, 7, 8]
     assert [v for v, k in names(table) if k == "checkpoint"] == [3, 6]
@@ -71,7 +70,7 @@ def test_older_checkpoints_go_too_when_a_newer_one_is_safe(tmp_path):
     table = build(tmp_path, 9, NO_AUTO)
     age(table, 7, days=40)
     cleanup_expired_logs(table, table.snapshot())
-    assert names(table)[:2] == [(6, "checkpoint"), (6, "commit")]
+    assert names(table)[:3] == [(6, "checkpoint"), (6, "crc"), (6, "commit")]
     assert table.snapshot().num_files == 9 and table.snapshot(version=6).num_files == 7
 
 
@@ -79,7 +78,7 @@ def test_nothing_is_deleted_without_a_checkpoint(tmp_path):
     table = build(tmp_path, 5, {"delta.enableExpiredLogCleanup": "false"})
     age(table, 4, days=400)
     assert cleanup_expired_logs(table, table.snapshot()) == 0
-    assert len(names(table)) == 5
+    assert len(names(table)) == 10  # 5 commits and their .crc
 
 
 def test_nothing_is_deleted_when_only_commits_after_the_checkpoint_expired(tmp_path):
@@ -98,15 +97,15 @@ def test_unexpired_logs_are_kept(tmp_path):
 def test_log_retention_duration_is_a_table_property(tmp_path):
     table = build(tmp_path, 8, {**NO_AUTO, "delta.logRetentionDuration": "interval 2 days"})
     age(table, 7, days=3)
-    # Versions 0..5 and checkpoint 3 are below checkpoint 6.
-    assert cleanup_expired_logs(table, table.snapshot()) == 7
+    # Versions 0..5 (each commit and its .crc) and checkpoint 3 are below checkpoint 6.
+    assert cleanup_expired_logs(table, table.snapshot()) == 13
     assert table.snapshot(version=6).num_files == 7
 
 
 def test_explicit_now_decides_what_is_expired(tmp_path):
     table = build(tmp_path, 8, NO_AUTO)
     assert cleanup_expired_logs(table, table.snapshot(), now_ms=now_ms()) == 0
-    assert cleanup_expired_logs(table, table.snapshot(), now_ms=now_ms() + 31 * DAY) == 7
+    assert cleanup_expired_logs(table, table.snapshot(), now_ms=now_ms() + 31 * DAY) == 13
 
 
 def test_post_commit_cleanup_runs_after_a_checkpoint(tmp_path):
@@ -194,7 +193,7 @@ def test_the_cutoff_is_midnight_utc_of_the_retention_day(tmp_path):
     assert expiry_cutoff(midnight, 30 * DAY) == midnight - 30 * DAY
     table = build(tmp_path, 9, NO_AUTO)  # checkpoints 3 and 6
     now = midnight + 12 * 3_600_000
-    for stamp, deleted in ((midnight - 30 * DAY + 3_600_000, 0), (midnight - 30 * DAY, 3)):
+    for stamp, deleted in ((midnight - 30 * DAY + 3_600_000, 0), (midnight - 30 * DAY, 6)):  # 0..2 and .crc
         for f in table.log_store.list_from(0):  # 30 days and 11 hours old, then 30 days and 12 hours
             if f.version <= 5:
                 os.utime(local_log_path(table, f.name), ns=(stamp * 1_000_000, stamp * 1_000_000))

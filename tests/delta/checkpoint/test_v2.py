@@ -94,7 +94,12 @@ def _md(configuration: dict[str, str]) -> Metadata:
         (Protocol(1, 2), Protocol(3, 7, ("v2Checkpoint",), ("appendOnly", "invariants", "v2Checkpoint"))),
         (
             Protocol(3, 7, ("deletionVectors",), ("appendOnly", "deletionVectors", "invariants")),
-            Protocol(3, 7, ("deletionVectors", "v2Checkpoint"), ("appendOnly", "deletionVectors", "invariants", "v2Checkpoint")),
+            Protocol(
+                3,
+                7,
+                ("deletionVectors", "v2Checkpoint"),
+                ("appendOnly", "deletionVectors", "invariants", "v2Checkpoint"),
+            ),
         ),
     ],
 )
@@ -149,7 +154,14 @@ def test_v2_checkpoint_layout(table):
 
     top = pq.read_table(os.path.join(log_dir(table), top_name))
     assert top.column_names == [
-        "txn", "add", "remove", "metaData", "protocol", "domainMetadata", "checkpointMetadata", "sidecar"
+        "txn",
+        "add",
+        "remove",
+        "metaData",
+        "protocol",
+        "domainMetadata",
+        "checkpointMetadata",
+        "sidecar",
     ]
 
     def rows(t: pa.Table, name: str) -> list:
@@ -178,7 +190,9 @@ def test_v2_checkpoint_layout(table):
     assert [r["path"] for r in removes] == [r.path for r in snap.tombstones]
 
     pointer = info["v2Checkpoint"]
-    assert pointer["path"] == top_name and pointer["sizeInBytes"] == os.path.getsize(os.path.join(log_dir(table), top_name))
+    assert pointer["path"] == top_name and pointer["sizeInBytes"] == os.path.getsize(
+        os.path.join(log_dir(table), top_name)
+    )
     assert [s["path"] for s in pointer["sidecarFiles"]] == [s["path"] for s in sidecars]
     assert pointer["nonFileActions"][-1] == {"checkpointMetadata": {"version": snap.version}}
     assert [next(iter(a)) for a in pointer["nonFileActions"]] == ["protocol", "metaData", "txn", "checkpointMetadata"]
@@ -215,7 +229,12 @@ def test_write_checkpoint_picks_the_spec_from_the_protocol(table, tmp_path, new_
     plain = DeltaTable(tmp_path / "plain")
     info = write_checkpoint(plain, plain.snapshot())
     assert set(info) == {"version", "size", "sizeInBytes", "numOfAddFiles"}
-    assert sorted(os.listdir(log_dir(plain))) == ["00000000000000000000.checkpoint.parquet", "00000000000000000000.json", "_last_checkpoint"]
+    assert sorted(os.listdir(log_dir(plain))) == [
+        "00000000000000000000.checkpoint.parquet",
+        "00000000000000000000.crc",
+        "00000000000000000000.json",
+        "_last_checkpoint",
+    ]
 
 
 def test_the_auto_checkpoint_is_v2(tmp_path, new_table):
@@ -406,7 +425,7 @@ def test_log_cleanup_keeps_referenced_sidecars_and_deletes_expired_unreferenced_
     # orphan. Checkpoint 6's sidecars are as old, but referenced: they stay,
     # and so does the young orphan, which may belong to a checkpoint being written.
     assert set(os.listdir(sidecar_dir(table))) == {*sidecars[6], "orphan-young.parquet"}
-    assert deleted == 6 + 1 + len(sidecars[3]) + 1
+    assert deleted == 2 * 6 + 1 + len(sidecars[3]) + 1  # commits 0..5 with their .crc
     for version in (6, 7, 8):  # every retained version still reads, for us and for delta-rs
         assert table.snapshot(version=version).num_files == version
         from deltalake import DeltaTable as RsTable
@@ -429,7 +448,7 @@ def test_log_cleanup_deletes_no_sidecar_while_no_checkpoint_goes(tmp_path, new_t
         for name in os.listdir(folder):
             if os.path.isfile(os.path.join(folder, name)):
                 _age(os.path.join(folder, name), 40)
-    assert cleanup_expired_logs(table, table.snapshot()) == 3  # commits 0..2, below checkpoint 3
+    assert cleanup_expired_logs(table, table.snapshot()) == 6  # commits 0..2 and their .crc, below checkpoint 3
     assert "orphan.parquet" in os.listdir(sidecar_dir(table))  # as delta-spark: swept when a checkpoint goes
 
 

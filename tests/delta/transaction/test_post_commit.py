@@ -143,7 +143,7 @@ def test_the_table_commit_path_runs_the_post_commit_step(tmp_path, monkeypatch):
     table = _table(tmp_path, 1, {})
     seen: list[tuple[int, PostCommitHookProperties]] = []
 
-    def spy(table, result, properties=None):
+    def spy(table, result, properties=None, read_snapshot=None):
         seen.append((result.version, properties))
         return PostCommitOutcome()
 

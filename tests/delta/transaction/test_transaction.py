@@ -127,7 +127,7 @@ def test_non_blind_commit_info(tmp_path):
     txn.commit(metrics={"numDeletedRows": 1})
     info = commit_lines(table, 1)[0]["commitInfo"]
     assert info["isBlindAppend"] is False
-    assert info["operationParameters"] == {"predicate": '["p = \'a\'"]'}
+    assert info["operationParameters"] == {"predicate": "[\"p = 'a'\"]"}
 
 
 def test_create_needs_metadata(tmp_path):
@@ -148,7 +148,7 @@ def test_two_concurrent_creates_second_gets_protocol_changed(tmp_path):
     assert txns[0].commit().version == 0
     with pytest.raises(ProtocolChangedError):
         txns[1].commit()
-    assert log_names(table) == [f"{0:020d}.json"]
+    assert log_names(table) == [f"{0:020d}.crc", f"{0:020d}.json"]  # the winner's commit and checksum
 
 
 def test_staged_actions_are_validated(tmp_path):
@@ -172,7 +172,9 @@ def test_staged_actions_are_validated(tmp_path):
 
 def test_empty_commit_is_allowed(tmp_path):
     table, _ = create(tmp_path)
-    txn = table.transaction("VACUUM START", {"retentionCheckEnabled": True}, table.snapshot(), isolation_level="SnapshotIsolation")
+    txn = table.transaction(
+        "VACUUM START", {"retentionCheckEnabled": True}, table.snapshot(), isolation_level="SnapshotIsolation"
+    )
     result = txn.commit(metrics={"numFilesToDelete": 0})
     info = commit_lines(table, 1)[0]["commitInfo"]
     assert result.version == 1 and len(commit_lines(table, 1)) == 1
@@ -351,8 +353,13 @@ def _table_with_protocol(
     log.mkdir(parents=True)
     schema = json.loads(SCHEMA)
     schema["fields"][0]["metadata"] = field_metadata or {}
-    md = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": json.dumps(schema),
-          "partitionColumns": ["p"], "configuration": configuration or {}}
+    md = {
+        "id": "x",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": ["p"],
+        "configuration": configuration or {},
+    }
     (log / f"{0:020d}.json").write_text(json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": md}) + "\n")
     return DeltaTable(root)
 
@@ -384,7 +391,9 @@ def test_legacy_writer_versions_are_writable_while_their_features_are_unused(tmp
 def test_tables_using_generated_or_identity_columns_take_commits(tmp_path, writer, feature):
     """Issue 11: generatedColumns and identityColumns are implemented (the engine computes and checks them)."""
     configuration, field_metadata = USES[feature]
-    table = _table_with_protocol(tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer}, configuration, field_metadata)
+    table = _table_with_protocol(
+        tmp_path, {"minReaderVersion": 1, "minWriterVersion": writer}, configuration, field_metadata
+    )
     assert append(table, fadd("a")).version == 1
 
 

@@ -1,0 +1,324 @@
+"""ALTER TABLE ... DROP FEATURE, for writer-only features (delta-spark's
+``AlterTableDropFeatureDeltaCommand``).
+
+A writer-only feature leaves no trace a reader needs, so delta-spark drops
+it at once: its pre-downgrade command (``PreDowngradeTableFeatureCommand``)
+removes the feature's traces from the latest version, in a commit of its
+own when there are any, then one ``DROP FEATURE`` commit writes the protocol
+without it (normalized: a legacy protocol when the features left are exactly
+one) and the metadata without the properties that name it. No history
+wait and no truncation: ``truncate_history`` is refused for them, as
+delta-spark refuses it.
+
+Covered here:
+
+- ``checkConstraints``: refused while the table has CHECK constraints, naming
+  them (delta-spark's ``CheckConstraintsPreDowngradeTableFeatureCommand``:
+  dropping a feature never changes what the table means; drop them first);
+- ``inCommitTimestamp``: the preparation commit sets
+  ``delta.enableInCommitTimestamps=false`` and removes the enablement
+  version and timestamp (``InCommitTimestampsPreDowngradeCommand``);
+- ``vacuumProtocolCheck``: nothing to prepare;
+- ``rowTracking``: the preparation turns it off and suspends it, then
+  re-adds the live files without row ids (``RowTrackingPreDowngradeCommand``,
+  ``ROW TRACKING UNBACKFILL``); the downgrade commit removes its properties
+  and its ``delta.rowTracking`` domain.
+
+A reader-writer feature's traces stay in the history, so delta-spark's
+fast drop (``executeDropFeatureWithCheckpointProtection``) puts a barrier
+before its downgrade: after the preparation, three empty commits each with a
+checkpoint (``NUMBER_OF_BARRIER_CHECKPOINTS``), then one commit that drops
+the feature, adds ``checkpointProtection`` and sets
+``delta.requireCheckpointProtectionBeforeVersion`` to its own version (no
+checkpoint may be written below it, and log cleanup takes the history
+before it whole), then a checkpoint of the downgraded version. Covered:
+
+- ``v2Checkpoint``: the preparation sets ``delta.checkpointPolicy=classic``
+  (``V2CheckpointPreDowngradeCommand``), so the barrier checkpoints are
+  classic ones; the drop is refused if the version read still depends on a
+  V2 checkpoint (``validateDropInvariants``).
+
+With ``truncate_history`` a reader-writer feature is dropped as delta-spark's
+``executeDropFeatureWithHistoryTruncation`` does, with no barrier: the
+preparation and a checkpointed empty commit; if the preparation changed
+anything the drop stops there, asking to wait for
+``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours); run again,
+the expired history is deleted (cut to the minute), and while a remaining
+version still uses the feature the drop is refused, saying how long to wait.
+
+Other reader-writer features (``deletionVectors``, ``typeWidening``,
+``columnMapping``, ...) are refused with :class:`UnsupportedFeatureError`
+naming them; features delta-spark cannot drop are refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.actions.model import Metadata, parse_commit
+from airflow_delta_provider.delta.checkpoint import writer
+from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
+from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.table_features import (
+    check_constraints,
+    in_commit_timestamps,
+    row_tracking,
+    v2_checkpoint,
+)
+from airflow_delta_provider.delta.table_features import features as F
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.snapshot import Snapshot
+    from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.delta.transaction.transaction import CommitResult
+
+#: delta-spark's ``NUMBER_OF_BARRIER_CHECKPOINTS``.
+BARRIER_CHECKPOINTS = 3
+
+#: Features delta-spark drops behind a history barrier that are not dropped here yet.
+NEEDS_HISTORY_BARRIER = frozenset(
+    {
+        F.DELETION_VECTORS,
+        F.COLUMN_MAPPING,
+        F.DOMAIN_METADATA,
+        F.CHECKPOINT_PROTECTION,
+        *F.TYPE_WIDENING_FEATURES,
+    }
+)
+
+
+@dataclass(frozen=True)
+class DropFeature:
+    """``{"drop_feature": {"name": ..., "truncate_history": false}}``."""
+
+    name: str
+    truncate_history: bool = False
+    operation = "DROP FEATURE"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"featureName": self.name, "truncateHistory": self.truncate_history}
+
+
+def _no_constraints(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    names = sorted(check_constraints.table_constraints(snapshot.metadata))
+    if names:
+        raise InvalidInputError(
+            f"cannot drop checkConstraints: the table has CHECK constraint(s) {', '.join(names)}; "
+            "drop them first (dropping a feature never changes what the table means)"
+        )
+    return snapshot
+
+
+def _disable_in_commit_timestamps(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """The preparation commit: ICT off, its enablement properties gone."""
+    conf = snapshot.configuration
+    enabled = table_properties.in_commit_timestamps_enabled(snapshot.metadata)
+    provenance = [k for k in in_commit_timestamps.ENABLEMENT_KEYS if k in conf]
+    if not enabled and not provenance:
+        return snapshot
+    new = {k: v for k, v in conf.items() if k not in provenance}
+    if enabled:
+        new[table_properties.ENABLE_IN_COMMIT_TIMESTAMPS] = "false"
+    keys = [*provenance, *([table_properties.ENABLE_IN_COMMIT_TIMESTAMPS] if enabled else [])]
+    txn = table.transaction("UNSET TBLPROPERTIES", {"properties": keys, "ifExists": True}, snapshot)
+    txn.update_metadata(_configured(snapshot.metadata, new))
+    txn.commit(metrics={})
+    return table.snapshot()
+
+
+def _classic_checkpoint_policy(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """The preparation commit of ``v2Checkpoint``: ``delta.checkpointPolicy=classic``."""
+    if not v2_checkpoint.is_required(snapshot.metadata):
+        return snapshot
+    conf = {**snapshot.configuration, table_properties.CHECKPOINT_POLICY: table_properties.CHECKPOINT_POLICY_CLASSIC}
+    txn = table.transaction(
+        "SET TBLPROPERTIES", {"properties": {table_properties.CHECKPOINT_POLICY: "classic"}}, snapshot
+    )
+    txn.update_metadata(_configured(snapshot.metadata, conf))
+    txn.commit(metrics={})
+    return table.snapshot()
+
+
+def _suspend_and_unbackfill_row_tracking(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """delta-spark's ``RowTrackingPreDowngradeCommand``: ``delta.enableRowTracking=false``
+    and ``delta.rowTrackingSuspended=true`` (no new row ids), then the live
+    files re-added without theirs (``ROW TRACKING UNBACKFILL``)."""
+    conf = snapshot.configuration
+    wanted = {table_properties.ENABLE_ROW_TRACKING: "false", table_properties.ROW_TRACKING_SUSPENDED: "true"}
+    if any(conf.get(k) != v for k, v in wanted.items()):
+        txn = table.transaction("SET TBLPROPERTIES", {"properties": wanted}, snapshot)
+        txn.update_metadata(_configured(snapshot.metadata, {**conf, **wanted}))
+        txn.commit(metrics={})
+        snapshot = table.snapshot()
+    tracked = [f for f in snapshot.files if f.base_row_id is not None or f.default_row_commit_version is not None]
+    if tracked:
+        txn = table.transaction("ROW TRACKING UNBACKFILL", {}, snapshot)
+        txn.read_files(tracked)
+        txn.add_all(
+            [
+                replace(f, data_change=False, base_row_id=None, default_row_commit_version=None, stats=f.stats_json())
+                for f in tracked
+            ]
+        )
+        txn.commit(metrics={"numUnbackfilledFiles": len(tracked)})
+        snapshot = table.snapshot()
+    return snapshot
+
+
+def _no_v2_checkpoint_needed(snapshot: Snapshot) -> bool:
+    """delta-spark's ``validateDropInvariants`` for ``v2Checkpoint``: the
+    policy is classic and the version read rests on no V2 checkpoint."""
+    on_v2 = any(f.kind == "v2checkpoint" for f in snapshot.segment.checkpoint_files)
+    return not v2_checkpoint.is_required(snapshot.metadata) and not on_v2
+
+
+#: Each feature we drop, and its pre-downgrade step.
+PREPARE: dict[str, Callable[[DeltaTable, Snapshot], Snapshot]] = {
+    F.CHECK_CONSTRAINTS: _no_constraints,
+    F.IN_COMMIT_TIMESTAMP: _disable_in_commit_timestamps,
+    F.VACUUM_PROTOCOL_CHECK: lambda table, snapshot: snapshot,
+    F.V2_CHECKPOINT: _classic_checkpoint_policy,
+    F.ROW_TRACKING: _suspend_and_unbackfill_row_tracking,
+}
+#: What the downgrade commit of a feature also removes (delta-spark's
+#: ``tablePropertiesToRemoveAtDowngradeCommit``, ``actionsToIncludeAtDowngradeCommit``).
+DOWNGRADE_PROPERTIES: dict[str, tuple[str, ...]] = {
+    F.ROW_TRACKING: (
+        table_properties.ENABLE_ROW_TRACKING,
+        table_properties.ROW_TRACKING_SUSPENDED,
+        *row_tracking.MATERIALIZED_KEYS,
+    )
+}
+DOWNGRADE_DOMAINS: dict[str, str] = {F.ROW_TRACKING: row_tracking.DOMAIN}
+#: The features among them whose history needs the barrier, and the check
+#: that the latest version no longer uses them.
+HISTORY_PROTECTED: dict[str, Callable[[Snapshot], bool]] = {F.V2_CHECKPOINT: _no_v2_checkpoint_needed}
+
+
+def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = None) -> CommitResult:
+    """Drop ``change.name`` from ``table``'s protocol; the downgrade commit.
+    Refusals raise before anything is written."""
+    snapshot = table.snapshot()
+    readers, writers = F.listed_features(snapshot.protocol)
+    name = change.name
+    if name not in readers | writers:
+        raise InvalidInputError(f"cannot drop {name}: the table's protocol does not list it")
+    if name in NEEDS_HISTORY_BARRIER:
+        raise UnsupportedFeatureError(
+            f"dropping {name} needs delta-spark's history barrier (checkpointProtection) or the wait for the "
+            "log retention; it is not implemented yet"
+        )
+    prepare = PREPARE.get(name)
+    if prepare is None:
+        raise InvalidInputError(f"{name} cannot be dropped: delta-spark marks it non-removable")
+    protected = name in HISTORY_PROTECTED
+    if change.truncate_history:
+        if protected:
+            return _drop_truncating_history(table, snapshot, change, prepare, token)
+        raise InvalidInputError(
+            f"truncate_history applies only to features whose drop truncates the history; {name} is a "
+            "writer-only feature and is dropped at once"
+        )
+    snapshot = prepare(table, snapshot)
+    if protected:
+        snapshot = _barrier(table, snapshot)
+        if not HISTORY_PROTECTED[name](snapshot):
+            raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
+    txn = table.transaction(change.operation, change.parameters(), snapshot)
+    dropped = {f"delta.feature.{name}", *DOWNGRADE_PROPERTIES.get(name, ())}
+    conf = {k: v for k, v in snapshot.configuration.items() if k not in dropped}
+    domain = snapshot.domain_metadata.get(DOWNGRADE_DOMAINS.get(name, ""))
+    if domain is not None:
+        txn.remove_domain(domain)
+    if protected:
+        txn.update_protocol(F.without_feature(snapshot.protocol, name, adding=F.CHECKPOINT_PROTECTION))
+        conf[table_properties.CHECKPOINT_PROTECTION_VERSION] = str(snapshot.version + 1)
+    else:
+        txn.update_protocol(F.without_feature(snapshot.protocol, name))
+    txn.update_metadata(_configured(snapshot.metadata, conf))
+    result = txn.commit(metrics={}, token=token)
+    if protected:
+        writer.write_checkpoint(table, table.snapshot(result.version))
+    return result
+
+
+def _drop_truncating_history(
+    table: DeltaTable,
+    snapshot: Snapshot,
+    change: DropFeature,
+    prepare: Callable[[DeltaTable, Snapshot], Snapshot],
+    token: str | None,
+) -> CommitResult:
+    """delta-spark's ``executeDropFeatureWithHistoryTruncation``: remove the
+    feature's traces, checkpoint an empty commit; if that took a change, the
+    caller must wait for the truncation retention and run again. Then cut the
+    expired history (to the minute), refuse while a remaining version uses
+    the feature, and downgrade."""
+    name = change.name
+    prepared = prepare(table, snapshot)
+    made_changes = prepared.version != snapshot.version
+    table.transaction("Empty Commit", {}, prepared).commit(metrics={})
+    snapshot = table.snapshot()
+    writer.write_checkpoint(table, snapshot)
+    retention = table_properties.truncate_history_retention_ms(snapshot.metadata)
+    hours = retention / 3_600_000
+    if made_changes:
+        raise InvalidInputError(
+            f"dropping {name} was partly done: the latest version no longer uses it, but older versions "
+            f"do. Wait {hours:g} hours ({table_properties.TRUNCATE_HISTORY_RETENTION}) for them to expire, "
+            "then run the drop again with truncate_history"
+        )
+    if not HISTORY_PROTECTED[name](snapshot):
+        raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
+    cleanup_expired_logs(table, snapshot, retention_ms=retention, granularity_ms=60_000)
+    still = _versions_using_v2_checkpoints(table, snapshot.version)
+    if still:
+        raise InvalidInputError(
+            f"cannot drop {name} yet: {_span(still)} of the history still uses it. Wait until "
+            f"it is {hours:g} hours old ({table_properties.TRUNCATE_HISTORY_RETENTION}), then run the drop "
+            "again with truncate_history"
+        )
+    txn = table.transaction(change.operation, change.parameters(), snapshot)
+    txn.update_protocol(F.without_feature(snapshot.protocol, name))
+    conf = {k: v for k, v in snapshot.configuration.items() if k != f"delta.feature.{name}"}
+    txn.update_metadata(_configured(snapshot.metadata, conf))
+    return txn.commit(metrics={}, token=token)
+
+
+def _span(versions: list[int]) -> str:
+    return f"version {versions[0]}" if len(versions) == 1 else f"versions {versions[0]} to {versions[-1]}"
+
+
+def _versions_using_v2_checkpoints(table: DeltaTable, upto: int) -> list[int]:
+    """The remaining versions whose commit or checkpoint uses ``v2Checkpoint``
+    (delta-spark's ``historyContainsFeature``): a metadata action asking for
+    V2 checkpoints, or a V2 checkpoint file."""
+    store = table.log_store
+    out = []
+    for f in store.list_from(0):
+        if f.version > upto:
+            continue
+        if f.kind == "v2checkpoint":
+            out.append(f.version)
+        elif f.kind == "commit":
+            for action in parse_commit(store.read(f.name)):
+                if isinstance(action, Metadata) and v2_checkpoint.is_required(action):
+                    out.append(f.version)
+    return sorted(set(out))
+
+
+def _barrier(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """delta-spark's barrier: empty commits, each checkpointed, so that no
+    reader replays the history before them."""
+    for _ in range(BARRIER_CHECKPOINTS):
+        table.transaction("Empty Commit", {}, snapshot).commit(metrics={})
+        snapshot = table.snapshot()
+        writer.write_checkpoint(table, snapshot)
+    return snapshot
+
+
+def _configured(metadata: Metadata, configuration: dict[str, str]) -> Metadata:
+    return replace(metadata, configuration=configuration)

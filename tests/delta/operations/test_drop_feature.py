@@ -1,0 +1,232 @@
+"""ALTER TABLE ... DROP FEATURE for writer-only features: the protocol no
+longer lists the feature, delta-rs and DuckDB read the table, and refusals
+write nothing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airflow_delta_provider.delta.actions.model import Protocol
+from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.operations.alter import alter_table, change_from_json
+from airflow_delta_provider.delta.operations.drop_feature import DropFeature
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_features.features import listed_features, without_feature
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _table(root: Path, new_table: Any, data_file: Any, configuration: dict[str, str]) -> DeltaTable:
+    root.mkdir(parents=True, exist_ok=True)
+    add = data_file(root, pa.table({"id": [1, 2, 3]}))
+    new_table(root, SCHEMA, (), configuration, [add])
+    return DeltaTable(root)
+
+
+def _log(root: Path) -> list[str]:
+    return sorted(os.listdir(root / "_delta_log"))
+
+
+def _readable_by_others(root: Path, duckdb_delta: Any) -> None:
+    import deltalake
+
+    assert sorted(deltalake.DeltaTable(str(root)).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+    assert sorted(r[0] for r in duckdb_delta.execute(f"SELECT id FROM delta_scan('{root}')").fetchall()) == [1, 2, 3]
+
+
+def test_drop_in_commit_timestamps(tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any) -> None:
+    table = _table(tmp_path / "t", new_table, data_file, {"delta.enableInCommitTimestamps": "true"})
+    assert "inCommitTimestamp" in listed_features(table.snapshot().protocol)[1]
+    result = alter_table(table, change_from_json({"drop_feature": {"name": "inCommitTimestamp"}}))
+    assert result is not None and result.version == 2  # the preparation commit, then the downgrade
+    snap = table.snapshot()
+    assert "inCommitTimestamp" not in listed_features(snap.protocol)[1]
+    assert snap.protocol == Protocol(1, 2)  # normalized back to the legacy protocol
+    assert snap.configuration.get("delta.enableInCommitTimestamps") == "false"
+    assert not any(k.startswith("delta.inCommitTimestampEnablement") for k in snap.configuration)
+    assert [h["operation"] for h in table.history()][:2] == ["DROP FEATURE", "UNSET TBLPROPERTIES"]
+    _readable_by_others(tmp_path / "t", duckdb_delta)
+
+
+def test_drop_check_constraints_after_the_constraints(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.constraints.positive": "id > 0"})
+    assert "checkConstraints" in listed_features(table.snapshot().protocol)[1]
+    before = _log(root)
+    with pytest.raises(InvalidInputError, match=r"CHECK constraint.*positive.*drop them first"):
+        alter_table(table, DropFeature("checkConstraints"))
+    assert _log(root) == before  # nothing written
+    alter_table(table, change_from_json({"drop_constraint": {"name": "positive"}}))
+    alter_table(table, DropFeature("checkConstraints"))
+    snap = table.snapshot()
+    assert "checkConstraints" not in listed_features(snap.protocol)[1]
+    _readable_by_others(root, duckdb_delta)
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "message"),
+    [
+        ("appendOnly", InvalidInputError, r"appendOnly cannot be dropped.*non-removable"),
+        ("changeDataFeed", InvalidInputError, "does not list it"),
+        ("deletionVectors", UnsupportedFeatureError, r"deletionVectors needs delta-spark.s history barrier"),
+    ],
+)
+def test_refusals_write_nothing(
+    tmp_path: Path, new_table: Any, data_file: Any, name: str, error: type[Exception], message: str
+) -> None:
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableDeletionVectors": "true"})
+    before = _log(root)
+    with pytest.raises(error, match=message):
+        alter_table(table, DropFeature(name))
+    assert _log(root) == before
+
+
+def test_truncate_history_is_refused_for_a_writer_feature(tmp_path: Path, new_table: Any, data_file: Any) -> None:
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableInCommitTimestamps": "true"})
+    before = _log(root)
+    with pytest.raises(InvalidInputError, match="truncate_history applies only"):
+        alter_table(table, change_from_json({"drop_feature": {"name": "inCommitTimestamp", "truncate_history": True}}))
+    assert _log(root) == before
+
+
+@pytest.mark.parametrize(
+    ("protocol", "feature", "expected"),
+    [
+        (Protocol(1, 3), "checkConstraints", Protocol(1, 2)),
+        (Protocol(1, 7, None, ("appendOnly", "invariants", "inCommitTimestamp")), "inCommitTimestamp", Protocol(1, 2)),
+        (
+            Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "inCommitTimestamp")),
+            "inCommitTimestamp",
+            Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
+        ),
+        (Protocol(1, 7, None, ("inCommitTimestamp",)), "inCommitTimestamp", Protocol(1, 1)),
+        (
+            Protocol(2, 5),
+            "checkConstraints",
+            Protocol(
+                3,
+                7,
+                ("columnMapping",),
+                ("appendOnly", "changeDataFeed", "columnMapping", "generatedColumns", "invariants"),
+            ),
+        ),
+    ],
+)
+def test_without_feature_normalizes_like_delta_spark(protocol: Protocol, feature: str, expected: Protocol) -> None:
+    """delta-spark's ``removeFeature``: denormalize, remove, normalize."""
+    assert without_feature(protocol, feature) == expected
+
+
+def test_drop_v2_checkpoint_behind_checkpoint_protection(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    """delta-spark's fast drop: classic policy, three checkpointed empty
+    commits, then the downgrade that adds checkpointProtection at its own
+    version, and a checkpoint of it."""
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.checkpointPolicy": "v2"})
+    write_checkpoint(table, table.snapshot())  # a V2 checkpoint in the history
+    assert any(f.kind == "v2checkpoint" for f in table.log_store.list_from(0))
+    result = alter_table(table, DropFeature("v2Checkpoint"))
+    assert result is not None and result.version == 5  # policy, 3 barrier commits, the downgrade
+    snap = table.snapshot()
+    readers, writers = listed_features(snap.protocol)
+    assert "v2Checkpoint" not in readers | writers and "checkpointProtection" in writers
+    assert snap.configuration["delta.requireCheckpointProtectionBeforeVersion"] == "5"
+    assert snap.configuration["delta.checkpointPolicy"] == "classic"
+    kinds = {(f.version, f.kind) for f in table.log_store.list_from(0)}
+    assert {(2, "checkpoint"), (3, "checkpoint"), (4, "checkpoint"), (5, "checkpoint")} <= kinds
+    assert [f.kind for f in snap.segment.checkpoint_files] == ["checkpoint"]
+    assert [h["operation"] for h in table.history()][:5] == [
+        "DROP FEATURE",
+        "Empty Commit",
+        "Empty Commit",
+        "Empty Commit",
+        "SET TBLPROPERTIES",
+    ]
+    _readable_by_others(root, duckdb_delta)
+
+
+def _age_log(root: Path, days: float) -> None:
+    """Make every log file ``days`` old (the retention wait, without waiting)."""
+    import time
+
+    old = time.time() - days * 86_400
+    for name in os.listdir(root / "_delta_log"):
+        path = root / "_delta_log" / name
+        if path.is_file():
+            os.utime(path, (old, old))
+
+
+def test_drop_v2_checkpoint_truncating_history(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    """delta-spark's drop with TRUNCATE HISTORY: the first run removes the
+    traces and asks to wait; a run before the wait is refused; after it the
+    history that used the feature is gone and the protocol is downgraded."""
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.checkpointPolicy": "v2"})
+    write_checkpoint(table, table.snapshot())
+    truncating = change_from_json({"drop_feature": {"name": "v2Checkpoint", "truncate_history": True}})
+    with pytest.raises(InvalidInputError, match=r"partly done.*Wait 24 hours.*truncate_history"):
+        alter_table(table, truncating)
+    assert "v2Checkpoint" in listed_features(table.snapshot().protocol)[1]  # not dropped yet
+    with pytest.raises(
+        InvalidInputError, match=r"version 0 of the history still uses it. Wait until it is 24 hours old"
+    ):
+        alter_table(table, truncating)  # without the wait
+    assert "v2Checkpoint" in listed_features(table.snapshot().protocol)[1]
+    _age_log(root, 2)
+    result = alter_table(table, truncating)
+    assert result is not None
+    snap = table.snapshot()
+    readers, writers = listed_features(snap.protocol)
+    assert "v2Checkpoint" not in readers | writers and "checkpointProtection" not in writers
+    assert snap.protocol == Protocol(1, 2)
+    remaining = table.log_store.list_from(0)
+    assert min(f.version for f in remaining if f.kind == "commit") > 1  # the history that used it is gone
+    assert not any(f.kind == "v2checkpoint" for f in remaining)
+    assert table.history()[0]["operationParameters"]["truncateHistory"] in (True, "true")
+    _readable_by_others(root, duckdb_delta)
+
+
+def test_drop_row_tracking(tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any) -> None:
+    """delta-spark's RowTrackingPreDowngradeCommand: off and suspended, the
+    files re-added without row ids, then the downgrade drops the feature,
+    its properties and its high-water mark domain."""
+    from airflow_delta_provider.delta.checksum.validate import mismatches
+    from airflow_delta_provider.delta.checksum.version_checksum import read_checksum
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableRowTracking": "true"})
+    assert all(f.base_row_id is not None for f in table.snapshot().files)
+    assert "delta.rowTracking" in table.snapshot().domain_metadata
+    result = alter_table(table, DropFeature("rowTracking"))
+    assert result is not None
+    snap = table.snapshot()
+    assert "rowTracking" not in listed_features(snap.protocol)[1]
+    assert not any(k.startswith("delta.rowTracking") or k == "delta.enableRowTracking" for k in snap.configuration)
+    assert "delta.rowTracking" not in snap.domain_metadata
+    assert all(f.base_row_id is None and f.default_row_commit_version is None for f in snap.files)
+    assert [h["operation"] for h in table.history()][:3] == [
+        "DROP FEATURE",
+        "ROW TRACKING UNBACKFILL",
+        "SET TBLPROPERTIES",
+    ]
+    for version in range(1, snap.version + 1):  # each step's checksum agrees with a replay
+        recorded = read_checksum(table.log_store, version)
+        assert recorded is not None and mismatches(recorded, table.snapshot(version).checksum()) == []
+    _readable_by_others(root, duckdb_delta)
