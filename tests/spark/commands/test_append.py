@@ -226,7 +226,7 @@ def test_failure_after_the_commit_landed_keeps_its_files(spark, tmp_path, make_t
 
     path = make_table(pa.table({"id": [0]}))
 
-    def broken_post_commit(table, result, properties=None):
+    def broken_post_commit(table, result, *args, **kwargs):
         raise RuntimeError(f"post-commit step of version {result.version} failed")
 
     monkeypatch.setattr(post_commit, "run_post_commit", broken_post_commit)
