@@ -81,7 +81,7 @@ def test_a_partition_is_replaced_in_one_commit_as_delta_rs_does(spark, tmp_path,
     assert count == 2
 
 
-def test_a_data_column_predicate_rewrites_the_files_it_splits(spark, tmp_path, make_table):
+def test_a_data_column_predicate_rewrites_the_files_it_splits(spark, tmp_path, make_table, duckdb_delta):
     """Unpartitioned; each file holds rows on both sides of id >= 5."""
     path = make_table(pa.table({"id": pa.array([0, 2, 4, 6, 8], pa.int64()), "v": ["a"] * 5}))
     deltalake.write_deltalake(path, pa.table({"id": pa.array([1, 3, 5, 7, 9], pa.int64()), "v": ["b"] * 5}), mode="append")
@@ -95,6 +95,7 @@ def test_a_data_column_predicate_rewrites_the_files_it_splits(spark, tmp_path, m
     assert (result.metrics["numDeletedRows"], result.metrics["numCopiedRows"]) == (5, 5)
     assert result.metrics["numRemovedFiles"] == 2  # the two split files; the third is not read
     assert result.metrics["numOutputRows"] == 2 + 5
+    assert sorted(duckdb_delta.execute(f"SELECT id, v FROM delta_scan('{path}')").fetchall(), key=repr) == table_rows(twin)
 
 
 def test_deletion_vectors_mark_the_replaced_rows(spark, tmp_path, make_table, duckdb_delta):
