@@ -119,3 +119,18 @@ def task_states(dag_run: Any) -> dict[str, str]:
     with create_session() as session:
         rows = session.query(TaskInstance).filter_by(dag_id=dag_run.dag_id, run_id=dag_run.run_id)
         return {ti.task_id: str(ti.state) for ti in rows}
+
+
+def register_dags(*dags) -> None:
+    """Store DAGs as the DAG processor would, so their assets exist."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        DagBundlesManager().sync_bundles_to_db(session=session)
+    with create_session() as session:
+        update_dag_parsing_results_in_db(
+            "dags-folder", None, [LazyDeserializedDAG.from_dag(d) for d in dags], {}, None, set(), session=session
+        )

@@ -16,7 +16,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaUpdateOperator,
     DeltaVacuumOperator,
 )
-from tests.airflow_env import task_states, xcom
+from tests.airflow_env import register_dags, task_states, xcom
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
 
@@ -34,21 +34,6 @@ def _events(uri: str) -> list[dict]:
             .order_by(AssetEvent.id)
         )
         return [{"task_id": e.source_task_id, "extra": dict(e.extra or {}), "name": e.asset.name} for e in rows]
-
-
-def _register(*dags) -> None:
-    """Store DAGs as the DAG processor would, so their assets exist."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-    with create_session() as session:
-        update_dag_parsing_results_in_db(
-            "dags-folder", None, [LazyDeserializedDAG.from_dag(d) for d in dags], {}, None, set(), session=session
-        )
 
 
 def _table(tmp_path: Path) -> Path:
@@ -78,7 +63,7 @@ def test_a_commit_emits_one_event_with_its_version_and_no_commit_emits_none(tmp_
             engine="python",
         )  # fmt: skip
         commit >> dry_run
-    _register(dag)
+    register_dags(dag)
     dag_run = dag.test()
 
     assert task_states(dag_run) == {"commit": "success", "dry_run": "success"}
@@ -116,7 +101,7 @@ def test_the_event_lands_on_the_asset_a_consumer_registered_for_the_table(tmp_pa
             change={"set_properties": {"delta.appendOnly": "false"}},
             engine="python",
         )
-    _register(consumer, producer)
+    register_dags(consumer, producer)
     producer.test()
 
     (event,) = _events(orders.uri)

@@ -54,21 +54,6 @@ def test_downstream_reads_the_range_version_range_gives(dagbag) -> None:
     assert read_changes.version_range.operator.task_id == "versions_to_process"
 
 
-def _register(*dags) -> None:
-    """Store DAGs as the DAG processor would, so their assets exist."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-    with create_session() as session:
-        update_dag_parsing_results_in_db(
-            "dags-folder", None, [LazyDeserializedDAG.from_dag(d) for d in dags], {}, None, set(), session=session
-        )
-
-
 @pytest.mark.usefixtures("airflow_db")
 def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeypatch) -> None:
     """dag.test() of delta_downstream three times, around three upstream
@@ -92,7 +77,9 @@ def test_downstream_processes_only_the_changes_it_has_not_seen(tmp_path, monkeyp
 
     write_deltalake(table, orders(range(4)), configuration={"delta.enableChangeDataFeed": "true"})  # version 0
     # The asset the DAG is scheduled on, as delta_asset_events registers it.
-    _register(DagBag(dag_folder=str(EXAMPLES / "delta_asset_events.py")).dags["delta_asset_events"])
+    from tests.airflow_env import register_dags
+
+    register_dags(DagBag(dag_folder=str(EXAMPLES / "delta_asset_events.py")).dags["delta_asset_events"])
     dag = DagBag(dag_folder=str(EXAMPLES / "delta_downstream.py")).dags["delta_downstream"]
 
     first = run_dag(dag)
