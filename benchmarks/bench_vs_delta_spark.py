@@ -594,7 +594,7 @@ class Cases:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
+        from airflow_delta_provider.spark.commands.metadata.checkpoint import run_checkpoint
 
         base = self.checkpoint_table()
         n = self.b.sizes.checkpoint_files

@@ -186,7 +186,7 @@ def test_checkpoint_then_vacuum(spark, bucket, tables):
     """CHECKPOINT and VACUUM on the bucket's copy do what they do on the local
     copy: the same checkpointed version, the same files deleted, the same
     rows for deltalake (which reads the bucket's table from the checkpoint)."""
-    from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
+    from airflow_delta_provider.spark.commands.metadata.checkpoint import run_checkpoint
     from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 
     uri, local = tables

@@ -44,14 +44,14 @@ COMMANDS: dict[str, Command] = {
     "delete": Command("delete", "run_delete"),
     "append": Command("append", "run_append"),
     "merge": Command("merge.command", "run_merge"),
-    "checkpoint": Command("checkpoint", "run_checkpoint", ignores=("io",)),
+    "checkpoint": Command("metadata.checkpoint", "run_checkpoint", ignores=("io",)),
     "vacuum": Command("vacuum", "run_vacuum", ignores=("io",)),
     "reorg": Command("reorg", "run_reorg_purge"),
     "optimize": Command("optimize", "run_optimize"),
-    "alter": Command("alter", "run_alter", ignores=("io",)),
-    "restore": Command("restore", "run_restore", ignores=("io",)),
+    "alter": Command("metadata.alter", "run_alter", ignores=("io",)),
+    "restore": Command("metadata.restore", "run_restore", ignores=("io",)),
     "changes": Command("changes", "run_changes", ignores=("token",)),
-    "convert": Command("convert", "run_convert", ignores=("io",)),
+    "convert": Command("metadata.convert", "run_convert", ignores=("io",)),
 }
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.alter import run_alter
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.merge.command import run_merge
+from airflow_delta_provider.spark.commands.metadata.alter import run_alter
 from airflow_delta_provider.spark.commands.update import run_update
 
 from .dml_support import state

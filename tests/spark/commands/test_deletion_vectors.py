@@ -27,8 +27,8 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
 from airflow_delta_provider.spark.commands.delete import DeleteCommand, run_delete
+from airflow_delta_provider.spark.commands.metadata.checkpoint import run_checkpoint
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.commands.vacuum import run_vacuum
 

@@ -455,7 +455,7 @@ def test_not_null_violation_commits_nothing(spark, tmp_path):
 
 
 def test_append_only_table_takes_inserts_only(spark, tmp_path):
-    from airflow_delta_provider.spark.commands.alter import run_alter
+    from airflow_delta_provider.spark.commands.metadata.alter import run_alter
 
     path = deltalake_table(tmp_path / "t")
     run_alter(spark, path, {"set_properties": {"delta.appendOnly": "true"}}, False, None)

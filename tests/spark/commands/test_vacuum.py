@@ -244,8 +244,8 @@ def test_spark_vacuum_never_deletes_live_or_retained_files(
 
     from airflow_delta_provider.spark.commands import dml
     from airflow_delta_provider.spark.commands.append import run_append
-    from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
     from airflow_delta_provider.spark.commands.delete import run_delete
+    from airflow_delta_provider.spark.commands.metadata.checkpoint import run_checkpoint
     from airflow_delta_provider.spark.commands.update import run_update
 
     base = tmp_path_factory.mktemp("svac")

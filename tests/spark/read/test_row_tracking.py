@@ -213,7 +213,7 @@ def test_an_update_retried_after_a_concurrent_append_moves_its_fresh_ids_and_kee
 
 def test_restore_brings_back_the_rows_ids_and_versions_and_the_mark_never_falls(spark, tmp_path):
     """PROTOCOL.md: a restored row gets its stable row id and row commit version back."""
-    from airflow_delta_provider.spark.commands.restore import run_restore
+    from airflow_delta_provider.spark.commands.metadata.restore import run_restore
 
     path = make(spark, tmp_path, "hadoop")
     before = tracked(spark, path, "hadoop")

@@ -11,9 +11,9 @@ import pytest
 
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.alter import run_alter
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
+from airflow_delta_provider.spark.commands.metadata.alter import run_alter
 from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.read.table_changes import read_changes
 from tests.spark.change_data_feed_support import CDF, cdf_table, ours, source, theirs

@@ -15,9 +15,9 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.cli import build_parser
 from airflow_delta_provider.spark.commands.append import run_append
 from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.restore import run_restore
+from airflow_delta_provider.spark.commands.metadata.restore import run_restore
 
-from .dml_support import _sorted, rows_duckdb, rows_rs
+from ..dml_support import _sorted, rows_duckdb, rows_rs
 
 
 def _rows_at(path: str, version: int) -> list[tuple]:

@@ -8,10 +8,10 @@ from deltalake import write_deltalake
 
 from airflow_delta_provider.delta.errors import TableNotFoundError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.checkpoint import run_checkpoint
+from airflow_delta_provider.spark.commands.metadata.checkpoint import run_checkpoint
 
-from ..conftest import table_rows
-from .dml_support import PLAIN_GOLDEN, rows_duckdb
+from ...conftest import table_rows
+from ..dml_support import PLAIN_GOLDEN, rows_duckdb
 
 
 def test_checkpoint_latest_version_without_spark(make_table):

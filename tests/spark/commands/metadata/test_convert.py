@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.convert import run_convert
+from airflow_delta_provider.spark.commands.metadata.convert import run_convert
 from tests.parquet_folders import EXPECTED, rows_by_delta_rs, write_folder
 
 
