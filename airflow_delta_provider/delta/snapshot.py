@@ -46,6 +46,9 @@ from airflow_delta_provider.delta.table_features.column_mapping import ColumnMap
 from airflow_delta_provider.delta.table_features.features import listed_features
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pyarrow as pa
     from pyroaring import BitMap64
 
     from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
@@ -185,6 +188,11 @@ class Snapshot:
         if "files" in self.__dict__:
             return [f.path for f in self.files]
         return self._file_state.paths()
+
+    def add_table(self, partition_keys: Sequence[str] = ()) -> pa.Table:
+        """The live files as arrow columns (see :meth:`FileState.add_table`);
+        cheap on a large checkpoint, where :attr:`files` builds an object per file."""
+        return self._file_state.add_table(partition_keys)
 
     @property
     def num_files(self) -> int:

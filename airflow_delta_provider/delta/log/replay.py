@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -165,6 +165,59 @@ class FileState:
         ckpt = pc.struct_field(self._ckpt_adds, "path").to_pylist() if self._ckpt_adds is not None else []
         return ckpt + [a.path for a in self._adds.values()]
 
+    def add_table(self, partition_keys: Sequence[str] = ()) -> pa.Table:
+        """The live files as columns, one row per file, without building
+        :class:`AddFile` s for the checkpoint's rows: ``path``, ``size``,
+        ``modificationTime``, ``numRecords`` (from the stats; null without),
+        ``dvCardinality`` (0 without a vector), ``clusteringProvider``, and one
+        string column per key of ``partitionValues`` in ``partition_keys``."""
+        adds = list(self._adds.values())
+        columns: dict[str, list[pa.Array]] = {name: [] for name in (*_ADD_COLUMNS, *partition_keys)}
+        rows = self._ckpt_adds
+        if rows is not None and len(rows):
+            fields = {rows.type.field(i).name for i in range(rows.type.num_fields)}
+
+            def col(name: str, kind: pa.DataType) -> pa.Array:
+                return pc.struct_field(rows, name) if name in fields else pa.nulls(len(rows), kind)
+
+            columns["path"].append(col("path", pa.string()))
+            columns["size"].append(pc.cast(col("size", pa.int64()), pa.int64()))
+            columns["modificationTime"].append(pc.cast(col("modificationTime", pa.int64()), pa.int64()))
+            records = _num_records(col("stats", pa.string()))
+            if (
+                "stats_parsed" in fields
+                and pc.struct_field(rows, "stats_parsed").type.get_field_index("numRecords") >= 0
+            ):
+                parsed = pc.struct_field(pc.struct_field(rows, "stats_parsed"), "numRecords")
+                records = pc.coalesce(records, pc.cast(parsed, pa.int64()))
+            columns["numRecords"].append(records)
+            dv = col("deletionVector", pa.struct([("cardinality", pa.int64())]))
+            columns["dvCardinality"].append(pc.cast(pc.fill_null(pc.struct_field(dv, "cardinality"), 0), pa.int64()))
+            columns["clusteringProvider"].append(col("clusteringProvider", pa.string()))
+            values = col("partitionValues", pa.map_(pa.string(), pa.string()))
+            for key in partition_keys:
+                columns[key].append(pc.map_lookup(values, key, "first"))
+        if adds:
+            columns["path"].append(pa.array([a.path for a in adds], pa.string()))
+            columns["size"].append(pa.array([a.size for a in adds], pa.int64()))
+            columns["modificationTime"].append(pa.array([a.modification_time for a in adds], pa.int64()))
+            columns["numRecords"].append(
+                pc.coalesce(
+                    _num_records(pa.array([a.stats for a in adds], pa.string())),
+                    pa.array([_parsed_records(a) for a in adds], pa.int64()),
+                )
+            )
+            columns["dvCardinality"].append(pa.array([a.num_deleted_records for a in adds], pa.int64()))
+            columns["clusteringProvider"].append(pa.array([a.clustering_provider for a in adds], pa.string()))
+            for key in partition_keys:
+                columns[key].append(pa.array([a.partition_values.get(key) for a in adds], pa.string()))
+        return pa.table(
+            {
+                name: pa.concat_arrays(parts) if parts else pa.array([], _ADD_TYPES.get(name, pa.string()))
+                for name, parts in columns.items()
+            }
+        )
+
     def add_files(self) -> list[AddFile]:
         ckpt = _adds(self._ckpt_adds) if self._ckpt_adds is not None else []
         return ckpt + list(self._adds.values())
@@ -172,6 +225,29 @@ class FileState:
     def remove_files(self) -> list[RemoveFile]:
         ckpt = _removes(self._ckpt_removes) if self._ckpt_removes is not None else []
         return ckpt + list(self._removes.values())
+
+
+_ADD_TYPES = {
+    "path": pa.string(),
+    "size": pa.int64(),
+    "modificationTime": pa.int64(),
+    "numRecords": pa.int64(),
+    "dvCardinality": pa.int64(),
+    "clusteringProvider": pa.string(),
+}
+_ADD_COLUMNS = tuple(_ADD_TYPES)
+
+
+def _num_records(stats: pa.Array) -> pa.Array:
+    """``numRecords`` of each stats JSON text, read with a regex over the whole column (no JSON parse)."""
+    found = pc.extract_regex(stats, pattern=r'"numRecords":\s*(?P<n>[0-9]+)')
+    return pc.cast(pc.struct_field(found, "n"), pa.int64())
+
+
+def _parsed_records(add: AddFile) -> int | None:
+    """``numRecords`` of a commit's add that has struct stats only."""
+    n = add.stats_parsed.get("numRecords") if add.stats is None and add.stats_parsed else None
+    return int(n) if n is not None else None
 
 
 def _valid_rows(column: pa.ChunkedArray) -> pa.Array:
