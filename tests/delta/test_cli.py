@@ -324,3 +324,28 @@ def test_describe_shows_timestamp_ntz_types_and_partition_values(golden_dir, cap
         '{"tsNtzPartition": null}',
     ]
     assert doc["numRecords"] == 9
+
+
+def test_health_prints_the_report_and_the_decisions(table, capsys, tmp_path):
+    t, _f1, _f2 = table
+    page = tmp_path / "health.html"
+    code, out, _err = run(capsys, "health", t.root, "--threshold", "min_small_files=3", "--html", str(page))
+    assert code == 0 and isinstance(out, dict)
+    assert (out["report"]["numFiles"], out["report"]["version"], out["report"]["numTombstones"]) == (2, 2, 1)
+    assert [d["step"] for d in out["decisions"] if d["due"]] == []  # two small files in partition x
+    assert '<svg id="file-size-histogram"' in page.read_text()
+    code, out, _err = run(capsys, "health", t.root, "--threshold", "min_small_files=2")
+    optimize = out["decisions"][0]
+    assert optimize["due"] and optimize["arguments"] == {"where": "(p = 'x')"}
+    assert main(["health", t.root, "--format", "table", "--threshold", "min_small_files=2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["health", "value"]
+    assert any(line.startswith("optimize") and "DUE" in line and "where=(p = 'x')" in line for line in lines)
+
+
+def test_health_refuses_an_unknown_threshold(table, capsys):
+    t, _f1, _f2 = table
+    assert main(["health", t.root, "--threshold", "smallest=3"]) == 2
+    assert "InvalidInputError: unknown maintenance thresholds ['smallest']" in capsys.readouterr().err
+    assert main(["health", t.root, "--threshold", "smallest"]) == 2
+    assert "--threshold takes NAME=VALUE" in capsys.readouterr().err

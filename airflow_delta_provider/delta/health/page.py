@@ -22,6 +22,7 @@ from airflow_delta_provider.delta.health.text import report_lines
 
 MAX_PARTITION_BARS = 40
 _W, _H, _PAD = 1000, 260, 50
+_LEGEND = 180  # the versions chart's legend, right of its points
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 _STYLE = """
 body{font-family:sans-serif;margin:24px;color:#222;background:#fff}
@@ -85,7 +86,7 @@ def versions(report: dict[str, Any]) -> str:
         ops = list(dict.fromkeys(str(p.get("operation")) for p in points))
         colour = {op: _PALETTE[i % len(_PALETTE)] for i, op in enumerate(ops)}
         for p in points:
-            x = _PAD + (p["version"] - v0) / max(1, v1 - v0) * (_W - 2 * _PAD)
+            x = _PAD + (p["version"] - v0) / max(1, v1 - v0) * (_W - 2 * _PAD - _LEGEND)
             y = _H - _PAD - (p["timestamp"] - t0) / max(1, t1 - t0) * (_H - 2 * _PAD)
             op = str(p.get("operation"))
             body.append(
@@ -93,7 +94,7 @@ def versions(report: dict[str, Any]) -> str:
                 f"<title>version {p['version']}: {_e(op)} at {_e(iso_utc(p['timestamp']))}</title></circle>"
             )
         body.append(f'<text x="{_PAD}" y="{_H - _PAD + 16}">version {v0}</text>')
-        body.append(f'<text x="{_W - _PAD}" y="{_H - _PAD + 16}" text-anchor="end">version {v1}</text>')
+        body.append(f'<text x="{_W - _PAD - _LEGEND}" y="{_H - _PAD + 16}" text-anchor="end">version {v1}</text>')
         body.append(f'<text x="4" y="{_PAD - 6}">{_e(iso_utc(t1))}</text>')
         body.append(f'<text x="4" y="{_H - _PAD + 30}">{_e(iso_utc(t0))}</text>')
         for i, op in enumerate(ops):
