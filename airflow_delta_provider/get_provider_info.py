@@ -26,6 +26,7 @@ def get_provider_info() -> dict[str, Any]:
             "RESTORE, CHECKPOINT, VACUUM, REORG (purge of deletion vectors), CHANGES (the change data "
             "feed of a version range, to a folder) and CONVERT (TO DELTA: a Parquet folder in place); "
             "CHECKPOINT, VACUUM, ALTER, RESTORE and CONVERT also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
+            "A table health report and a maintenance autopilot that runs only the upkeep that is due. "
             "Sensors and triggers wait for new table versions and partitions. "
             "No Databricks, no Delta jar."
         ),
@@ -43,9 +44,11 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_delta_provider.operators.delta",
                     "airflow_delta_provider.operators.table_info",
+                    "airflow_delta_provider.operators.maintenance",
                 ],
             }
         ],
+        "extra-links": ["airflow_delta_provider.operators.maintenance.DeltaHealthReportLink"],
         "sensors": [
             {
                 "integration-name": _INTEGRATION,

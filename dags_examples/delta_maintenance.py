@@ -1,15 +1,25 @@
-"""delta_maintenance: a table's daily upkeep, OPTIMIZE (Z-order) -> VACUUM -> CHECKPOINT.
+"""delta_maintenance: a table's daily upkeep, decided from its health: only what is due runs.
 
-1. ``optimize`` rewrites the small files of ``$DELTA_DEMO_DATA/delta/orders``
-   Z-ordered by ``amount``: filters on it then skip more files. The rows do not
-   change (``dataChange=false``), so downstream readers of changes skip the
-   commit, and a concurrent append does not conflict with it.
-2. ``vacuum`` deletes the files that no version within the retention needs
-   (the table's ``delta.deletedFileRetentionDuration``, 7 days by default). It
-   only lists and deletes, so it runs with no Spark (``engine="python"``).
-3. ``checkpoint`` writes a checkpoint of the latest version, also with no Spark.
+``delta_maintenance_group`` builds the autopilot as one task group:
 
-Runs on the ``spark_default`` connection, after ``delta_pipeline`` made the table.
+1. ``maintenance.decide`` reads the health report of ``$DELTA_DEMO_DATA/delta/orders``
+   from its log (no Spark): files and small files per partition, rows hidden
+   by deletion vectors, commits since the last checkpoint, the last OPTIMIZE
+   and VACUUM, the bytes a VACUUM would free. It logs the report and its
+   decisions as one table, pushes the decisions as XCom (``decisions``),
+   writes the report as an HTML page under ``$DELTA_DEMO_DATA/health_reports``
+   (the task's "Delta health report" link), and follows only the due steps.
+2. ``maintenance.optimize`` (Spark) compacts the partitions with too many small
+   files, and only those; ``maintenance.reorg`` (Spark) purges deletion vectors
+   that hide too many rows; ``maintenance.vacuum_lite`` or ``maintenance.vacuum``
+   deletes the files the log removed past the retention (no Spark); and
+   ``maintenance.checkpoint`` writes a checkpoint when enough commits went
+   without one (no Spark). The others are skipped. Each is an ordinary
+   operator: its own commit, its own XCom.
+
+:data:`THRESHOLDS` lowers two of the defaults to the demo table's size (see
+``docs/maintenance.rst`` for all of them). Runs on the ``spark_default``
+connection, after ``delta_pipeline`` made the table.
 """
 
 from __future__ import annotations
@@ -19,29 +29,24 @@ from pathlib import Path
 
 from airflow.sdk import DAG
 
-from airflow_delta_provider.operators.delta import (
-    DeltaCheckpointOperator,
-    DeltaOptimizeOperator,
-    DeltaVacuumOperator,
-)
+from airflow_delta_provider.operators.maintenance import delta_maintenance_group
 
 DATA = Path(os.environ.get("DELTA_DEMO_DATA") or Path(__file__).resolve().parent.parent / "data")
 TABLE = str(DATA / "delta" / "orders")
+#: The demo table is small: compact a partition from 4 small files (default 50),
+#: checkpoint after 5 commits without one (default: the table's checkpoint interval, 10).
+THRESHOLDS = {"min_small_files": 4, "max_commits_since_checkpoint": 5}
 
 with DAG(
     dag_id="delta_maintenance",
-    description="OPTIMIZE with Z-order, then VACUUM and CHECKPOINT, every day",
+    description="Health report, then only the OPTIMIZE, REORG, VACUUM and CHECKPOINT that are due, every day",
     schedule="@daily",
     catchup=False,
-    default_args={"table_path": TABLE},
     tags=["delta", "example", "maintenance"],
 ) as dag:
-    optimize = DeltaOptimizeOperator(
-        task_id="optimize",
-        zorder_by=["amount"],
-        conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+    delta_maintenance_group(
+        table_path=TABLE,
+        thresholds=THRESHOLDS,
+        report_path=str(DATA / "health_reports"),
+        spark_arguments={"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}},
     )
-    vacuum = DeltaVacuumOperator(task_id="vacuum", engine="python")
-    checkpoint = DeltaCheckpointOperator(task_id="checkpoint", engine="python")
-
-    optimize >> vacuum >> checkpoint

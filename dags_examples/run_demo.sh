@@ -28,7 +28,7 @@ airflow dags test delta_pipeline
 echo "==> Running delta_downstream: the changes of the orders table since its last run"
 airflow dags test delta_downstream
 
-echo "==> Running delta_maintenance (OPTIMIZE with Z-order, VACUUM, CHECKPOINT) on the same table"
+echo "==> Running delta_maintenance (health report, then only the OPTIMIZE, REORG, VACUUM, CHECKPOINT due) on the same table"
 airflow dags test delta_maintenance
 
 echo "==> Running delta_table_state: DESCRIBE DETAIL and history, then the upkeep the table's state calls for"

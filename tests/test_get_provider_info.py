@@ -65,3 +65,14 @@ def test_airflow_cli_lists_the_provider_and_its_hook() -> None:
             check=True,
         ).stdout
         assert expected in out, f"airflow providers {command} does not show {expected}"
+
+
+def test_the_health_report_link_is_registered() -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    from airflow_delta_provider.operators.maintenance import DeltaHealthReportLink
+
+    name = "airflow_delta_provider.operators.maintenance.DeltaHealthReportLink"
+    assert name in get_provider_info()["extra-links"]
+    assert name in ProvidersManager().extra_links_class_names
+    assert DeltaHealthReportLink.name == "Delta health report"

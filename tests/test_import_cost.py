@@ -17,6 +17,7 @@ import pytest
 AIRFLOW_MODULES = [
     "airflow_delta_provider.operators.delta",
     "airflow_delta_provider.operators.table_info",
+    "airflow_delta_provider.operators.maintenance",
     "airflow_delta_provider.sensors.delta_table",
     "airflow_delta_provider.hooks.delta_spark",
     "airflow_delta_provider.hooks.delta_in_process",

@@ -1045,7 +1045,7 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
 
     def _request_fields(self) -> dict[str, Any]:
         return {
-            "where": self.where,
+            "where": self.where or None,  # a template that rendered nothing: every partition
             "target_size": _number(self.target_size, "target_size"),
             "zorder_by": _column_names(self.zorder_by),
             "full": bool(self.full),

@@ -140,8 +140,9 @@ def test_s3_example_takes_its_credentials_from_a_connection(dagbag) -> None:
 
 @pytest.mark.usefixtures("airflow_db")
 def test_the_maintenance_dag_runs_with_real_spark_submit(tmp_path, monkeypatch) -> None:
-    """dag.test() of delta_maintenance on a table of many small files: OPTIMIZE
-    (a real spark-submit) compacts them, VACUUM and CHECKPOINT run with no Spark."""
+    """dag.test() of delta_maintenance on a table of six small files and six
+    commits without a checkpoint: the autopilot runs OPTIMIZE (a real
+    spark-submit) and CHECKPOINT (no Spark), and skips REORG and VACUUM."""
     import pyarrow as pa
     from airflow.dag_processing.dagbag import DagBag
     from deltalake import DeltaTable, write_deltalake
@@ -158,12 +159,20 @@ def test_the_maintenance_dag_runs_with_real_spark_submit(tmp_path, monkeypatch) 
 
     dag_run = run_dag(dag)
 
-    assert task_states(dag_run) == {"optimize": "success", "vacuum": "success", "checkpoint": "success"}
-    optimized = xcom(dag_run, "optimize")
+    assert task_states(dag_run) == {
+        "maintenance.decide": "success",
+        "maintenance.optimize": "success",
+        "maintenance.reorg": "skipped",
+        "maintenance.vacuum_lite": "skipped",
+        "maintenance.vacuum": "skipped",
+        "maintenance.checkpoint": "success",
+    }
+    assert xcom(dag_run, "maintenance.decide", key="decisions")["due"] == ["optimize", "checkpoint"]
+    optimized = xcom(dag_run, "maintenance.optimize")
     assert (optimized["version"], optimized["operation"]) == (6, "OPTIMIZE")
     assert (optimized["metrics"]["numRemovedFiles"], optimized["metrics"]["numAddedFiles"]) == (6, 1)
-    assert xcom(dag_run, "vacuum")["metrics"]["numDeletedFiles"] == 0  # the rewritten files are within retention
-    assert xcom(dag_run, "checkpoint")["version"] == 8  # after VACUUM START and END
+    assert xcom(dag_run, "maintenance.checkpoint")["version"] == 6
+    assert list((tmp_path / "health_reports").rglob("*.html"))
     reader = DeltaTable(str(table))
     assert len(reader.file_uris()) == 1
     assert sorted(reader.to_pyarrow_table()["order_id"].to_pylist()) == expected

@@ -34,8 +34,9 @@ def report_lines(report: dict[str, Any], decisions: list[dict[str, Any]] | None 
         ),
         (
             "checkpoint",
-            f"{report['commitsSinceCheckpoint']} commits since version {report['checkpointVersion']}"
-            f" (interval {report['checkpointInterval']})",
+            f"{report['commitsSinceCheckpoint']} commits since "
+            + (f"version {report['checkpointVersion']}" if report["checkpointVersion"] is not None else "no checkpoint")
+            + f" (interval {report['checkpointInterval']})",
         ),
         ("last OPTIMIZE", _when(report["lastOptimize"])),
         ("last VACUUM", _when(report["lastVacuum"])),

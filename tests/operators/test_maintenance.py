@@ -1,0 +1,144 @@
+"""The health operator and the maintenance autopilot, through ``dag.test()``.
+
+Two scenarios of issue 25: a table of many small files with 30% of its rows
+hidden by deletion vectors gets OPTIMIZE (of the crowded partition only) and
+REORG, and nothing else; a healthy table gets nothing. The steps run the
+ordinary operators on real Spark (spark-submit), each with its own commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyroaring import BitMap64
+
+from airflow_delta_provider.delta.actions.deletion_vectors import inline_vector
+from airflow_delta_provider.delta.actions.model import RemoveFile
+from airflow_delta_provider.delta.health.report import health_report
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.operators.maintenance import (
+    DeltaHealthReportLink,
+    DeltaMaintenanceOperator,
+    DeltaTableHealthOperator,
+    delta_maintenance_group,
+)
+from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
+from tests.delta.conftest import create_table, write_data_file
+
+SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])
+ROWS_PER_FILE = 10
+STEP_TASKS = ("optimize", "reorg", "vacuum_lite", "vacuum", "checkpoint")
+
+
+def _table(root: Path, files_per_day: dict[str, int], hidden_per_file: int = 0) -> int:
+    """A table partitioned by ``day``; with ``hidden_per_file``, a second commit gives
+    every file an (inline) deletion vector hiding that many rows. Returns its rows."""
+    root.mkdir()
+    adds = [
+        write_data_file(root, pa.table({"id": [n * 100 + i for i in range(ROWS_PER_FILE)]}), {"day": day})
+        for day, count in files_per_day.items()
+        for n in range(count)
+    ]
+    create_table(root, SCHEMA, ["day"], {"delta.enableDeletionVectors": "true"}, adds)
+    if hidden_per_file:
+        table = DeltaTable(root)
+        txn = table.transaction("DELETE", snapshot=table.snapshot())
+        now = int(time.time() * 1000)
+        for f in adds:
+            vector = inline_vector(BitMap64(range(hidden_per_file)))
+            txn.add_all(
+                [
+                    RemoveFile(path=f.path, deletion_timestamp=now, size=f.size, partition_values=f.partition_values),
+                    dataclasses.replace(f, deletion_vector=vector),
+                ]
+            )
+        txn.commit()
+    return len(adds) * ROWS_PER_FILE
+
+
+def _autopilot_dag(dag_id: str, table: Path, reports: Path, **kwargs: Any) -> Any:
+    from airflow.sdk import DAG
+
+    with DAG(dag_id, schedule=None, default_args={"retries": 0}) as dag:
+        delta_maintenance_group(
+            table_path=str(table), report_path=str(reports), spark_arguments={"conf": SPARK_TEST_CONF}, **kwargs
+        )
+    return dag
+
+
+def test_the_health_operator_needs_no_spark_and_has_one_engine() -> None:
+    with pytest.raises(ValueError, match="engine must be one of"):
+        DeltaTableHealthOperator(task_id="h", table_path="/t", engine="spark")
+    assert set(DeltaTableHealthOperator.template_fields) >= {"table_path", "thresholds", "report_path"}
+    assert any(isinstance(link, DeltaHealthReportLink) for link in DeltaMaintenanceOperator.operator_extra_links)
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_healthy_table_gets_nothing(tmp_path: Path) -> None:
+
+    table = tmp_path / "healthy"
+    _table(table, {"2024-01-01": 2, "2024-01-02": 2})
+    reports = tmp_path / "reports"
+    dag = _autopilot_dag("delta_autopilot_healthy", table, reports)
+    with dag:
+        DeltaTableHealthOperator(task_id="health", table_path=str(table))
+    dag_run = run_dag(dag)
+
+    states = task_states(dag_run)
+    assert states["maintenance.decide"] == "success" and states["health"] == "success"
+    assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"skipped"}
+    decisions = xcom(dag_run, "maintenance.decide", key="decisions")
+    assert decisions["due"] == [] and set(decisions["steps"]) == {"optimize", "reorg", "vacuum", "checkpoint"}
+    assert not xcom(dag_run, "maintenance.decide")  # follows no task
+    report = xcom(dag_run, "health")
+    assert (report["numFiles"], report["version"], report["deletedRowShare"]) == (4, 0, 0.0)
+    assert report == {**xcom(dag_run, "maintenance.decide", key="report"), "generatedAt": report["generatedAt"]}
+    # The page was written and the task links to it.
+    link = xcom(dag_run, "maintenance.decide", key=DeltaHealthReportLink().xcom_key)
+    assert link.startswith("file://") and link.endswith(".html")
+    page = Path(link.removeprefix("file://"))
+    assert page.is_file() and page.is_relative_to(reports) and '<svg id="versions"' in page.read_text()
+    assert DeltaTable(table).latest_version() == 0  # nothing committed
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_small_files_and_30_percent_deleted_rows_get_optimize_and_reorg_only(tmp_path: Path, duckdb_delta) -> None:
+    table = tmp_path / "tired"
+    rows = _table(table, {"2024-01-01": 52, "2024-01-02": 2}, hidden_per_file=3)
+    before = health_report(DeltaTable(table))
+    assert before.deleted_row_share == pytest.approx(0.3) and before.num_small_files == 54
+
+    dag_run = run_dag(_autopilot_dag("delta_autopilot_tired", table, tmp_path / "reports"))
+
+    states = task_states(dag_run)
+    assert {t: states[f"maintenance.{t}"] for t in STEP_TASKS} == {
+        "optimize": "success",
+        "reorg": "success",
+        "vacuum_lite": "skipped",
+        "vacuum": "skipped",
+        "checkpoint": "skipped",
+    }
+    decisions = xcom(dag_run, "maintenance.decide", key="decisions")
+    assert decisions["due"] == ["optimize", "reorg"]
+    assert decisions["steps"]["optimize"]["arguments"] == {"where": "(day = '2024-01-01')"}
+    # Each step is its own commit, with its own XCom.
+    optimize, reorg = xcom(dag_run, "maintenance.optimize"), xcom(dag_run, "maintenance.reorg")
+    assert (optimize["operation"], optimize["version"]) == ("OPTIMIZE", 2)
+    assert (reorg["operation"], reorg["version"]) == ("REORG", 3)
+    history = DeltaTable(table).history()
+    assert json.loads(history[1]["operationParameters"]["predicate"]) == [
+        "(day = '2024-01-01')"
+    ] or "2024-01-01" in json.dumps(history[1]["operationParameters"])
+
+    after = health_report(DeltaTable(table))
+    assert after.num_deleted_records == 0 and after.num_records == rows * 7 // 10
+    assert [p.num_files for p in after.partitions] == [1, 2]  # the crowded partition compacted
+    # delta-kernel-rs (DuckDB's delta extension) reads the rows that are left.
+    (count,) = duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{table}')").fetchone()
+    assert count == rows * 7 // 10
