@@ -28,8 +28,10 @@ Every block must then:
    which answers what a Delta operator or sensor pushes (its version under
    the key ``version``, its result ``{table, version, operation, metrics}``
    as ``return_value``), for a task upstream of a ``DeltaChangesOperator``
-   a version range (what ``assets.version_range`` returns), or, for any
-   other task of the block, a placeholder string. A Delta operator's rendered arguments must then make its
+   a version range (what ``assets.version_range`` returns), for a
+   ``DeltaMaintenanceOperator``'s ``decisions`` the decisions of a table
+   due for OPTIMIZE and REORG, or, for any other task of the block, a
+   placeholder string. A Delta operator's rendered arguments must then make its
    operation request, which is the first thing its ``execute`` does;
 4. make valid MERGE clauses of each list of ``{"when": ...}`` dicts it
    shows on its own (docs/merge.rst's clause examples).
@@ -56,6 +58,7 @@ import pytest
 
 from airflow_delta_provider.hooks.delta_spark import application_path
 from airflow_delta_provider.operators.delta import DeltaChangesOperator, DeltaMergeOperator, DeltaSparkOperator
+from airflow_delta_provider.operators.maintenance import DECISIONS_XCOM_KEY, DeltaMaintenanceOperator
 from tests.airflow_env import run_dag, task_states
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,6 +186,18 @@ class _Variables:
         raise KeyError(f"Variable {key} is not set")
 
 
+#: What a maintenance branch decided, for the steps' templates.
+MAINTENANCE_DECISIONS = {
+    "due": ["optimize", "reorg"],
+    "steps": {
+        "optimize": {"due": True, "arguments": {"where": "(day = '2026-11-27')"}},
+        "reorg": {"due": True, "arguments": {"min_deleted_ratio": 0.05}},
+        "vacuum": {"due": False, "arguments": {}},
+        "checkpoint": {"due": False, "arguments": {}},
+    },
+}
+
+
 class _TaskInstance:
     """``ti`` of the rendering context; ``xcom_pull`` as in the module docstring."""
 
@@ -200,6 +215,8 @@ class _TaskInstance:
         upstream = self.dag.task_dict.get(task_ids) if isinstance(task_ids, str) else None
         if isinstance(self.task, DeltaChangesOperator) and task_ids in self.task.upstream_task_ids:
             return {"table": self.task.table_path, "start_version": 1, "end_version": self.VERSION}
+        if isinstance(upstream, DeltaMaintenanceOperator) and key == DECISIONS_XCOM_KEY:
+            return MAINTENANCE_DECISIONS
         if upstream is not None and not isinstance(upstream, (DeltaSparkOperator, BaseSensorOperator)):
             return f"xcom-of-{task_ids}"
         if key == "version":
