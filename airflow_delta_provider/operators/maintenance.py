@@ -222,7 +222,7 @@ def delta_maintenance_group(
     task downstream of one it follows.
     """
     spark = dict(spark_arguments or {})
-    common = {"table_path": table_path, "storage_conn_id": storage_conn_id}
+    common: dict[str, Any] = {"table_path": table_path, "storage_conn_id": storage_conn_id}
     with TaskGroup(group_id=group_id, **group_kwargs) as group:
         decide = DeltaMaintenanceOperator(
             task_id="decide", thresholds=thresholds, report_path=report_path, report_url=report_url, **common
@@ -234,7 +234,7 @@ def delta_maintenance_group(
 
         rule = "none_failed_min_one_success"
         # A branch's skip spares every task downstream of one it follows: each step checks for itself.
-        guard = {"trigger_rule": rule, "pre_execute": RunIfDue(decide.task_id)}
+        guard: dict[str, Any] = {"trigger_rule": rule, "pre_execute": RunIfDue(decide.task_id)}
         optimize = DeltaOptimizeOperator(
             task_id="optimize",
             where=argument("optimize", "where", ""),

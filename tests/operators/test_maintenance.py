@@ -142,3 +142,19 @@ def test_small_files_and_30_percent_deleted_rows_get_optimize_and_reorg_only(tmp
     # delta-kernel-rs (DuckDB's delta extension) reads the rows that are left.
     (count,) = duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{table}')").fetchone()
     assert count == rows * 7 // 10
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_an_unknown_threshold_fails_the_branch_and_nothing_runs(tmp_path: Path) -> None:
+    """Bad input is a typed error naming it: the branch fails without retries,
+    no step runs, no page is written, no version is committed."""
+    table = tmp_path / "t"
+    _table(table, {"2024-01-01": 60})
+    reports = tmp_path / "reports"
+    dag = _autopilot_dag("delta_autopilot_bad_threshold", table, reports, thresholds={"min_smal_files": 3})
+    dag_run = run_dag(dag)
+
+    states = task_states(dag_run)
+    assert states["maintenance.decide"] == "failed"
+    assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"upstream_failed"}
+    assert not reports.exists() and DeltaTable(table).latest_version() == 0

@@ -79,7 +79,7 @@ def deleted_rows(report: dict[str, Any]) -> str:
 
 def versions(report: dict[str, Any]) -> str:
     points = sorted((h for h in report["history"] if h.get("timestamp") is not None), key=lambda h: h["version"])
-    body = [_axes("versions over time")]
+    body = [_axes("commit time", right=_W - _PAD - _LEGEND)]
     if points:
         v0, v1 = points[0]["version"], points[-1]["version"]
         t0, t1 = min(p["timestamp"] for p in points), max(p["timestamp"] for p in points)
@@ -131,9 +131,9 @@ def _bars(
     return _svg(svg_id, body)
 
 
-def _axes(unit: str) -> str:
+def _axes(unit: str, right: float = _W - _PAD) -> str:
     return (
-        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#888"/>'
+        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{right}" y2="{_H - _PAD}" stroke="#888"/>'
         f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#888"/>'
         f'<text x="4" y="{_PAD - 20}">{_e(unit)}</text>'
     )

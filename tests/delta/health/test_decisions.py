@@ -42,9 +42,9 @@ def test_overrides_by_name_and_from_rendered_text():
 
 def test_the_hand_built_table_by_default_and_with_overrides(health_table):
     """Default thresholds: only the old tombstone is due (VACUUM, LITE). Lower ones: more steps."""
-    root, written = health_table
+    root, _written = health_table
     table = DeltaTable(root)
-    report, decisions = assess(table)
+    _report, decisions = assess(table)
     assert [d.step for d in decisions] == list(STEPS)
     assert due_steps(decisions) == ["reorg", "vacuum"]  # 7 of 82 rows hidden > 5%
     by_step = {d.step: d for d in decisions}

@@ -48,7 +48,7 @@ def test_files_bytes_rows_and_hidden_rows_per_partition_match_delta_rs(health_ta
 
 
 def test_small_files_against_the_target_size(health_table):
-    root, written = health_table
+    root, _written = health_table
     table = DeltaTable(root)
     assert health_report(table).small_file_share == 1.0  # kilobytes, against half of 128 MiB
     sizes = sorted(f.size for f in table.snapshot().files)

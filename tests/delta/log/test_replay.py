@@ -128,3 +128,43 @@ def test_a_torn_checkpoint_is_reported_as_corrupt(tmp_path):
     store = LogStore(resolve_table(tmp_path))
     with pytest.raises(CorruptCheckpointError, match=r"00000000000000000001\.checkpoint\.parquet"):
         apply_checkpoint(store, store.list_from(0), LogReplay(str(tmp_path)))
+
+
+def test_add_table_agrees_with_the_add_objects_over_a_checkpoint_and_commits(tmp_path, new_table, data_file):
+    """The columnar view (checkpoint rows and commit adds) holds what each :class:`AddFile` says."""
+    import dataclasses
+
+    from pyroaring import BitMap64
+
+    from airflow_delta_provider.delta.actions.deletion_vectors import inline_vector
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+    from airflow_delta_provider.delta.table import DeltaTable
+
+    root = tmp_path / "t"
+    root.mkdir()
+    first = [data_file(root, pa.table({"id": list(range(n + 1))}), {"p": str(n % 2)}) for n in range(4)]
+    new_table(
+        root, pa.schema([("id", pa.int64()), ("p", pa.string())]), ["p"], {"delta.enableDeletionVectors": "true"}, first
+    )
+    table = DeltaTable(root)
+    write_checkpoint(table, table.snapshot())
+    txn = table.transaction("DELETE", snapshot=table.snapshot())
+    txn.add_all([first[3].remove(0), dataclasses.replace(first[3], deletion_vector=inline_vector(BitMap64([0, 2])))])
+    txn.add(data_file(root, pa.table({"id": [9]}), {"p": None}))
+    txn.commit()
+    snapshot = DeltaTable(root).snapshot()
+    got = snapshot.add_table(["p"]).to_pylist()
+    expected = [
+        {
+            "path": f.path,
+            "size": f.size,
+            "modificationTime": f.modification_time,
+            "numRecords": f.num_records,
+            "dvCardinality": f.num_deleted_records,
+            "clusteringProvider": f.clustering_provider,
+            "p": f.partition_values.get("p"),
+        }
+        for f in snapshot.files
+    ]
+    assert sorted(got, key=lambda r: r["path"]) == sorted(expected, key=lambda r: r["path"])
+    assert sum(r["dvCardinality"] for r in got) == 2 and len(got) == 5
