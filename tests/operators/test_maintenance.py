@@ -158,3 +158,28 @@ def test_an_unknown_threshold_fails_the_branch_and_nothing_runs(tmp_path: Path) 
     assert states["maintenance.decide"] == "failed"
     assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"upstream_failed"}
     assert not reports.exists() and DeltaTable(table).latest_version() == 0
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_the_page_goes_to_an_object_store_through_the_connection_and_no_secret_leaks(
+    tmp_path: Path, s3_connection, capfd
+) -> None:
+    from airflow.sdk import DAG
+
+    from airflow_delta_provider.delta.storage import open_storage
+    from tests.operators.s3_connection import CONN_ID
+
+    table = tmp_path / "t"
+    _table(table, {"2024-01-01": 3})
+    reports = s3_connection.uri("reports")
+    with DAG("delta_health_to_s3", schedule=None, default_args={"retries": 0}) as dag:
+        DeltaTableHealthOperator(task_id="health", table_path=str(table), report_path=reports, storage_conn_id=CONN_ID)
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"health": "success"}
+    link = xcom(dag_run, "health", key=DeltaHealthReportLink().xcom_key)
+    assert link.startswith(reports.rstrip("/") + "/delta_health_to_s3/health/") and link.endswith(".html")
+    page = open_storage(reports, s3_connection.storage_options).get(link[len(reports.rstrip("/")) + 1 :])
+    assert b'<svg id="deleted-rows"' in page
+    out, err = capfd.readouterr()
+    assert s3_connection.secret not in out + err + json.dumps(xcom(dag_run, "health")) + link
