@@ -267,10 +267,23 @@ def _drop_touched(parts: list[pa.Array], touched: set[FileKey], canonical: PathC
     else:
         has_dv = False
     path_column = pc.struct_field(rows, "path")
-    if not has_dv and _all_plain(touched) and not _any_unusual(path_column):
-        # Common case: relative, unescaped paths compare as they are.
-        hit = pc.is_in(path_column, value_set=pa.array([p for p, _ in touched], pa.string()))
-        return rows.filter(pc.invert(pc.fill_null(hit, False)))
+    if not _any_unusual(path_column):
+        # Common case: relative, unescaped paths are canonical as they are, so
+        # only a row whose path a commit touched can have a touched key.
+        hit = pc.fill_null(pc.is_in(path_column, value_set=pa.array([p for p, _ in touched], pa.string())), False)
+        if not has_dv and _all_plain(touched):
+            return rows.filter(pc.invert(hit))
+        candidates = pc.indices_nonzero(hit).to_pylist()
+        if not has_dv:
+            keys = [(path_column[i].as_py(), None) for i in candidates]
+        else:
+            dvs = pc.struct_field(rows, "deletionVector")
+            keys = [(path_column[i].as_py(), _dv_id(dvs[i].as_py())) for i in candidates]
+        dropped = [i for i, key in zip(candidates, keys) if key in touched]
+        if not dropped:
+            return rows
+        keep = pc.invert(pc.is_in(pa.array(range(len(rows)), pa.int64()), value_set=pa.array(dropped, pa.int64())))
+        return rows.filter(keep)
     paths = path_column.to_pylist()
     if has_dv:
         ids = [d.unique_id if d else None for d in map(DeletionVector.from_json, _dv_dicts(rows))]
@@ -278,6 +291,11 @@ def _drop_touched(parts: list[pa.Array], touched: set[FileKey], canonical: PathC
         ids = [None] * len(paths)
     keep = [(canonical(p), i) not in touched for p, i in zip(paths, ids)]
     return rows.filter(pa.array(keep, pa.bool_()))
+
+
+def _dv_id(raw: dict[str, Any] | None) -> str | None:
+    dv = DeletionVector.from_json(raw) if raw else None
+    return dv.unique_id if dv else None
 
 
 def _concat(parts: list[pa.Array]) -> pa.Array:
