@@ -274,11 +274,10 @@ def _drop_touched(parts: list[pa.Array], touched: set[FileKey], canonical: PathC
         if not has_dv and _all_plain(touched):
             return rows.filter(pc.invert(hit))
         candidates = pc.indices_nonzero(hit).to_pylist()
-        if not has_dv:
-            keys = [(path_column[i].as_py(), None) for i in candidates]
-        else:
-            dvs = pc.struct_field(rows, "deletionVector")
-            keys = [(path_column[i].as_py(), _dv_id(dvs[i].as_py())) for i in candidates]
+        dvs = pc.struct_field(rows, "deletionVector") if has_dv else None
+        keys: list[FileKey] = [
+            (path_column[i].as_py(), _dv_id(dvs[i].as_py()) if dvs is not None else None) for i in candidates
+        ]
         dropped = [i for i, key in zip(candidates, keys) if key in touched]
         if not dropped:
             return rows
