@@ -33,7 +33,7 @@ def report_lines(report: dict[str, Any], decisions: list[dict[str, Any]] | None 
             f"{report['numDeletedRecords']} of {report['numRecords']} ({report['deletedRowShare']:.1%}) hidden by deletion vectors",
         ),
         (
-            "checkpoint",
+            "last checkpoint",
             f"{report['commitsSinceCheckpoint']} commits since "
             + (f"version {report['checkpointVersion']}" if report["checkpointVersion"] is not None else "no checkpoint")
             + f" (interval {report['checkpointInterval']})",
