@@ -1,8 +1,8 @@
 """The operation and time of the newest commits, read cheaply.
 
-Only each commit's ``commitInfo`` line is parsed (delta-spark and this
-package write it first), so a commit that adds 100,000 files costs a read and
-a line split, not 100,000 parsed actions.
+Only each commit's ``commitInfo`` line is found and parsed (delta-spark and
+this package write it first), so a commit that adds 100,000 files costs a
+read and a search, not 100,000 parsed actions.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from airflow_delta_provider.delta.log.commit_summary import VersionInfo, version
 from airflow_delta_provider.delta.log.store import LogFile, LogStore
 
 _COMMIT_INFO = b'"commitInfo"'
+#: How a compact writer starts the line (a JSON string cannot hold it unescaped).
+_COMPACT = b'{"commitInfo":'
+_NEWLINE = ord("\n")
 
 
 def recent_versions(store: LogStore, commits: Sequence[LogFile], limit: int) -> list[VersionInfo]:
@@ -35,11 +38,19 @@ def recent_versions(store: LogStore, commits: Sequence[LogFile], limit: int) -> 
 
 
 def _commit_info(data: bytes) -> dict[str, Any]:
-    for line in data.split(b"\n"):
-        if _COMMIT_INFO in line[:32]:
-            try:
-                body = json.loads(line).get("commitInfo")
-            except ValueError:
-                return {}
-            return body if isinstance(body, dict) else {}
+    """The ``commitInfo`` body of a commit file; {} when it has none."""
+    start = data.find(_COMPACT)
+    while start > 0 and data[start - 1] != _NEWLINE:  # not at a line start: look further
+        start = data.find(_COMPACT, start + 1)
+    if start >= 0:
+        end = data.find(b"\n", start)
+        lines = [data[start : end if end >= 0 else len(data)]]
+    else:  # not written compactly: look at every line
+        lines = [line for line in data.split(b"\n") if _COMMIT_INFO in line[:32]]
+    for line in lines:
+        try:
+            body = json.loads(line).get("commitInfo")
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
     return {}

@@ -28,3 +28,12 @@ def test_a_commit_without_commit_info_keeps_its_file_time(health_table):
     (newest,) = recent_versions(table.log_store, commits, 1)
     assert (newest.version, newest.operation, newest.timestamp) == (4, None, commits[-1].mtime_ms)
     assert all(json.loads(line) for line in lines)
+
+
+def test_commit_info_found_when_not_first_nor_compact():
+    from airflow_delta_provider.delta.health.history import _commit_info
+
+    add = b'{"add":{"path":"a","tags":{"note":"{\\"commitInfo\\":1}"}}}'
+    assert _commit_info(add + b'\n{"commitInfo":{"operation":"WRITE"}}\n') == {"operation": "WRITE"}
+    assert _commit_info(add + b'\n{ "commitInfo" : {"operation": "MERGE"} }') == {"operation": "MERGE"}
+    assert _commit_info(add) == {}
