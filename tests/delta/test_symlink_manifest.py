@@ -1,0 +1,245 @@
+"""Symlink format manifests in the core, locally and on S3 (moto): GENERATE
+lists exactly the live files of each partition (checked against delta-rs's
+``file_uris`` with its partition filters), commits on a table with the
+property keep them current (a partition left with no file loses its
+manifest), a failed update leaves the commit standing and the next commit
+repairs the manifests, and the property is refused beside deletion vectors
+or column mapping with nothing committed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airflow_delta_provider.delta import symlink_manifest
+from airflow_delta_provider.delta.actions.model import DeletionVector
+from airflow_delta_provider.delta.errors import SymlinkManifestUnsupportedError
+from airflow_delta_provider.delta.operations.alter import SetProperties, alter_table
+from airflow_delta_provider.delta.storage import open_storage
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
+from airflow_delta_provider.delta.transaction.transaction import Transaction
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+ENABLED = {SYMLINK_FORMAT_MANIFEST: "true"}
+#: Partition values that exercise Hive escaping, URI encoding and the null partition.
+VALUES = ["a b", "x:y", None, "%41", "a b"]
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request, tmp_path, monkeypatch):
+    """A local folder, then a moto bucket (its credentials in the environment)."""
+    if request.param == "local":
+        from tests.storage_servers import Backend
+
+        return Backend("local", str(tmp_path))
+    bucket = request.getfixturevalue("s3_bucket")
+    for key, value in bucket.env.items():
+        monkeypatch.setenv(key, value)
+    return bucket
+
+
+def manifests(uri: str) -> dict[str, list[str]]:
+    """Every manifest under the table, by partition folder: its lines."""
+    storage = open_storage(uri)
+    out = {}
+    for meta in storage.list_tree(symlink_manifest.MANIFEST_DIR):
+        if not meta.is_dir and meta.name == "manifest":
+            folder = meta.path[len(symlink_manifest.MANIFEST_DIR) + 1 : -len("manifest")].rstrip("/")
+            out[folder] = storage.get(meta.path).decode().splitlines()
+    return out
+
+
+def delta_rs_manifests(uri: str, storage_options: dict[str, str]) -> dict[str, set[str]]:
+    """delta-rs's live files of each partition (``file_uris`` with a partition filter).
+
+    On object stores delta-rs spells a space in a key ``%20`` (object_store's
+    URL form), and a ``%`` as it is; a manifest holds the key as it is."""
+    from deltalake import DeltaTable as RsTable
+
+    rs = RsTable(uri, storage_options=storage_options or None)
+
+    def uris(filters: Any = None) -> set[str]:
+        return {u.replace("%20", " ") if "://" in u else u for u in rs.file_uris(filters)}
+
+    columns = rs.metadata().partition_columns
+    if not columns:
+        return {"": uris()}
+    out: dict[str, set[str]] = {}
+    everything = uris()
+    adds = pa.table(rs.get_add_actions(flatten=True))
+    values = set(zip(*(adds.column(f"partition.{c}").to_pylist() for c in columns)))
+    for value in values:
+        if None in value:  # delta-rs filters compare values: the null partition is what is left
+            continue
+        out[_folder(columns, value)] = uris([(c, "=", v) for c, v in zip(columns, value)])
+    rest = everything.difference(*out.values())
+    if rest:
+        out[_folder(columns, (None,) * len(columns))] = rest
+    return out
+
+
+def _folder(columns: list[str], value: tuple[Any, ...]) -> str:
+    from airflow_delta_provider.delta.partitions import partition_dir
+
+    return partition_dir(columns, dict(zip(columns, value)))
+
+
+def as_delta_rs(lines: list[str]) -> set[str]:
+    """Manifest lines as delta-rs spells locations (no ``file:`` locally)."""
+    return {line.removeprefix("file:") for line in lines}
+
+
+def append(table: DeltaTable, adds, operation="WRITE"):
+    txn = table.transaction(operation, parameters={"mode": "Append"}, snapshot=table.snapshot())
+    txn.add_all(adds)
+    return txn.commit(metrics={})
+
+
+def remove_partition(table: DeltaTable, value: str | None):
+    snapshot = table.snapshot()
+    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
+    now = int(time.time() * 1000)
+    txn.add_all([f.remove(now) for f in snapshot.files if f.partition_values["p"] == value])
+    return txn.commit(metrics={})
+
+
+def rows(data_file, uri, values):
+    return [data_file(uri, pa.table({"id": [i]}), {"p": v}) for i, v in enumerate(values)]
+
+
+def test_generate_lists_the_live_files_of_each_partition_as_delta_rs_does(backend, new_table, data_file) -> None:
+    uri = backend.uri("t")
+    new_table(uri, SCHEMA, ["p"], adds=rows(data_file, uri, VALUES))
+    table = DeltaTable(uri)
+    remove_partition(table, "%41")  # not a manifest of a partition with no file
+
+    result = symlink_manifest.generate(table, table.snapshot())
+
+    got = manifests(uri)
+    assert sorted(got) == sorted(["p=a b", "p=x%3Ay", "p=__HIVE_DEFAULT_PARTITION__"])
+    assert {folder: as_delta_rs(lines) for folder, lines in got.items()} == delta_rs_manifests(
+        uri, backend.storage_options
+    )
+    assert all(line.startswith("file:/" if backend.name == "local" else "s3://") for ls in got.values() for line in ls)
+    assert (result.version, result.written, result.deleted, result.full) == (1, 3, 0, True)
+
+
+def test_generate_on_an_unpartitioned_table_and_an_empty_one(backend, new_table, data_file) -> None:
+    uri = backend.uri("t")
+    adds = [data_file(uri, pa.table({"id": [i]})) for i in range(3)]
+    new_table(uri, pa.schema([("id", pa.int64())]), adds=adds)
+    table = DeltaTable(uri)
+    symlink_manifest.generate(table, table.snapshot())
+    got = manifests(uri)
+    assert list(got) == [""] and as_delta_rs(got[""]) == delta_rs_manifests(uri, backend.storage_options)[""]
+
+    empty = backend.uri("empty")
+    new_table(empty, pa.schema([("id", pa.int64())]))
+    symlink_manifest.generate(DeltaTable(empty), DeltaTable(empty).snapshot())
+    assert manifests(empty) == {"": []}  # delta-spark writes an empty manifest
+
+
+def test_commits_keep_the_manifests_current(backend, new_table, data_file) -> None:
+    uri = backend.uri("t")
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a", "b"]))
+    table = DeltaTable(uri)
+    assert sorted(manifests(uri)) == ["p=a", "p=b"]  # the first commit generates them all
+
+    append(table, rows(data_file, uri, ["b", "c"]))
+    remove_partition(table, "a")
+
+    got = manifests(uri)
+    assert sorted(got) == ["p=b", "p=c"]  # "a" lost its last file, and its manifest
+    assert len(got["p=b"]) == 2
+    assert {f: as_delta_rs(lines) for f, lines in got.items()} == delta_rs_manifests(uri, backend.storage_options)
+    state = json.loads(open_storage(uri).get(symlink_manifest.STATE_FILE))
+    assert state == {"version": 2, "tableId": table.snapshot().metadata.id}
+
+
+def test_an_incremental_update_rewrites_only_the_touched_partitions(tmp_path, new_table, data_file) -> None:
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a", "b"]))
+    table = DeltaTable(uri)
+    untouched = tmp_path / symlink_manifest.MANIFEST_DIR / "p=b" / "manifest"
+    before = untouched.stat().st_mtime_ns
+    time.sleep(0.01)
+    append(table, rows(data_file, uri, ["a"]))
+    assert untouched.stat().st_mtime_ns == before
+    assert len(manifests(uri)["p=a"]) == 2
+
+
+def test_a_failed_update_leaves_the_commit_and_the_next_commit_repairs_it(
+    tmp_path, new_table, data_file, monkeypatch, caplog
+) -> None:
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a"]))
+    table = DeltaTable(uri)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(symlink_manifest, "_write_manifest", broken)
+        with caplog.at_level(logging.WARNING):
+            result = append(table, rows(data_file, uri, ["b"]))
+    assert result.version == 1 and table.latest_version() == 1  # the write stands
+    assert "symlink manifests were not updated" in caplog.text and "disk full" in caplog.text
+    assert sorted(manifests(uri)) == ["p=a"]  # stale
+
+    append(table, rows(data_file, uri, ["c"]))  # touches only "c", and repairs "b" too
+    assert sorted(manifests(uri)) == ["p=a", "p=b", "p=c"]
+    assert {f: as_delta_rs(lines) for f, lines in manifests(uri).items()} == delta_rs_manifests(uri, {})
+
+
+def test_a_commit_by_another_engine_makes_the_next_update_a_full_one(tmp_path, new_table, data_file) -> None:
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a"]))
+    table = DeltaTable(uri)
+    # Another engine's commit that updates no manifest (the core's bare transaction), and a stray manifest.
+    txn = Transaction(table, "WRITE", {}, table.snapshot())
+    txn.add_all(rows(data_file, uri, ["b"]))
+    txn.commit(metrics={})
+    open_storage(uri).put(f"{symlink_manifest.MANIFEST_DIR}/p=gone/manifest", b"file:/nowhere\n")
+
+    append(table, rows(data_file, uri, ["c"]))
+    assert sorted(manifests(uri)) == ["p=a", "p=b", "p=c"]
+
+
+def test_the_property_is_refused_beside_deletion_vectors_or_column_mapping(tmp_path, new_table, data_file) -> None:
+    uri = str(tmp_path / "t")
+    with pytest.raises(SymlinkManifestUnsupportedError, match="enableDeletionVectors"):
+        new_table(uri, SCHEMA, ["p"], {**ENABLED, "delta.enableDeletionVectors": "true"})
+    with pytest.raises(SymlinkManifestUnsupportedError, match=r"columnMapping\.mode=name"):
+        new_table(uri, SCHEMA, ["p"], {**ENABLED, "delta.columnMapping.mode": "name"})
+    assert not DeltaTable(uri).exists()
+
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a"]))
+    table = DeltaTable(uri)
+    for change in ({"delta.enableDeletionVectors": "true"}, {"delta.columnMapping.mode": "name"}):
+        with pytest.raises(SymlinkManifestUnsupportedError):
+            alter_table(table, SetProperties(change))
+    assert table.latest_version() == 0
+
+
+def test_turning_manifests_on_is_refused_while_files_carry_deletion_vectors(tmp_path, new_table, data_file) -> None:
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], {"delta.enableDeletionVectors": "true"})
+    table = DeltaTable(uri)
+    add = rows(data_file, uri, ["a"])[0]
+    dv = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 34, 1)
+    append(table, [dataclasses.replace(add, deletion_vector=dv)])
+    alter_table(table, SetProperties({"delta.enableDeletionVectors": "false"}))
+
+    with pytest.raises(SymlinkManifestUnsupportedError, match="has a deletion vector"):
+        alter_table(table, SetProperties(ENABLED))
+    with pytest.raises(SymlinkManifestUnsupportedError, match="has a deletion vector"):
+        symlink_manifest.generate(table, table.snapshot())
+    assert table.latest_version() == 2
+    assert manifests(uri) == {}
