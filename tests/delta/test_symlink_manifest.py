@@ -12,7 +12,6 @@ import dataclasses
 import json
 import logging
 import time
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -25,6 +24,7 @@ from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
 from airflow_delta_provider.delta.transaction.transaction import Transaction
+from tests.symlink_manifests import as_delta_rs, delta_rs_manifests, manifests
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 ENABLED = {SYMLINK_FORMAT_MANIFEST: "true"}
@@ -43,57 +43,6 @@ def backend(request, tmp_path, monkeypatch):
     for key, value in bucket.env.items():
         monkeypatch.setenv(key, value)
     return bucket
-
-
-def manifests(uri: str) -> dict[str, list[str]]:
-    """Every manifest under the table, by partition folder: its lines."""
-    storage = open_storage(uri)
-    out = {}
-    for meta in storage.list_tree(symlink_manifest.MANIFEST_DIR):
-        if not meta.is_dir and meta.name == "manifest":
-            folder = meta.path[len(symlink_manifest.MANIFEST_DIR) + 1 : -len("manifest")].rstrip("/")
-            out[folder] = storage.get(meta.path).decode().splitlines()
-    return out
-
-
-def delta_rs_manifests(uri: str, storage_options: dict[str, str]) -> dict[str, set[str]]:
-    """delta-rs's live files of each partition (``file_uris`` with a partition filter).
-
-    On object stores delta-rs spells a space in a key ``%20`` (object_store's
-    URL form), and a ``%`` as it is; a manifest holds the key as it is."""
-    from deltalake import DeltaTable as RsTable
-
-    rs = RsTable(uri, storage_options=storage_options or None)
-
-    def uris(filters: Any = None) -> set[str]:
-        return {u.replace("%20", " ") if "://" in u else u for u in rs.file_uris(filters)}
-
-    columns = rs.metadata().partition_columns
-    if not columns:
-        return {"": uris()}
-    out: dict[str, set[str]] = {}
-    everything = uris()
-    adds = pa.table(rs.get_add_actions(flatten=True))
-    values = set(zip(*(adds.column(f"partition.{c}").to_pylist() for c in columns)))
-    for value in values:
-        if None in value:  # delta-rs filters compare values: the null partition is what is left
-            continue
-        out[_folder(columns, value)] = uris([(c, "=", v) for c, v in zip(columns, value)])
-    rest = everything.difference(*out.values())
-    if rest:
-        out[_folder(columns, (None,) * len(columns))] = rest
-    return out
-
-
-def _folder(columns: list[str], value: tuple[Any, ...]) -> str:
-    from airflow_delta_provider.delta.partitions import partition_dir
-
-    return partition_dir(columns, dict(zip(columns, value)))
-
-
-def as_delta_rs(lines: list[str]) -> set[str]:
-    """Manifest lines as delta-rs spells locations (no ``file:`` locally)."""
-    return {line.removeprefix("file:") for line in lines}
 
 
 def append(table: DeltaTable, adds, operation="WRITE"):
@@ -243,3 +192,19 @@ def test_turning_manifests_on_is_refused_while_files_carry_deletion_vectors(tmp_
         symlink_manifest.generate(table, table.snapshot())
     assert table.latest_version() == 2
     assert manifests(uri) == {}
+
+
+@pytest.mark.parametrize(
+    ("root", "path", "line"),
+    [
+        ("/data/t", "p=a%20b/part-0.parquet", "file:/data/t/p=a b/part-0.parquet"),
+        ("/data/t", "p=x%253Ay/part-0.parquet", "file:/data/t/p=x%3Ay/part-0.parquet"),
+        ("s3://lake/t", "p=a%20b/part-0.parquet", "s3://lake/t/p=a b/part-0.parquet"),
+        # A shallow clone's files: absolute URIs, listed where they are (decoded).
+        ("s3://lake/clone", "s3://lake/source/p=a%20b/part-0.parquet", "s3://lake/source/p=a b/part-0.parquet"),
+        ("/data/clone", "file:///data/source/part-0.parquet", "file:/data/source/part-0.parquet"),
+        ("/data/clone", "file:/data/source/part-0.parquet", "file:/data/source/part-0.parquet"),
+    ],
+)
+def test_a_manifest_line_is_the_files_absolute_decoded_location(root, path, line) -> None:
+    assert symlink_manifest.manifest_line(root, path) == line
