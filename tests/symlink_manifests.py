@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from airflow_delta_provider.delta import symlink_manifest
+from airflow_delta_provider.delta.actions.model import DeletionVector
 from airflow_delta_provider.delta.storage import open_storage
 
 
@@ -65,3 +67,16 @@ def as_delta_rs(lines: list[str]) -> set[str]:
 def current(uri: str, storage_options: Mapping[str, str] | None = None) -> dict[str, set[str]]:
     """The manifests as delta-rs spells their lines, by partition folder."""
     return {folder: as_delta_rs(lines) for folder, lines in manifests(uri, storage_options).items()}
+
+
+#: An inline deletion vector that hides row 0 (a descriptor from delta-spark's tests).
+INLINE_DV = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 34, 1)
+
+
+def remove_partition(table: Any, value: str | None, column: str = "p") -> Any:
+    """Commit the removal of every file of one partition through the core (its CommitResult)."""
+    snapshot = table.snapshot()
+    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
+    now = int(time.time() * 1000)
+    txn.add_all([f.remove(now) for f in snapshot.files if f.partition_values[column] == value])
+    return txn.commit(metrics={})

@@ -17,14 +17,14 @@ import pyarrow as pa
 import pytest
 
 from airflow_delta_provider.delta import symlink_manifest
-from airflow_delta_provider.delta.actions.model import DeletionVector
 from airflow_delta_provider.delta.errors import SymlinkManifestUnsupportedError
 from airflow_delta_provider.delta.operations.alter import SetProperties, alter_table
+from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
 from airflow_delta_provider.delta.transaction.transaction import Transaction
-from tests.symlink_manifests import as_delta_rs, delta_rs_manifests, manifests
+from tests.symlink_manifests import INLINE_DV, as_delta_rs, delta_rs_manifests, manifests, remove_partition
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 ENABLED = {SYMLINK_FORMAT_MANIFEST: "true"}
@@ -48,14 +48,6 @@ def backend(request, tmp_path, monkeypatch):
 def append(table: DeltaTable, adds, operation="WRITE"):
     txn = table.transaction(operation, parameters={"mode": "Append"}, snapshot=table.snapshot())
     txn.add_all(adds)
-    return txn.commit(metrics={})
-
-
-def remove_partition(table: DeltaTable, value: str | None):
-    snapshot = table.snapshot()
-    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
-    now = int(time.time() * 1000)
-    txn.add_all([f.remove(now) for f in snapshot.files if f.partition_values["p"] == value])
     return txn.commit(metrics={})
 
 
@@ -110,6 +102,11 @@ def test_commits_keep_the_manifests_current(backend, new_table, data_file) -> No
     assert {f: as_delta_rs(lines) for f, lines in got.items()} == delta_rs_manifests(uri, backend.storage_options)
     state = json.loads(open_storage(uri).get(symlink_manifest.STATE_FILE))
     assert state == {"version": 2, "tableId": table.snapshot().metadata.id}
+    listing = list_table(open_storage(uri), ["p"])
+    snapshot = table.snapshot()
+    plan = plan_vacuum(table_root=uri, listing=listing, adds=snapshot.files, tombstones=[], partition_columns=["p"],
+                       now_ms=int(time.time() * 1000) + 10**9, retention_ms=0)  # fmt: skip
+    assert not [f for f in plan.files if symlink_manifest.MANIFEST_DIR in f.path]  # VACUUM keeps the manifests
 
 
 def test_an_incremental_update_rewrites_only_the_touched_partitions(tmp_path, new_table, data_file) -> None:
@@ -182,8 +179,7 @@ def test_turning_manifests_on_is_refused_while_files_carry_deletion_vectors(tmp_
     new_table(uri, SCHEMA, ["p"], {"delta.enableDeletionVectors": "true"})
     table = DeltaTable(uri)
     add = rows(data_file, uri, ["a"])[0]
-    dv = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 34, 1)
-    append(table, [dataclasses.replace(add, deletion_vector=dv)])
+    append(table, [dataclasses.replace(add, deletion_vector=INLINE_DV)])
     alter_table(table, SetProperties({"delta.enableDeletionVectors": "false"}))
 
     with pytest.raises(SymlinkManifestUnsupportedError, match="has a deletion vector"):

@@ -11,7 +11,6 @@ manifests' version behind; our next commit then regenerates them all.
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,7 +20,7 @@ from airflow_delta_provider.delta import symlink_manifest
 from airflow_delta_provider.delta.operations.alter import SetProperties, alter_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
-from tests.symlink_manifests import current, delta_rs_manifests, manifests
+from tests.symlink_manifests import current, delta_rs_manifests, manifests, remove_partition
 
 VALUES = ["a b", "x:y", None, "100%", "a b", "é", "dropped"]
 
@@ -45,11 +44,7 @@ def _relative(root: Path, found: dict[str, list[str]]) -> dict[str, set[str]]:
 def test_delta_spark_generates_the_manifests_we_generate(delta_spark, tmp_path: Path) -> None:
     ours = tmp_path / "ours"
     table = _table(ours)
-    now = int(time.time() * 1000)
-    snapshot = table.snapshot()
-    txn = table.transaction("DELETE", {"predicate": "[]"}, snapshot)
-    txn.add_all([f.remove(now) for f in snapshot.files if f.partition_values["p"] == "dropped"])
-    txn.commit(metrics={})
+    remove_partition(table, "dropped")
     theirs = tmp_path / "theirs"
     shutil.copytree(ours, theirs)
     # A manifest of a partition that is gone: both GENERATEs delete it.
@@ -71,10 +66,7 @@ def test_delta_spark_and_we_keep_each_others_manifests_current(delta_spark, tmp_
     root = tmp_path / "t"
     table = _table(root)
     alter_table(table, SetProperties({SYMLINK_FORMAT_MANIFEST: "true"}))
-    snapshot = table.snapshot()
-    txn = table.transaction("DELETE", {"predicate": "[]"}, snapshot)
-    txn.add_all([f.remove(int(time.time() * 1000)) for f in snapshot.files if f.partition_values["p"] == "x:y"])
-    txn.commit(metrics={})  # ours: the first update after the property is a full generation
+    remove_partition(table, "x:y")  # ours: the first update after the property is a full generation
     assert current(str(root)) == delta_rs_manifests(str(root))
     assert "p=x%3Ay" not in manifests(str(root))
 
@@ -83,9 +75,6 @@ def test_delta_spark_and_we_keep_each_others_manifests_current(delta_spark, tmp_
     assert {"p=x%3Ay", "p=new"} <= set(manifests(str(root)))
 
     delta_spark.sql(f"DELETE FROM {delta_spark.table(str(root))} WHERE p = 'new'")
-    snapshot = table.snapshot()
-    txn = table.transaction("DELETE", {"predicate": "[]"}, snapshot)
-    txn.add_all([f.remove(int(time.time() * 1000)) for f in snapshot.files if f.partition_values["p"] == "é"])
-    txn.commit(metrics={})  # ours, after delta-spark's commits: a full generation again
+    remove_partition(table, "é")  # ours, after delta-spark's commits: a full generation again
     assert current(str(root)) == delta_rs_manifests(str(root))
     assert not {"p=new", "p=é"} & set(manifests(str(root)))

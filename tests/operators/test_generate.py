@@ -14,7 +14,7 @@ import pytest
 from airflow_delta_provider.operators.delta import DeltaGenerateManifestOperator
 from tests.airflow_env import run_dag, task_states, xcom
 from tests.operators.s3_connection import CONN_ID
-from tests.symlink_manifests import current, delta_rs_manifests
+from tests.symlink_manifests import INLINE_DV, current, delta_rs_manifests
 
 
 def _dag(table: str, dag_id: str, **common):
@@ -48,14 +48,12 @@ def test_generate_the_manifests_of_a_table_on_s3(s3_connection) -> None:
 
 @pytest.mark.usefixtures("airflow_db")
 def test_a_table_with_deletion_vectors_fails_the_task_for_good(tmp_path) -> None:
-    from airflow_delta_provider.delta.actions.model import DeletionVector
     from tests.delta.conftest import create_table, write_data_file
 
     table = str(tmp_path)
     add = write_data_file(table, pa.table({"id": [1, 2]}))
-    dv = DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 34, 1)
     create_table(table, pa.schema([("id", pa.int64())]), (), {"delta.enableDeletionVectors": "true"},
-                 [dataclasses.replace(add, deletion_vector=dv)])  # fmt: skip
+                 [dataclasses.replace(add, deletion_vector=INLINE_DV)])  # fmt: skip
 
     dag_run = run_dag(_dag(table, "delta_generate_dv"))
 
