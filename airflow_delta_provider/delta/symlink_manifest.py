@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Action, AddFile, Metadata, RemoveFile
 from airflow_delta_provider.delta.errors import SymlinkManifestUnsupportedError
+from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.log.store import TableLog
 from airflow_delta_provider.delta.partitions import partition_dir, to_absolute
 from airflow_delta_provider.delta.table_features import column_mapping
@@ -114,14 +115,14 @@ def _check_no_deletion_vectors(files: Iterable[AddFile], what: str) -> None:
         )
 
 
-def _check_generatable(snapshot: Snapshot, files: Iterable[AddFile]) -> None:
-    mode = column_mapping.mode_of(snapshot.metadata.configuration)
+def _check_generatable(metadata: Metadata, version: int, files: Iterable[AddFile]) -> None:
+    mode = column_mapping.mode_of(metadata.configuration)
     if mode != column_mapping.NONE:
         raise SymlinkManifestUnsupportedError(
-            f"symlink manifests of {snapshot.table_root} cannot be generated: the table uses column mapping "
+            f"symlink manifests of version {version} cannot be generated: the table uses column mapping "
             f"({table_properties.COLUMN_MAPPING_MODE}={mode}), which the engines that read them do not apply"
         )
-    _check_no_deletion_vectors(files, f"symlink manifests of version {snapshot.version} cannot be generated")
+    _check_no_deletion_vectors(files, f"symlink manifests of version {version} cannot be generated")
 
 
 # --- generation ------------------------------------------------------------------
@@ -131,8 +132,8 @@ def generate(table: TableLog, snapshot: Snapshot) -> ManifestResult:
     """Write every manifest of ``snapshot`` and delete the others
     (``GENERATE symlink_format_manifest``); records the version."""
     files = snapshot.files
-    _check_generatable(snapshot, files)
-    groups = _by_partition(snapshot, files)
+    _check_generatable(snapshot.metadata, snapshot.version, files)
+    groups = _by_partition(snapshot.partition_columns, files)
     if not groups and not snapshot.partition_columns:
         groups = {"": []}  # delta-spark: an empty unpartitioned table has an empty manifest
     for folder, members in groups.items():
@@ -140,7 +141,7 @@ def generate(table: TableLog, snapshot: Snapshot) -> ManifestResult:
     stale = sorted(_existing_folders(table) - set(groups))
     for folder in stale:
         _delete_manifest(table, folder)
-    _write_state(table, snapshot)
+    _write_state(table, snapshot.version, snapshot.metadata)
     log.info("Symlink manifests of %s at version %d: %d written, %d deleted", table.root, snapshot.version,
              len(groups), len(stale))  # fmt: skip
     return ManifestResult(snapshot.version, len(groups), len(stale), full=True)
@@ -152,6 +153,7 @@ def update_after_commit(
     actions: Sequence[Action] | None,
     metadata: Metadata,
     open_snapshot: Callable[[int | None], Snapshot],
+    read_snapshot: Snapshot | None = None,
 ) -> ManifestResult | None:
     """The post-commit update after ``version`` (``actions``: what it
     committed, None when unknown; ``metadata``: the table's after it): None
@@ -159,7 +161,9 @@ def update_after_commit(
 
     Incremental when the manifests reflect ``version - 1``; else every
     manifest is regenerated from the latest snapshot (see the module's
-    docstring). ``open_snapshot(None)`` opens the latest version."""
+    docstring). The touched partitions' files come from ``read_snapshot``
+    and ``actions`` when it is ``version - 1`` with its files loaded, else
+    from ``open_snapshot(version)``; ``open_snapshot(None)`` opens the latest."""
     if not table_properties.symlink_manifest_enabled(metadata):
         return None
     if actions is not None and not any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
@@ -168,20 +172,25 @@ def update_after_commit(
     if recorded is not None and recorded[1] == metadata.id and recorded[0] >= version:
         return None  # a later commit's update got there first
     touched = _touched_folders(metadata, actions)
-    if recorded != (version - 1, metadata.id) or touched is None:
+    if recorded != (version - 1, metadata.id) or touched is None or actions is None:
         return generate(table, open_snapshot(None))
-    snapshot = open_snapshot(version)
-    files = [f for f in snapshot.files if _folder(snapshot, f) in touched] if touched else snapshot.files
-    _check_generatable(snapshot, files)
-    groups = _by_partition(snapshot, files)
-    if not snapshot.partition_columns:
-        groups = {"": files}
+    columns = metadata.partition_columns
+    if read_snapshot is not None and read_snapshot.version == version - 1 and read_snapshot.files_loaded:
+        files = _files_after(table.root, read_snapshot.files, actions, columns, touched)
+    else:
+        files = [
+            f
+            for f in open_snapshot(version).files
+            if not columns or partition_dir(columns, f.partition_values) in touched
+        ]
+    _check_generatable(metadata, version, files)
+    groups = _by_partition(columns, files) if columns else {"": files}
     for folder, members in groups.items():
         _write_manifest(table, folder, members)
-    emptied = sorted((touched or set()) - set(groups))
+    emptied = sorted(touched - set(groups))
     for folder in emptied:
         _delete_manifest(table, folder)
-    _write_state(table, snapshot)
+    _write_state(table, version, metadata)
     return ManifestResult(version, len(groups), len(emptied), full=False)
 
 
@@ -201,17 +210,29 @@ def _touched_folders(metadata: Metadata, actions: Sequence[Action] | None) -> se
     return touched
 
 
+def _files_after(
+    root: str, before: Iterable[AddFile], actions: Sequence[Action], columns: Sequence[str], touched: set[str]
+) -> list[AddFile]:
+    """The live files of the ``touched`` partitions (all, unpartitioned) once
+    ``actions`` apply to the files ``before`` them."""
+    canonical = PathCanonicalizer(root)
+    added = [a for a in actions if isinstance(a, AddFile)]
+    gone = {canonical(a.path) for a in actions if isinstance(a, (AddFile, RemoveFile))}
+    kept = [
+        f
+        for f in before
+        if (not columns or partition_dir(columns, f.partition_values) in touched) and canonical(f.path) not in gone
+    ]
+    return kept + added
+
+
 # --- files ---------------------------------------------------------------------------
 
 
-def _folder(snapshot: Snapshot, add: AddFile) -> str:
-    return partition_dir(snapshot.partition_columns, add.partition_values)
-
-
-def _by_partition(snapshot: Snapshot, files: Iterable[AddFile]) -> dict[str, list[AddFile]]:
+def _by_partition(columns: Sequence[str], files: Iterable[AddFile]) -> dict[str, list[AddFile]]:
     groups: dict[str, list[AddFile]] = {}
     for f in files:
-        groups.setdefault(_folder(snapshot, f), []).append(f)
+        groups.setdefault(partition_dir(columns, f.partition_values), []).append(f)
     return groups
 
 
@@ -274,8 +295,8 @@ def _read_state(table: TableLog) -> tuple[int, str] | None:
         return None
 
 
-def _write_state(table: TableLog, snapshot: Snapshot) -> None:
-    state = {"version": snapshot.version, "tableId": snapshot.metadata.id}
+def _write_state(table: TableLog, version: int, metadata: Metadata) -> None:
+    state = {"version": version, "tableId": metadata.id}
     table.log_store.storage.put(STATE_FILE, json.dumps(state).encode("utf-8"))
 
 

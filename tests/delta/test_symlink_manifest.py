@@ -25,6 +25,7 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
 from airflow_delta_provider.delta.transaction.transaction import Transaction
 from tests.symlink_manifests import INLINE_DV, as_delta_rs, delta_rs_manifests, manifests, remove_partition
+from tests.symlink_manifests import current as current_manifests
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 ENABLED = {SYMLINK_FORMAT_MANIFEST: "true"}
@@ -204,3 +205,30 @@ def test_turning_manifests_on_is_refused_while_files_carry_deletion_vectors(tmp_
 )
 def test_a_manifest_line_is_the_files_absolute_decoded_location(root, path, line) -> None:
     assert symlink_manifest.manifest_line(root, path) == line
+
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["from-the-read-snapshot", "from-the-new-snapshot"])
+def test_the_incremental_update_finds_the_same_files_either_way(
+    tmp_path, new_table, data_file, loaded, monkeypatch
+) -> None:
+    uri = str(tmp_path)
+    derived = []
+    files_after = symlink_manifest._files_after
+    monkeypatch.setattr(symlink_manifest, "_files_after", lambda *a: derived.append(1) or files_after(*a))
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a", "a", "b", "c"]))
+    table = DeltaTable(uri)
+    snapshot = table.snapshot()
+    if loaded:
+        assert snapshot.files and snapshot.files_loaded
+    first_a = next(f for f in snapshot.files if f.partition_values["p"] == "a") if loaded else None
+    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
+    if first_a is None:
+        first_a = next(f for f in table.snapshot().files if f.partition_values["p"] == "a")
+    txn.add_all([first_a.remove(int(time.time() * 1000)), *rows(data_file, uri, ["a", "d"])])
+    txn.commit(metrics={})
+    assert snapshot.files_loaded is loaded
+    assert bool(derived) is loaded  # no log replay when the read snapshot has the files
+
+    assert sorted(manifests(uri)) == ["p=a", "p=b", "p=c", "p=d"]
+    assert current_manifests(uri) == delta_rs_manifests(uri)
+    assert json.loads(open_storage(uri).get(symlink_manifest.STATE_FILE))["version"] == 1

@@ -130,7 +130,9 @@ def update_symlink_manifests(table: SnapshotSource, result: CommitResult, read_s
             metadata = read_snapshot.metadata
         else:
             metadata = table.snapshot(result.version).metadata
-        symlink_manifest.update_after_commit(table, result.version, actions, metadata, table.snapshot)
+        symlink_manifest.update_after_commit(
+            table, result.version, actions, metadata, table.snapshot, read_snapshot=read_snapshot
+        )
     except Exception as exc:  # the commit stands whatever happens to its manifests
         log.warning(
             "version %d committed, but its symlink manifests were not updated (the next commit regenerates them): %r",
