@@ -159,9 +159,9 @@ def update_after_commit(
     committed, None when unknown; ``metadata``: the table's after it): None
     when the table does not ask for manifests or the commit changed no file.
 
-    Incremental when the manifests reflect ``version - 1``; else every
-    manifest is regenerated from the latest snapshot (see the module's
-    docstring). The touched partitions' files come from ``read_snapshot``
+    Incremental when the manifests reflect ``version - 1`` and the
+    partition columns stay; else every manifest is regenerated from the
+    latest snapshot (see the module's docstring). The touched partitions' files come from ``read_snapshot``
     and ``actions`` when it is ``version - 1`` with its files loaded, else
     from ``open_snapshot(version)``; ``open_snapshot(None)`` opens the latest."""
     if not table_properties.symlink_manifest_enabled(metadata):
@@ -172,7 +172,9 @@ def update_after_commit(
     if recorded is not None and recorded[1] == metadata.id and recorded[0] >= version:
         return None  # a later commit's update got there first
     touched = _touched_folders(metadata, actions)
-    if recorded != (version - 1, metadata.id) or touched is None or actions is None:
+    before = read_snapshot.metadata.partition_columns if read_snapshot is not None else None
+    repartitioned = before != metadata.partition_columns  # the old folders are not the new ones
+    if recorded != (version - 1, metadata.id) or touched is None or actions is None or repartitioned:
         return generate(table, open_snapshot(None))
     columns = metadata.partition_columns
     if read_snapshot is not None and read_snapshot.version == version - 1 and read_snapshot.files_loaded:

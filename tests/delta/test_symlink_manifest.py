@@ -232,3 +232,23 @@ def test_the_incremental_update_finds_the_same_files_either_way(
     assert sorted(manifests(uri)) == ["p=a", "p=b", "p=c", "p=d"]
     assert current_manifests(uri) == delta_rs_manifests(uri)
     assert json.loads(open_storage(uri).get(symlink_manifest.STATE_FILE))["version"] == 1
+
+
+def test_a_commit_that_changes_the_partition_columns_regenerates_every_manifest(tmp_path, new_table, data_file) -> None:
+    from airflow_delta_provider.delta.actions.model import Metadata
+    from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
+    from airflow_delta_provider.delta.schema.types import schema_string
+
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a", "b"]))
+    table = DeltaTable(uri)
+    snapshot = table.snapshot()
+    txn = table.transaction("WRITE", parameters={"mode": "Overwrite"}, snapshot=snapshot)
+    schema = schema_string(from_arrow_schema(SCHEMA, metadata=False))
+    txn.update_metadata(dataclasses.replace(Metadata.new(schema, [], ENABLED, created_time=1), id=snapshot.metadata.id))
+    now = int(time.time() * 1000)
+    txn.add_all([*(f.remove(now) for f in snapshot.files), data_file(uri, pa.table({"id": [9], "p": ["z"]}))])
+    txn.commit(metrics={})
+
+    assert list(manifests(uri)) == [""]  # the partitions' manifests went with their layout
+    assert current_manifests(uri) == delta_rs_manifests(uri)
