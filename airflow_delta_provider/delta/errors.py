@@ -81,6 +81,13 @@ class UnsafeStorageError(UnsupportedFeatureError):
     """The store does not honour an atomic create, so commits are refused."""
 
 
+class SymlinkManifestUnsupportedError(UnsupportedFeatureError):
+    """Symlink format manifests cannot describe the table: it has (or would
+    turn on) deletion vectors or column mapping, which the engines that read
+    manifests do not apply. The message names the property and the file or
+    setting in the way."""
+
+
 # --- Bad input ---------------------------------------------------------------
 
 

@@ -38,6 +38,8 @@ TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
 AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
 #: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``).
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+#: Keep symlink format manifests up to date after every commit (:mod:`.symlink_manifest`).
+SYMLINK_FORMAT_MANIFEST = "delta.compatibility.symlinkFormatManifest.enabled"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -58,6 +60,7 @@ BOOLEAN_PROPERTIES = frozenset(
         TUNE_FILE_SIZES_FOR_REWRITES,
         AUTO_OPTIMIZE_WRITE,
         AUTO_COMPACT,
+        SYMLINK_FORMAT_MANIFEST,
     }
 )
 #: Table properties whose values are byte sizes (``134217728``, ``128mb``).
@@ -194,6 +197,7 @@ SETTABLE_PROPERTIES = frozenset(
         TUNE_FILE_SIZES_FOR_REWRITES,
         AUTO_OPTIMIZE_WRITE,
         AUTO_COMPACT,
+        SYMLINK_FORMAT_MANIFEST,
     }
 )
 
@@ -210,6 +214,11 @@ def checkpoint_policy(md: Metadata) -> str:
 def deletion_vectors_enabled(md: Metadata) -> bool:
     """Whether DELETE and UPDATE write deletion vectors (merge-on-read)."""
     return _bool(md, ENABLE_DELETION_VECTORS, False)
+
+
+def symlink_manifest_enabled(md: Metadata) -> bool:
+    """Whether every commit updates the symlink format manifests (``delta.compatibility.symlinkFormatManifest.enabled``)."""
+    return _bool(md, SYMLINK_FORMAT_MANIFEST, False)
 
 
 def change_data_feed_enabled(md: Metadata) -> bool:

@@ -192,10 +192,11 @@ class DeltaOperationMixin:
         The printed result fills in what it can (it is lost in cluster deploy
         mode). A checkpoint commits nothing by nature; its version is the
         checkpointed one, read from ``_last_checkpoint`` when nothing was printed.
-        Nor does reading changes; its version is the last one read.
+        Nor does reading changes; its version is the last one read. Nor does
+        generating manifests; its version is the one they reflect.
         """
         result = self._printed_result(operation, table, printed)
-        if operation == "changes":  # commits nothing by nature: its version is the last one read
+        if operation in ("changes", "generate"):  # commit nothing by nature: the version read
             return result
         if operation != "checkpoint":
             result["version"] = None

@@ -9,7 +9,7 @@ the Spark application parses back into the same request; a hook runs it:
 - :class:`~airflow_delta_provider.hooks.delta_in_process.DeltaInProcessHook`,
   in the task's process, when ``conn_id`` is a ``spark_connect`` connection
   (Spark Connect), or with ``engine="python"`` (no Spark: CHECKPOINT,
-  VACUUM, ALTER, RESTORE, CONVERT).
+  VACUUM, ALTER, RESTORE, CONVERT, GENERATE).
 
 Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
@@ -96,7 +96,7 @@ class DeltaSparkOperator(BaseOperator):
         errors with their JVM stacks. By default the task log shows the
         operation's own lines and Spark's warnings, and a failure is one line.
     :param engine: ``spark`` (default), or ``python`` for the operations that
-        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT): the core does them in the
+        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT, GENERATE): the core does them in the
         task's process, with no JVM, in a fraction of a second
         (``docs/execution-modes.rst`` says when Spark pays off for VACUUM).
 
@@ -1093,6 +1093,38 @@ class DeltaConvertOperator(DeltaSparkOperator):
         if isinstance(spec, Mapping):
             spec = ", ".join(f"{name} {type_}" for name, type_ in spec.items())
         return {"partition_by": spec or None, "table_properties": _pairs(self.table_properties or {})}
+
+
+class DeltaGenerateManifestOperator(DeltaSparkOperator):
+    """Write the table's symlink format manifests: ``GENERATE symlink_format_manifest``.
+
+    Engines without a Delta reader (Presto, Trino's Hive connector, Athena,
+    Redshift Spectrum) read a Delta table through
+    ``_symlink_format_manifest/<partition>/manifest``, the list of each
+    partition's live files. This writes every manifest of the latest version
+    and deletes those of partitions with no file left; it commits nothing, and
+    ``version`` is the version the manifests reflect. A table with deletion
+    vectors or column mapping is refused. With
+    ``delta.compatibility.symlinkFormatManifest.enabled=true`` every commit
+    keeps them current (``docs/manifests.rst``).
+
+    :param mode: What to generate: ``symlink_format_manifest`` (the only mode).
+    :param engine: ``python`` (default): the task's process reads the log and
+        writes the manifests, with no Spark; ``spark`` runs the same work in
+        the driver of a Spark application.
+    """
+
+    request_class = requests.GenerateRequest
+    commits_versions = False
+
+    def __init__(self, *, mode: str = requests.GENERATE_MODES[0], engine: str = "python", **kwargs: Any) -> None:
+        super().__init__(engine=engine, **kwargs)
+        if mode not in requests.GENERATE_MODES:
+            raise ValueError(f"mode must be one of {requests.GENERATE_MODES}, not {mode!r}")
+        self.mode = mode
+
+    def _request_fields(self) -> dict[str, Any]:
+        return {"mode": self.mode}
 
 
 def _column_names(value: Sequence[str] | str | None) -> tuple[str, ...]:

@@ -34,6 +34,8 @@ VACUUM_MODES = ("full", "lite")
 FULL_VACUUM, LITE_VACUUM = VACUUM_MODES
 #: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).
 CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
+#: What GENERATE writes (delta-spark's ``GENERATE <mode> FOR TABLE``): symlink format manifests.
+GENERATE_MODES = ("symlink_format_manifest",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,6 +260,24 @@ class ConvertRequest(OperationRequest):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GenerateRequest(OperationRequest):
+    """The core does it with no Spark: it reads the log and writes the manifests."""
+
+    operation = "generate"
+    summary = "GENERATE symlink_format_manifest: the manifests Presto, Trino, Athena and Redshift Spectrum read"
+    runs_without_spark = True
+
+    mode: str = option(
+        GENERATE_MODES[0],
+        choices=GENERATE_MODES,
+        help="what to generate: symlink_format_manifest (the only mode, and the default)",
+    )
+
+    def needs_spark(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChangesRequest(OperationRequest):
     operation = "changes"
     summary = "write the change data feed of a version range"
@@ -284,6 +304,7 @@ REQUESTS: dict[str, type[OperationRequest]] = {
         RestoreRequest,
         ChangesRequest,
         ConvertRequest,
+        GenerateRequest,
     )
 }
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).

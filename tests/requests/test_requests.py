@@ -20,6 +20,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaCheckpointOperator,
     DeltaConvertOperator,
     DeltaDeleteOperator,
+    DeltaGenerateManifestOperator,
     DeltaMergeOperator,
     DeltaOptimizeOperator,
     DeltaPurgeDeletionVectorsOperator,
@@ -143,10 +144,11 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     ),
     (DeltaConvertOperator, {"partition_by": "day date, region string", "table_properties": {"delta.appendOnly": "true"}}),
     (DeltaConvertOperator, {"partition_by": {"day": "date", "`a b`": "decimal(10,2)"}, "table_properties": {"k": "v"}}),
+    (DeltaGenerateManifestOperator, {"mode": "symlink_format_manifest"}),
 ]
 
-#: Fields whose only value is their default: REORG is always ``--purge``.
-_FIXED = {("reorg", "purge")}
+#: Fields whose only value is their default: REORG is always ``--purge``, GENERATE's one mode.
+_FIXED = {("reorg", "purge"), ("generate", "mode")}
 #: Sets of fields of an operation of which exactly one is away from its default in a case (they exclude each other).
 _ONE_OF = {
     "append": (("overwrite_schema", "replace_where", "partition_overwrite_mode"), ("partition_by", "cluster_by")),
@@ -359,6 +361,7 @@ def test_template_fields_are_unchanged() -> None:
         DeltaRestoreOperator: (*base, "version", "timestamp"),
         DeltaChangesOperator: (*base, "start_version", "end_version", "version_range", "output_path"),
         DeltaConvertOperator: (*base, "partition_by", "table_properties"),
+        DeltaGenerateManifestOperator: base,
     }
     assert {cls: tuple(cls.template_fields) for cls in expected} == expected
 
@@ -380,7 +383,7 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     assert io_mode.IO_MODES is requests.IO_MODES
     assert delta_operation.OPERATIONS is requests.OPERATIONS == tuple(REQUESTS)
     assert delta_in_process.PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
-    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert")
+    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert", "generate")
 
 
 def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() -> None:

@@ -17,6 +17,11 @@ when at hand, also tells a re-add of a live file from a new file. When neither
 is at hand no checksum is written: delta-spark too skips the file rather than
 replay the whole table on every commit.
 
+Then, on a table with ``delta.compatibility.symlinkFormatManifest.enabled``,
+the symlink manifests of the partitions the commit touched
+(:func:`update_symlink_manifests`, as delta-spark's ``GenerateSymlinkManifest``
+hook); a failed update is repaired by the next commit's.
+
 The commit is durable once its file exists: nothing here can undo it. A
 failed checksum, checkpoint (or cleanup) is logged, and the commit's result stands.
 
@@ -32,6 +37,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_delta_provider.delta import symlink_manifest
+from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.checkpoint import log_cleanup, writer
 from airflow_delta_provider.delta.checksum import derive
 from airflow_delta_provider.delta.checksum.version_checksum import VersionChecksum, checksum_name, read_checksum
@@ -109,6 +116,33 @@ def write_version_checksum(table: TableLog, result: CommitResult, read_snapshot:
         return False
 
 
+def update_symlink_manifests(table: SnapshotSource, result: CommitResult, read_snapshot: Snapshot | None) -> bool:
+    """Update the symlink manifests after ``result`` when the table asks for
+    them (:func:`~airflow_delta_provider.delta.symlink_manifest.update_after_commit`);
+    whether it failed. Never raises: the failure is logged, and the next
+    commit regenerates every manifest."""
+    try:
+        actions = result.state_actions
+        staged = [a for a in actions or () if isinstance(a, Metadata)]
+        if staged:
+            metadata = staged[-1]
+        elif actions is not None and read_snapshot is not None:
+            metadata = read_snapshot.metadata
+        else:
+            metadata = table.snapshot(result.version).metadata
+        symlink_manifest.update_after_commit(
+            table, result.version, actions, metadata, table.snapshot, read_snapshot=read_snapshot
+        )
+    except Exception as exc:  # the commit stands whatever happens to its manifests
+        log.warning(
+            "version %d committed, but its symlink manifests were not updated (the next commit regenerates them): %r",
+            result.version,
+            exc,
+        )
+        return True
+    return False
+
+
 def run_post_commit(
     table: SnapshotSource,
     result: CommitResult,
@@ -119,6 +153,7 @@ def run_post_commit(
     version the transaction read); never raises, since the commit stands."""
     properties = properties or PostCommitHookProperties()
     write_version_checksum(table, result, read_snapshot)
+    update_symlink_manifests(table, result, read_snapshot)
     due = result.post_commit
     if not (due.checkpoint and properties.create_checkpoint):
         return PostCommitOutcome()
@@ -164,5 +199,6 @@ __all__ = [
     "SnapshotSource",
     "TableTransaction",
     "run_post_commit",
+    "update_symlink_manifests",
     "write_version_checksum",
 ]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider import __version__
-from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta import symlink_manifest, table_properties
 from airflow_delta_provider.delta.actions.model import (
     TOKEN_TAG,
     Action,
@@ -404,6 +404,7 @@ class Transaction:
             raise InvalidInputError("creating a table needs its metadata (schema and partition columns)")
         if self._metadata is not None:
             previous = self.read_snapshot.metadata if self.read_snapshot is not None else None
+            symlink_manifest.check_properties(self._metadata, previous, self.read_snapshot)
             column_mapping.check_transition(previous, self._metadata)
             column_mapping.check_mapping(self._metadata.schema_json, self._metadata.configuration)
             change_data_feed.check_column_names(self._metadata)

@@ -52,6 +52,7 @@ COMMANDS: dict[str, Command] = {
     "restore": Command("metadata.restore", "run_restore", ignores=("io",)),
     "changes": Command("changes", "run_changes", ignores=("token",)),
     "convert": Command("metadata.convert", "run_convert", ignores=("io",)),
+    "generate": Command("metadata.generate", "run_generate", ignores=("io",)),
 }
 
 
