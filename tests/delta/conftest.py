@@ -157,7 +157,7 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     Columns come out in the table schema's order, typed as
     :func:`schema.to_arrow_schema` maps them.
     """
-    from airflow_delta_provider.delta.partitions import parse_partition_values
+    from airflow_delta_provider.delta.partitions import file_storage, parse_partition_values
     from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 
     schema = snapshot.schema
@@ -169,8 +169,8 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     pieces = []
     storage = snapshot.log_store.storage
     for add in snapshot.files:
-        rel = storage.location.relative(snapshot.file_path(add))
-        with storage.open_input_file(rel) as f:
+        holder, rel = file_storage(storage, add.path)
+        with holder.open_input_file(rel) as f:
             data = _drop_deleted_rows(snapshot, add, pq.read_table(f))
         in_file = {n.lower(): n for n in data.column_names}
         values = mapping.logical_partition_values(add.partition_values, part_cols)

@@ -52,6 +52,7 @@ COMMANDS: dict[str, Command] = {
     "restore": Command("metadata.restore", "run_restore", ignores=("io",)),
     "changes": Command("changes", "run_changes", ignores=("token",)),
     "convert": Command("metadata.convert", "run_convert", ignores=("io",)),
+    "clone": Command("metadata.clone", "run_clone", ignores=("io",)),
 }
 
 
