@@ -91,9 +91,11 @@ class ClonePlan:
 
 
 def source_name(location: TableLocation) -> str:
-    """How delta-spark names a path-based source: ``delta.`<qualified path>```."""
-    uri = "file:" + location.path if location.is_local else location.spark_uri()
-    return f"delta.`{uri}`"
+    """How delta-spark names a path-based source: ``delta.`<qualified path>```
+    (``file:/...``, ``s3a://...``; an Azure root without its account keeps ``az://``)."""
+    if location.is_local:
+        return f"delta.`file:{location.path}`"
+    return f"delta.`{location.spark_uri() if location.scheme != 'az' or location.account else location.uri}`"
 
 
 def plan_clone(
