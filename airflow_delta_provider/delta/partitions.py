@@ -107,7 +107,7 @@ def _datetime_text(ts: dt.datetime, sep: str) -> str:
 # --- URI encoding of add.path (java.net.URI multi-argument constructor) ------
 
 # Characters java.net.URI leaves alone in a path: unreserved, punct, "/" and "@".
-_URI_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" "-_.!~*'()" ":@&=+$,;/")
+_URI_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'():@&=+$,;/")
 
 
 def _java_quotes_non_ascii(c: str) -> bool:

@@ -86,8 +86,10 @@ def canonical_rows(table: pa.Table, columns: Iterable[str] | None = None) -> Cou
 
 def _sorted_equal(got: pa.Table, expected: pa.Table) -> bool:
     """Arrow-native check for big flat tables: cast, sort by every column, compare."""
-    if not all(pa.types.is_primitive(f.type) or pa.types.is_decimal(f.type) or pa.types.is_string(f.type)
-               for f in expected.schema):
+    if not all(
+        pa.types.is_primitive(f.type) or pa.types.is_decimal(f.type) or pa.types.is_string(f.type)
+        for f in expected.schema
+    ):
         return False
     try:
         got = got.cast(expected.schema)
@@ -202,8 +204,15 @@ def snapshot_rows() -> Callable[[Any], pa.Table]:
 
 # --- Writing data files with pyarrow ------------------------------------------
 
-_STATS_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_large_string,
-                pa.types.is_date, pa.types.is_timestamp, pa.types.is_decimal)
+_STATS_TYPES = (
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_date,
+    pa.types.is_timestamp,
+    pa.types.is_decimal,
+)
 
 
 def _stat_value(v: Any) -> Any:

@@ -192,9 +192,7 @@ class DeletionVectorReader:
             raise CorruptDeletionVectorError(f"{where}: the file does not exist") from exc
 
 
-def read_deletion_vector(
-    storage: TableStorage, dv: DeletionVector, data_file: str | None = None
-) -> BitMap64:
+def read_deletion_vector(storage: TableStorage, dv: DeletionVector, data_file: str | None = None) -> BitMap64:
     """The deleted row indexes of ``dv``, a descriptor of the table at ``storage``."""
     return DeletionVectorReader(storage).read(dv, data_file)
 

@@ -22,9 +22,9 @@ Follows delta-spark's ``CloneTableBase`` / ``CloneTableCommand``
    own. The clustering domain is copied;
 5. one ``CLONE`` commit with delta-spark's ``operationParameters``
    (``source``, ``sourceVersion``) and ``operationMetrics``. With
-   ``replace``, the target's files are removed in the same commit
-   (delta-spark refuses to replace a table that has files; here
-   ``numRemovedFiles`` and ``removedFilesSize`` count them).
+   ``replace``, the target's files the clone does not add again are removed
+   in the same commit (delta-spark refuses to replace a table that has
+   files; here ``numRemovedFiles`` and ``removedFilesSize`` count them).
 
 No data file is read, copied or written. The clone's log names the source's
 files, so the clone reads them for as long as the source keeps them:
@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedFeatureError
+from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.partitions import absolute_uri
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.snapshot import Snapshot
@@ -132,7 +133,7 @@ def plan_clone(
         metadata=metadata,
         protocol=protocol_for(protocol, metadata),
         adds=adds,
-        removed=[] if existing is None else list(existing.files),
+        removed=[] if existing is None else _dropped(existing, target.root, adds),
         domains=[*copied.values(), *dropped],
     )
 
@@ -177,6 +178,15 @@ def _target_snapshot(target: DeltaTable, replace: bool) -> Snapshot | None:
             "Delta table: a clone needs an empty location"
         )
     return None
+
+
+def _dropped(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
+    """The replaced table's files the clone does not add again (a file both
+    removed and added in one commit would be ambiguous: a clone replaced by
+    a later version of its source shares most of its files)."""
+    canonical = PathCanonicalizer(target_root)
+    kept = {(canonical(f.path), f.dv_id) for f in adds}
+    return [f for f in existing.files if (canonical(f.path), f.dv_id) not in kept]
 
 
 def _target_metadata(source: Metadata, existing: Snapshot | None, properties: dict[str, str]) -> Metadata:

@@ -130,7 +130,7 @@ def test_replace_swaps_a_table_for_the_clone_in_one_commit(backend, new_table, d
     target = DeltaTable(target_uri)
     before = target.snapshot()
 
-    result, plan = clone_table(source, target, version=1, replace=True)
+    result, _ = clone_table(source, target, version=1, replace=True)
 
     assert result.version == 1
     assert ids_of(snapshot_rows(target.snapshot())) == [1, 2, 3]
