@@ -10,7 +10,9 @@ Follows delta-spark's ``CloneTableBase`` / ``CloneTableCommand``
    take them for its own). A clone cannot replace its own source;
 3. the metadata is the source's, with a new table id (the target's id when
    it is replaced, and its name and description) and the table properties
-   overrides merged in; coordinated-commits properties are never copied.
+   overrides merged in; coordinated-commits properties are never copied,
+   nor the names of row tracking's materialized columns (the clone's row
+   ids are its own: a new table names new columns, a replaced one keeps its own).
    Column mapping (the physical names in the schema and
    ``maxColumnId``) comes along, and its mode may not change. The protocol
    is the source's, raised to what the properties need (never below the
@@ -50,7 +52,7 @@ from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage.location import TableLocation
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.table_features import clustering, column_mapping
+from airflow_delta_provider.delta.table_features import clustering, column_mapping, row_tracking
 from airflow_delta_provider.delta.table_features import identity_columns as identity
 from airflow_delta_provider.delta.table_features.gate import merge_protocols, protocol_for
 from airflow_delta_provider.delta.transaction.transaction import CommitResult
@@ -150,8 +152,7 @@ def clone_table(
     """SHALLOW CLONE ``source`` into ``target``; the commit and its plan."""
     plan = plan_clone(source, target, version, timestamp, replace, properties)
     txn = target.transaction(OPERATION, parameters=plan.parameters(), snapshot=plan.target)
-    if plan.target is not None:
-        txn.read_whole_table()
+    txn.read_whole_table()  # not a blind append, as delta-spark records it
     txn.update_metadata(plan.metadata)
     if plan.target is None or plan.protocol != plan.target.protocol:
         txn.update_protocol(plan.protocol)
@@ -191,7 +192,11 @@ def _dropped(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[
 
 def _target_metadata(source: Metadata, existing: Snapshot | None, properties: dict[str, str]) -> Metadata:
     """The source's metadata as the target's (delta-spark's ``prepareSourceMetadata``)."""
-    configuration = {k: v for k, v in source.configuration.items() if not k.startswith(_NOT_COPIED_PREFIXES)}
+    configuration = {
+        k: v
+        for k, v in source.configuration.items()
+        if not k.startswith(_NOT_COPIED_PREFIXES) and k not in row_tracking.MATERIALIZED_KEYS
+    }
     configuration.update(properties)
     if column_mapping.MAX_ID_KEY in properties:
         raise InvalidInputError(f"{column_mapping.MAX_ID_KEY} is set by the table, not by a CLONE's properties")
