@@ -14,8 +14,7 @@ from airflow_delta_provider.spark.commands.metadata.clone import run_clone
 from tests.delta.conftest import read_snapshot
 
 PROPERTIES = (
-    "'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true', "
-    "'delta.enableRowTracking' = 'true'"
+    "'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true', 'delta.enableRowTracking' = 'true'"
 )
 
 
@@ -48,7 +47,9 @@ def _comparable(commit: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "configuration": configuration,
         "materialized": sorted(k for k in metadata["configuration"] if k not in configuration),
         "adds": adds,
-        "domains": {d["domain"]: json.loads(d["configuration"]).get("rowIdHighWaterMark") for d in commit["domainMetadata"]},
+        "domains": {
+            d["domain"]: json.loads(d["configuration"]).get("rowIdHighWaterMark") for d in commit["domainMetadata"]
+        },
     }
 
 
@@ -77,13 +78,17 @@ def test_delta_spark_reads_and_writes_our_clone_and_clones_alike(delta_spark, tm
         "part",
     ]
     theirs = str(tmp_path / "theirs")
-    delta_spark.sql(f"CREATE TABLE {delta_spark.table(theirs)} SHALLOW CLONE {delta_spark.table(source)} VERSION AS OF 2")
+    delta_spark.sql(
+        f"CREATE TABLE {delta_spark.table(theirs)} SHALLOW CLONE {delta_spark.table(source)} VERSION AS OF 2"
+    )
     assert _comparable(_commit(ours)) == _comparable(_commit(theirs))
     source_names = {k: v for k, v in _commit(source)["metaData"][0]["configuration"].items() if "materialized" in k}
     for clone in (ours, theirs):  # each clone names its own materialized row tracking columns
         names = {k: v for k, v in _commit(clone)["metaData"][0]["configuration"].items() if "materialized" in k}
         assert names.keys() == source_names.keys() and not set(names.values()) & set(source_names.values())
-    assert _commit(ours)["commitInfo"][0]["operationParameters"] == _commit(theirs)["commitInfo"][0]["operationParameters"]
+    assert (
+        _commit(ours)["commitInfo"][0]["operationParameters"] == _commit(theirs)["commitInfo"][0]["operationParameters"]
+    )
 
     # delta-spark writes to our clone, in its own root; the source keeps its rows.
     delta_spark.sql(f"DELETE FROM {delta_spark.table(ours)} WHERE id < 4")
