@@ -24,8 +24,9 @@ def get_provider_info() -> dict[str, Any]:
             "Run Delta Lake operations from DAGs on plain Apache Spark (spark-submit or Spark Connect): "
             "UPDATE, DELETE, APPEND (and overwrite), MERGE, OPTIMIZE (compaction, Z-order), ALTER TABLE, "
             "RESTORE, CHECKPOINT, VACUUM, REORG (purge of deletion vectors), CHANGES (the change data "
-            "feed of a version range, to a folder) and CONVERT (TO DELTA: a Parquet folder in place); "
-            "CHECKPOINT, VACUUM, ALTER, RESTORE and CONVERT also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
+            "feed of a version range, to a folder), CONVERT (TO DELTA: a Parquet folder in place) and "
+            "CLONE (shallow: a new table over another's files); "
+            "CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT and CLONE also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
             "Sensors and triggers wait for new table versions and partitions. "
             "No Databricks, no Delta jar."
         ),
