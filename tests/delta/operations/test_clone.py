@@ -14,6 +14,7 @@ import pytest
 from pyroaring import BitMap64
 
 from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorFile
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     TableAlreadyExistsError,
@@ -121,6 +122,10 @@ def test_a_restore_on_the_clone_re_adds_the_source_files(backend, new_table, dat
     assert ids_of(snapshot_rows(clone.snapshot())) == [1, 2, 3]
     assert rs_ids(clone.uri, backend.storage_options) == [1, 2, 3]
     assert ids_of(snapshot_rows(source.snapshot())) == [3]  # the source is as it was
+    # A checkpoint keeps the absolute paths: the clone replays from it to the same rows.
+    write_checkpoint(clone, clone.snapshot())
+    assert ids_of(snapshot_rows(DeltaTable(clone.uri).snapshot())) == [1, 2, 3]
+    assert rs_ids(clone.uri, backend.storage_options) == [1, 2, 3]
 
 
 def test_replace_swaps_a_table_for_the_clone_in_one_commit(backend, new_table, data_file, snapshot_rows):

@@ -322,3 +322,29 @@ def test_spark_submit_with_credentials_from_the_environment(submitted, bucket, m
     assert (result["version"], result["operation"], result["metrics"]["numDeletedRows"]) == (1, "DELETE", 6)
     assert [r[0] for r in _rows(bucket, uri)] == list(range(6))
     _assert_no_secret(bucket.secret, seen, capfd)
+
+
+def test_spark_submit_deletes_from_a_clone_whose_files_are_in_another_bucket(
+    submitted, bucket, moto_server, monkeypatch, capfd
+):
+    """A shallow clone in a second bucket names the first bucket's files by
+    ``s3a://`` URI: the driver gives S3A the settings of both buckets (the
+    guards make any other route fail), Spark reads the source's files and
+    writes the clone's own, and the source does not change."""
+    from airflow_delta_provider.spark.commands.metadata.clone import run_clone
+    from tests.delta.conftest import read_snapshot
+
+    source, seen = submitted
+    other = s3_backend(moto_server)
+    clone = f"s3a://{other.bucket}/clone/orders"
+    run_clone(None, clone, source, storage_options=bucket.storage_options)
+    for key, value in bucket.env.items():
+        monkeypatch.setenv(key, value)
+    result = _hook().run("delete", clone, ["--condition", "id >= 6", "--io", "hadoop", "--debug"])
+    assert (result["version"], result["operation"], result["metrics"]["numDeletedRows"]) == (1, "DELETE", 6)
+    clone_rows = read_snapshot(DeltaTable(clone, other.storage_options).snapshot())
+    assert sorted(clone_rows.column("id").to_pylist()) == list(range(6))
+    assert [r[0] for r in _rows(bucket, source)] == list(range(12))
+    written = [f.path for f in DeltaTable(clone, other.storage_options).snapshot().files if "://" not in f.path]
+    assert written, "the rewritten files are the clone's own"
+    _assert_no_secret(bucket.secret, seen, capfd)
