@@ -94,3 +94,24 @@ def test_the_spark_cli_clones_with_no_spark_session(tmp_path) -> None:
     late = subprocess.run([*argv[:-1], "7", "--replace"], capture_output=True, text=True)
     assert late.returncode != 0 and "VersionNotFoundError" in late.stderr
     assert DeltaTable(clone).latest_version() == 1
+
+
+def test_the_change_data_feed_of_a_clone_reads_the_source_files(spark, tmp_path) -> None:
+    """With the feed turned on by the clone's properties, its version 0
+    inserts the source's rows (read from the source's files) and a DELETE on
+    the clone records its deleted rows."""
+    import pyarrow.parquet as pq
+
+    from airflow_delta_provider.spark.commands.changes import run_changes
+
+    src = deltalake_table(tmp_path / "src", ["part"])
+    clone = str(tmp_path / "clone")
+    run_clone(None, clone, src, table_properties={"delta.enableChangeDataFeed": "true"})
+    run_delete(spark, clone, "id < 10", io="hadoop")
+    output = tmp_path / "changes"
+
+    run_changes(spark, clone, 0, None, str(output), io="hadoop")
+
+    changes = pq.read_table(output).to_pylist()
+    kinds = [(c["_change_type"], c["_commit_version"]) for c in changes]
+    assert (kinds.count(("insert", 0)), kinds.count(("delete", 1))) == (60, 10)
