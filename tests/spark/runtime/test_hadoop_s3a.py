@@ -138,7 +138,9 @@ def _shape(bucket: Backend, uri: str, version: int) -> dict[str, Any]:
     return {
         "operation": info["operation"],
         "parameters": info.get("operationParameters"),
-        "metrics": {k: v for k, v in (info.get("operationMetrics") or {}).items() if not any(w in k for w in _SIZE_OR_TIME)},
+        "metrics": {
+            k: v for k, v in (info.get("operationMetrics") or {}).items() if not any(w in k for w in _SIZE_OR_TIME)
+        },
         "adds": file_shape("add", ("partitionValues", "stats", "dataChange")),
         "removes": file_shape("remove", ("partitionValues", "dataChange")),
         "cdc": file_shape("cdc", ("partitionValues", "dataChange")),
@@ -206,17 +208,32 @@ def test_every_operation_through_s3a_matches_arrow_on_the_same_data(s3a_server, 
         hadoop, arrow = results["hadoop"], results["arrow"]
         assert (hadoop["version"], hadoop["operation"]) == (arrow["version"], arrow["operation"]), operation
         if operation != "checkpoint":
-            assert _shape(bucket, tables["hadoop"], hadoop["version"]) == _shape(bucket, tables["arrow"], arrow["version"])
+            assert _shape(bucket, tables["hadoop"], hadoop["version"]) == _shape(
+                bucket, tables["arrow"], arrow["version"]
+            )
         assert _rows(bucket, tables["hadoop"]) == _rows(bucket, tables["arrow"]), operation
         if operation in ("append", "update", "merge", "optimize"):
             assert _writers(bucket, tables["hadoop"]) == {SPARK_WRITER}, operation
             assert _writers(bucket, tables["arrow"]) == {ARROW_WRITER}, operation
         if operation == "checkpoint":
             for uri in tables.values():
-                assert DeltaTable(uri, bucket.storage_options).log_store.exists(f"{hadoop['version']:020d}.checkpoint.parquet")
+                assert DeltaTable(uri, bucket.storage_options).log_store.exists(
+                    f"{hadoop['version']:020d}.checkpoint.parquet"
+                )
             # CHANGES before VACUUM, which removes the change files no longer referenced.
             for mode, uri in tables.items():
-                argv = ["changes", uri, "--start", "1", "--output", outputs[mode], "--output-format", "parquet", "--io", mode]
+                argv = [
+                    "changes",
+                    uri,
+                    "--start",
+                    "1",
+                    "--output",
+                    outputs[mode],
+                    "--output-format",
+                    "parquet",
+                    "--io",
+                    mode,
+                ]
                 InProcessCommand(argv, remote=s3a_server.url, storage_options=bucket.storage_options).run()
             changed = _changes(bucket, outputs["hadoop"])
             assert changed == _changes(bucket, outputs["arrow"])
