@@ -1112,7 +1112,8 @@ class DeltaCloneOperator(DeltaSparkOperator):
     :param timestamp: Instead of ``version``: the source's newest version
         committed at or before this time (ISO 8601, UTC if no zone). (templated)
     :param replace: Replace ``table_path`` if it is a Delta table already
-        (``CREATE OR REPLACE``): its files are removed in the same commit.
+        (``CREATE OR REPLACE``): its files the clone does not add again are
+        removed in the same commit.
     :param table_properties: Table properties (``delta.*``) overriding the source's. (templated)
     :param engine: ``python`` (default): the task's process commits the
         clone, with no Spark; ``spark`` runs the same work in the driver of
