@@ -25,11 +25,14 @@ import struct
 import unicodedata
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.storage.location import SCHEMES, parse_location
+from airflow_delta_provider.delta.storage.location import SCHEMES, TableLocation, parse_location
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.delta.storage.store import TableStorage
 
 #: Hive's directory name for a null (or empty string) partition value.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -104,7 +107,7 @@ def _datetime_text(ts: dt.datetime, sep: str) -> str:
 # --- URI encoding of add.path (java.net.URI multi-argument constructor) ------
 
 # Characters java.net.URI leaves alone in a path: unreserved, punct, "/" and "@".
-_URI_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" "-_.!~*'()" ":@&=+$,;/")
+_URI_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'():@&=+$,;/")
 
 
 def _java_quotes_non_ascii(c: str) -> bool:
@@ -173,6 +176,47 @@ def to_absolute(table_root: str, add_path: str) -> str:
         rel = posixpath.normpath(decode_path(add_path))
         return f"{root.rstrip('/')}/{rel}"
     return posixpath.normpath(posixpath.join(root, decode_path(add_path)))
+
+
+def file_storage(
+    storage: TableStorage, add_path: str, storage_options: Mapping[str, Any] | None = None
+) -> tuple[TableStorage, str]:
+    """Where the file ``add_path`` (as the log of the table at ``storage``
+    spells it) is read: the table's storage and the file's decoded path
+    under its root, or, for a file outside the root (a shallow clone's), a
+    storage opened on the file's folder and its name: with
+    ``storage_options`` if given, else with the table storage's own options
+    on the same kind of store (the credentials must reach both)."""
+    rel = relative_to_root(storage.root, add_path)
+    if rel is not None:
+        return storage, rel
+    from airflow_delta_provider.delta.storage.store import open_storage
+
+    folder, _, name = to_absolute(storage.root, add_path).rpartition("/")
+    location = parse_location(folder or "/")
+    if storage_options is not None:
+        return open_storage(location, storage_options), name
+    return storage.storage_at(location), name
+
+
+def absolute_uri(root: TableLocation, add_path: str) -> str:
+    """``add.path`` of the table at ``root`` as an absolute, URI-encoded
+    location another table's log can name (a shallow clone's adds, as
+    delta-spark's ``makePathsAbsolute`` writes them): ``file:/...`` for a
+    local file, ``s3://bucket/...``, ``gs://...``, ``abfss://c@account...``
+    (``az://c/...`` without the account). An absolute path stays as it is."""
+    split = urlsplit(add_path)
+    if len(split.scheme) > 1 or add_path.startswith("/"):
+        return add_path if len(split.scheme) > 1 else "file:" + add_path
+    rel = posixpath.normpath(decode_path(add_path))
+    if rel == ".." or rel.startswith("../"):
+        raise InvalidInputError(f"{add_path!r} is not a path under the table root {root.uri}")
+    if root.is_local:
+        return "file:" + encode_path(root.child(rel))
+    base = root.spark_uri() if root.scheme == "az" and root.account else root.uri
+    scheme, _, rest = base.partition("://")
+    authority, _, prefix = rest.partition("/")
+    return f"{scheme}://{authority}/" + encode_path(f"{prefix}/{rel}" if prefix else rel)
 
 
 # --- Partition value serialization -------------------------------------------
@@ -387,10 +431,12 @@ def parse_partition_values(
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
+    "absolute_uri",
     "decimal_scale",
     "decode_path",
     "encode_path",
     "escape_partition_value",
+    "file_storage",
     "parse_partition_value",
     "parse_partition_values",
     "partition_dir",

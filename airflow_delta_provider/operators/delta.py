@@ -9,7 +9,7 @@ the Spark application parses back into the same request; a hook runs it:
 - :class:`~airflow_delta_provider.hooks.delta_in_process.DeltaInProcessHook`,
   in the task's process, when ``conn_id`` is a ``spark_connect`` connection
   (Spark Connect), or with ``engine="python"`` (no Spark: CHECKPOINT,
-  VACUUM, ALTER, RESTORE, CONVERT, GENERATE).
+  VACUUM, ALTER, RESTORE, CONVERT, GENERATE, CLONE).
 
 Every operator returns ``{table, version, operation, metrics}`` as its
 XCom value (``version`` is None when nothing changed) and pushes the version
@@ -96,7 +96,7 @@ class DeltaSparkOperator(BaseOperator):
         errors with their JVM stacks. By default the task log shows the
         operation's own lines and Spark's warnings, and a failure is one line.
     :param engine: ``spark`` (default), or ``python`` for the operations that
-        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT, GENERATE): the core does them in the
+        need no Spark (CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT, GENERATE, CLONE): the core does them in the
         task's process, with no JVM, in a fraction of a second
         (``docs/execution-modes.rst`` says when Spark pays off for VACUUM).
 
@@ -1125,6 +1125,73 @@ class DeltaGenerateManifestOperator(DeltaSparkOperator):
 
     def _request_fields(self) -> dict[str, Any]:
         return {"mode": self.mode}
+
+
+class DeltaCloneOperator(DeltaSparkOperator):
+    """Make ``table_path`` a shallow clone of another Delta table:
+    ``CREATE [OR REPLACE] TABLE t SHALLOW CLONE source [VERSION AS OF n]``.
+
+    Version 0 of the new table has the source's schema, properties and
+    protocol, and adds that name the source's data files by absolute URI; no
+    data file is copied. Writes to the clone write its own files, and VACUUM
+    on the clone never deletes the source's; VACUUM on the source may delete
+    files the clone still reads (``docs/clone.rst``). A target that is a
+    Delta table already is refused unless ``replace``; nothing is then written.
+
+    :param source_path: The Delta table to clone: a path or URI; the storage
+        connection's credentials must reach it too. (templated)
+    :param version: The source's version to clone (default: its latest). (templated)
+    :param timestamp: Instead of ``version``: the source's newest version
+        committed at or before this time (ISO 8601, UTC if no zone). (templated)
+    :param replace: Replace ``table_path`` if it is a Delta table already
+        (``CREATE OR REPLACE``): its files the clone does not add again are
+        removed in the same commit.
+    :param table_properties: Table properties (``delta.*``) overriding the source's. (templated)
+    :param engine: ``python`` (default): the task's process commits the
+        clone, with no Spark; ``spark`` runs the same work in the driver of
+        a Spark application.
+    """
+
+    request_class = requests.CloneRequest
+    template_fields: Sequence[str] = (
+        *DeltaSparkOperator.template_fields,
+        "source_path",
+        "version",
+        "timestamp",
+        "table_properties",
+    )
+
+    def __init__(
+        self,
+        *,
+        source_path: str,
+        version: int | str | None = None,
+        timestamp: str | None = None,
+        replace: bool = False,
+        table_properties: Mapping[str, Any] | None = None,
+        engine: str = "python",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(engine=engine, **kwargs)
+        if version is not None and timestamp is not None:
+            raise ValueError("DeltaCloneOperator takes version or timestamp, not both")
+        self.source_path = source_path
+        self.version = version
+        self.timestamp = timestamp
+        self.replace = replace
+        self.table_properties = table_properties
+
+    def _request_fields(self) -> dict[str, Any]:
+        return {
+            "source": self.source_path,
+            "version": _number(self.version, "version"),
+            "timestamp": None if self.timestamp is None else str(self.timestamp),
+            "replace": bool(self.replace),
+            "table_properties": _pairs(self.table_properties or {}),
+        }
+
+    def _lineage_arguments(self) -> dict[str, Any]:
+        return {"sources": [(self.source_path, "delta")], "source_has_table_columns": True}
 
 
 def _column_names(value: Sequence[str] | str | None) -> tuple[str, ...]:

@@ -86,8 +86,10 @@ def canonical_rows(table: pa.Table, columns: Iterable[str] | None = None) -> Cou
 
 def _sorted_equal(got: pa.Table, expected: pa.Table) -> bool:
     """Arrow-native check for big flat tables: cast, sort by every column, compare."""
-    if not all(pa.types.is_primitive(f.type) or pa.types.is_decimal(f.type) or pa.types.is_string(f.type)
-               for f in expected.schema):
+    if not all(
+        pa.types.is_primitive(f.type) or pa.types.is_decimal(f.type) or pa.types.is_string(f.type)
+        for f in expected.schema
+    ):
         return False
     try:
         got = got.cast(expected.schema)
@@ -157,7 +159,7 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     Columns come out in the table schema's order, typed as
     :func:`schema.to_arrow_schema` maps them.
     """
-    from airflow_delta_provider.delta.partitions import parse_partition_values
+    from airflow_delta_provider.delta.partitions import file_storage, parse_partition_values
     from airflow_delta_provider.delta.schema.arrow import to_arrow_schema
 
     schema = snapshot.schema
@@ -169,8 +171,8 @@ def read_snapshot(snapshot: Any) -> pa.Table:
     pieces = []
     storage = snapshot.log_store.storage
     for add in snapshot.files:
-        rel = storage.location.relative(snapshot.file_path(add))
-        with storage.open_input_file(rel) as f:
+        holder, rel = file_storage(storage, add.path)
+        with holder.open_input_file(rel) as f:
             data = _drop_deleted_rows(snapshot, add, pq.read_table(f))
         in_file = {n.lower(): n for n in data.column_names}
         values = mapping.logical_partition_values(add.partition_values, part_cols)
@@ -202,8 +204,15 @@ def snapshot_rows() -> Callable[[Any], pa.Table]:
 
 # --- Writing data files with pyarrow ------------------------------------------
 
-_STATS_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_large_string,
-                pa.types.is_date, pa.types.is_timestamp, pa.types.is_decimal)
+_STATS_TYPES = (
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_date,
+    pa.types.is_timestamp,
+    pa.types.is_decimal,
+)
 
 
 def _stat_value(v: Any) -> Any:

@@ -8,6 +8,7 @@ import math
 import struct
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import given
@@ -296,7 +297,10 @@ _ROUND_TRIP = st.one_of(
     st.tuples(st.booleans(), st.just("boolean")),
     st.tuples(st.floats(allow_nan=False), st.just("double")),
     st.tuples(st.floats(width=32, allow_nan=False), st.just("float")),
-    st.tuples(st.decimals(places=3, allow_nan=False, allow_infinity=False, max_value=10**9, min_value=-(10**9)), st.just("decimal(12,3)")),
+    st.tuples(
+        st.decimals(places=3, allow_nan=False, allow_infinity=False, max_value=10**9, min_value=-(10**9)),
+        st.just("decimal(12,3)"),
+    ),
     st.tuples(st.dates(), st.just("date")),
     st.tuples(st.datetimes(timezones=st.just(UTC)), st.just("timestamp")),
     st.tuples(st.datetimes(), st.just("timestamp_ntz")),
@@ -338,3 +342,51 @@ def test_parse_partition_values_is_case_insensitive_and_checks_the_schema():
     assert parse_partition_values({}, schema, ["Day"]) == {"Day": None}
     with pytest.raises(InvalidInputError, match="missing"):
         parse_partition_values({}, schema, ["missing"])
+
+
+@pytest.mark.parametrize(
+    ("root", "add_path", "expected"),
+    [
+        ("/lake/src dir", "p=a%20b/part-0.parquet", "file:/lake/src%20dir/p=a%20b/part-0.parquet"),
+        ("/lake/src", "100%25/x.parquet", "file:/lake/src/100%25/x.parquet"),
+        ("s3a://bucket/src", "day=1/x.parquet", "s3://bucket/src/day=1/x.parquet"),
+        ("s3://bucket", "x.parquet", "s3://bucket/x.parquet"),
+        (
+            "abfss://c@acct.dfs.core.windows.net/t",
+            "x.parquet",
+            "abfss://c@acct.dfs.core.windows.net/t/x.parquet",
+        ),
+        ("/lake/src", "s3://other/x.parquet", "s3://other/x.parquet"),  # absolute already
+    ],
+)
+def test_absolute_uri_names_a_file_for_another_table_log(root, add_path, expected) -> None:
+    from airflow_delta_provider.delta.partitions import absolute_uri, relative_to_root
+    from airflow_delta_provider.delta.storage import parse_location
+
+    location = parse_location(root)
+    uri = absolute_uri(location, add_path)
+    assert uri == expected
+    assert to_absolute("/elsewhere", uri) == to_absolute(location.uri, add_path)
+    assert relative_to_root("/elsewhere", uri) is None
+    if "://" not in add_path:
+        assert relative_to_root(location.uri, uri) == unquote(add_path)
+
+
+def test_absolute_uri_refuses_a_path_above_the_root() -> None:
+    from airflow_delta_provider.delta.partitions import absolute_uri
+    from airflow_delta_provider.delta.storage import parse_location
+
+    with pytest.raises(InvalidInputError):
+        absolute_uri(parse_location("/lake/t"), "../other/x.parquet")
+
+
+def test_file_storage_opens_the_store_of_a_file_outside_the_root(tmp_path) -> None:
+    from airflow_delta_provider.delta.partitions import file_storage
+    from airflow_delta_provider.delta.storage import open_storage
+
+    (tmp_path / "src" / "p=a").mkdir(parents=True)
+    (tmp_path / "src" / "p=a" / "x y.parquet").write_bytes(b"data")
+    table = open_storage(str(tmp_path / "clone"))
+    assert file_storage(table, "p=a/x%20y.parquet") == (table, "p=a/x y.parquet")
+    holder, rel = file_storage(table, f"file:{tmp_path}/src/p=a/x%20y.parquet")
+    assert holder is not table and holder.get(rel) == b"data"

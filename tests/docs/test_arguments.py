@@ -90,6 +90,7 @@ ARGUMENT_LISTS = [
     (operators.DeltaRestoreOperator, (DOCS / "restore.rst").read_text().splitlines()),
     (operators.DeltaConvertOperator, sections(DOCS / "convert.rst")["Arguments"]),
     (operators.DeltaGenerateManifestOperator, sections(DOCS / "manifests.rst")["Arguments"]),
+    (operators.DeltaCloneOperator, sections(DOCS / "clone.rst")["Arguments"]),
     *[
         (getattr(table_info, title), lines)
         for title, lines in sections(DOCS / "table-information.rst").items()

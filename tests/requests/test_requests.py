@@ -18,6 +18,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaAppendOperator,
     DeltaChangesOperator,
     DeltaCheckpointOperator,
+    DeltaCloneOperator,
     DeltaConvertOperator,
     DeltaDeleteOperator,
     DeltaGenerateManifestOperator,
@@ -145,6 +146,19 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (DeltaConvertOperator, {"partition_by": "day date, region string", "table_properties": {"delta.appendOnly": "true"}}),
     (DeltaConvertOperator, {"partition_by": {"day": "date", "`a b`": "decimal(10,2)"}, "table_properties": {"k": "v"}}),
     (DeltaGenerateManifestOperator, {"mode": "symlink_format_manifest"}),
+    (
+        DeltaCloneOperator,
+        {"source_path": "s3://lake/src", "version": 4, "replace": True, "table_properties": {"k": "v"}},
+    ),
+    (
+        DeltaCloneOperator,
+        {
+            "source_path": "/lake/src",
+            "timestamp": "2026-11-26T10:00:00Z",
+            "replace": True,
+            "table_properties": {"a": 1},
+        },
+    ),
 ]
 
 #: Fields whose only value is their default: REORG is always ``--purge``, GENERATE's one mode.
@@ -153,6 +167,7 @@ _FIXED = {("reorg", "purge"), ("generate", "mode")}
 _ONE_OF = {
     "append": (("overwrite_schema", "replace_where", "partition_overwrite_mode"), ("partition_by", "cluster_by")),
     "optimize": (("zorder_by", "full"),),
+    "clone": (("version", "timestamp"),),
 }
 #: Groups of fields of an operation that are alternatives: a case sets every field of one group, none of the others.
 _ALTERNATIVES = {
@@ -362,6 +377,7 @@ def test_template_fields_are_unchanged() -> None:
         DeltaChangesOperator: (*base, "start_version", "end_version", "version_range", "output_path"),
         DeltaConvertOperator: (*base, "partition_by", "table_properties"),
         DeltaGenerateManifestOperator: base,
+        DeltaCloneOperator: (*base, "source_path", "version", "timestamp", "table_properties"),
     }
     assert {cls: tuple(cls.template_fields) for cls in expected} == expected
 
@@ -383,7 +399,7 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     assert io_mode.IO_MODES is requests.IO_MODES
     assert delta_operation.OPERATIONS is requests.OPERATIONS == tuple(REQUESTS)
     assert delta_in_process.PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
-    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert", "generate")
+    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone")
 
 
 def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() -> None:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_delta_provider.delta.actions.model import DeletionVector
 from airflow_delta_provider.delta.errors import CorruptDeletionVectorError, InvalidInputError
 from airflow_delta_provider.delta.partitions import to_absolute
-from airflow_delta_provider.delta.storage import TableStorage, open_storage
+from airflow_delta_provider.delta.storage import TableStorage, open_storage, parse_location
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -178,18 +178,21 @@ class DeletionVectorReader:
     def _fetch(self, location: str, where: str) -> bytes:
         rel = self.storage.location.relative(location)
         storage = self.storage
-        if rel is None:  # an absolute path elsewhere: open its folder
+        if rel is None:  # an absolute path elsewhere (a shallow clone's): open its folder
             folder, rel = location.rsplit("/", 1)
-            storage = open_storage(folder or "/", self._storage_options)
+            place = parse_location(folder or "/")
+            storage = (
+                self.storage.storage_at(place)
+                if self._storage_options is None
+                else open_storage(place, self._storage_options)
+            )
         try:
             return storage.get(rel)
         except FileNotFoundError as exc:
             raise CorruptDeletionVectorError(f"{where}: the file does not exist") from exc
 
 
-def read_deletion_vector(
-    storage: TableStorage, dv: DeletionVector, data_file: str | None = None
-) -> BitMap64:
+def read_deletion_vector(storage: TableStorage, dv: DeletionVector, data_file: str | None = None) -> BitMap64:
     """The deleted row indexes of ``dv``, a descriptor of the table at ``storage``."""
     return DeletionVectorReader(storage).read(dv, data_file)
 

@@ -13,7 +13,7 @@ import datetime as dt
 import decimal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +28,7 @@ from airflow_delta_provider.delta.actions.model import (
     RemoveFile,
     Txn,
 )
+from airflow_delta_provider.delta.partitions import to_absolute
 from airflow_delta_provider.delta.storage.location import parse_location
 
 FileKey = tuple[str, "str | None"]
@@ -36,7 +37,8 @@ FileKey = tuple[str, "str | None"]
 class PathCanonicalizer:
     """Maps every spelling of a data file path to one key: relative to the
     table root when it lies under it (whatever the URI's scheme spelling,
-    ``s3a://`` or ``s3://``), else its decoded absolute form."""
+    ``s3a://`` or ``s3://``), else its decoded absolute form (with its
+    bucket: a shallow clone may name files in two buckets)."""
 
     def __init__(self, table_root: str) -> None:
         self._location = parse_location(table_root)
@@ -45,7 +47,7 @@ class PathCanonicalizer:
     def __call__(self, path: str) -> str:
         if path.startswith("file:") or "://" in path[:16]:
             rel = self._location.relative(path)
-            return rel if rel is not None else unquote(urlparse(path).path)
+            return rel if rel is not None else to_absolute(self._location.uri, path)
         path = unquote(path)
         if path.startswith(self._prefix):
             return path[len(self._prefix) :]

@@ -32,9 +32,9 @@ from typing import Any
 
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata, RemoveFile
-from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
-from airflow_delta_provider.delta.partitions import relative_to_root
+from airflow_delta_provider.delta.partitions import encode_path, file_storage, to_absolute
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.gate import merge_protocols
@@ -95,31 +95,27 @@ def plan_restore(
 
 
 def missing_files(table: DeltaTable, files: Iterable[AddFile]) -> list[str]:
-    """The data and deletion vector files of ``files`` that the store no
-    longer holds, as table-relative paths. A file outside the table's root (a
-    shallow clone's) is refused: this store cannot vouch for it."""
-    needed: list[str] = []  # table-relative, decoded
+    """The data and deletion vector files of ``files`` that no longer exist:
+    table-relative paths, or the absolute locations of files outside the
+    table's root (a shallow clone's, checked in their own store)."""
+    needed: list[str] = []  # as the log spells them
     for f in files:
-        needed.append(_relative(table, f.path))
+        needed.append(f.path)
         dv = f.deletion_vector
         if dv is not None and dv.storage_type == "u":
-            needed.append(relative_dv_path(dv))
+            needed.append(encode_path(relative_dv_path(dv)))
         elif dv is not None and dv.storage_type == "p":
-            needed.append(_relative(table, dv.path_or_inline_dv))
+            needed.append(dv.path_or_inline_dv)
     paths = list(dict.fromkeys(needed))
+
+    def gone(path: str) -> str | None:
+        storage, rel = file_storage(table.storage, path)
+        if storage.exists(rel):
+            return None
+        return rel if storage is table.storage else to_absolute(table.root, path)
+
     with ThreadPoolExecutor(_CHECK_THREADS) as pool:
-        present = list(pool.map(table.storage.exists, paths))
-    return sorted(p for p, there in zip(paths, present) if not there)
-
-
-def _relative(table: DeltaTable, path: str) -> str:
-    rel = relative_to_root(table.root, path)
-    if rel is None:  # a shallow clone's file elsewhere: this store cannot vouch for it
-        raise UnsupportedFeatureError(
-            f"cannot restore {table.uri}: the version refers to {path}, outside the table's root, which RESTORE "
-            "cannot check"
-        )
-    return rel
+        return sorted(p for p in pool.map(gone, paths) if p is not None)
 
 
 def restore_table(

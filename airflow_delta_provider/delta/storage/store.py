@@ -92,6 +92,12 @@ class TableStorage(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
 
+    def storage_at(self, location: TableLocation) -> TableStorage:
+        """The storage of another location, reached with this storage's options
+        when it is on the same kind of store (a shallow clone's files in its
+        source's bucket); else with the environment's credential chain."""
+        return open_storage(location)
+
     # --- listing ---------------------------------------------------------------
 
     @abstractmethod
@@ -366,6 +372,11 @@ class ObjectStorage(TableStorage):
         super().__init__(location)
         self._options = options
         self._store = _make_store(location, options)
+
+    def storage_at(self, location: TableLocation) -> TableStorage:
+        if location.scheme == self.location.scheme:
+            return ObjectStorage(location, self._options)
+        return open_storage(location)
 
     # --- error translation -----------------------------------------------------
 

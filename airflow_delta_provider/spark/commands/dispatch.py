@@ -53,6 +53,7 @@ COMMANDS: dict[str, Command] = {
     "changes": Command("changes", "run_changes", ignores=("token",)),
     "convert": Command("metadata.convert", "run_convert", ignores=("io",)),
     "generate": Command("metadata.generate", "run_generate", ignores=("io",)),
+    "clone": Command("metadata.clone", "run_clone", ignores=("io",)),
 }
 
 

@@ -361,12 +361,10 @@ class DmlCommand:
         """The rows of a data file, from its parquet footer."""
         import pyarrow.parquet as pq
 
-        from airflow_delta_provider.delta.partitions import relative_to_root
+        from airflow_delta_provider.delta.partitions import file_storage
 
-        rel = relative_to_root(self.table.root, f.path)
-        if rel is None:
-            raise InvalidInputError(f"cannot mark rows of {f.path}: it lies outside the table root")
-        with self.table.storage.open_input_file(rel) as fh:
+        storage, rel = file_storage(self.table.storage, f.path)
+        with storage.open_input_file(rel) as fh:
             return pq.ParquetFile(fh).metadata.num_rows
 
     # --- step 2 and 3 -------------------------------------------------------------

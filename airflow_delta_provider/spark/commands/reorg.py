@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
-from airflow_delta_provider.delta.partitions import decode_path
+from airflow_delta_provider.delta.partitions import file_storage
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.row_tracking import materialized_columns
@@ -113,7 +113,8 @@ def _files_with_extra_columns(target: DeltaTable, snapshot: Snapshot) -> set[str
     known.update(name.lower() for name in materialized_columns(snapshot.metadata) or ())
 
     def extra(f: AddFile) -> bool:
-        with target.storage.open_input_file(decode_path(f.path)) as fh:
+        storage, rel = file_storage(target.storage, f.path)
+        with storage.open_input_file(rel) as fh:
             return any(name.lower() not in known for name in pq.read_schema(fh).names)
 
     with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:  # footer reads wait on storage

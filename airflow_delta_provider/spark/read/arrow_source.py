@@ -384,7 +384,7 @@ def read_entries(
 
     from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorReader
     from airflow_delta_provider.delta.actions.model import DeletionVector
-    from airflow_delta_provider.delta.partitions import parse_partition_value
+    from airflow_delta_provider.delta.partitions import file_storage, parse_partition_value
     from airflow_delta_provider.delta.storage import open_storage
     from airflow_delta_provider.spark.read.arrow_conform import conform_array, constant, relabel_by_field_id, wanted_id
 
@@ -397,7 +397,7 @@ def read_entries(
     row_index_at = next((pos for pos, (_n, role, _t) in enumerate(columns) if role == ROW_INDEX), None)
     storage = open_storage(root)
     vectors = DeletionVectorReader(storage)
-    for index, rel, uri, add_path, values, dv, start, length in entries:
+    for index, rel, _absolute, add_path, values, dv, start, length in entries:
         fixed: dict[int, Any] = {}
         for pos, (_name, role, delta_type) in enumerate(columns):
             if role == PARTITION:
@@ -410,11 +410,9 @@ def read_entries(
         descriptor = DeletionVector.from_json(dv)  # dv: add.deletion_vector.to_json(), or None
         if descriptor is not None:
             deleted = np.frombuffer(vectors.read(descriptor, add_path).to_array(), np.uint64)
+        source = storage
         if rel is None:  # a file outside the table root, named by an absolute URI
-            parent, rel = uri.rsplit("/", 1)
-            source = open_storage(parent)
-        else:
-            source = storage
+            source, rel = file_storage(storage, add_path)
         with source.open_input_file(rel) as f:
             for first_row, rows, found in _file_batches(f, [name for _, name in data], start, length, ids):
                 arrays: list[pa.Array] = [None] * len(columns)

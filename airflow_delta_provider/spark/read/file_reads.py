@@ -28,7 +28,7 @@ from pyspark.sql.types import DataType, LongType, StructField, StructType, Times
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.partitions import parse_partition_values
-from airflow_delta_provider.delta.storage import TableLocation
+from airflow_delta_provider.delta.storage import TableLocation, parse_location
 from airflow_delta_provider.delta.table_features.column_mapping import ID
 from airflow_delta_provider.spark.read.deletion_vectors import drop_deleted_rows, row_indexes_by_file
 from airflow_delta_provider.spark.read.files import (
@@ -49,6 +49,7 @@ from airflow_delta_provider.spark.read.files import (
     table_location,
     to_logical,
 )
+from airflow_delta_provider.spark.runtime.hadoop_store_conf import apply_hadoop_store_settings
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
 from airflow_delta_provider.spark.runtime.session import is_connect
 
@@ -67,9 +68,14 @@ def read_files(spark: SparkSession, schema: StructType, paths: Sequence[str]) ->
     Spark job of its own; for local files a ``stat`` each in the driver is
     far cheaper, so the threshold is lifted while the read is set up (the
     listing happens here, not when the frame runs). Remote paths keep
-    Spark's parallel listing.
+    Spark's parallel listing, and each bucket among them (a shallow clone's
+    files may lie in its source's) gets the connector settings of the
+    table's own (:func:`apply_hadoop_store_settings`).
     """
     if any("://" in p for p in paths):
+        buckets = {(p.split("://", 1)[0], p.split("://", 1)[1].split("/", 1)[0]) for p in paths if "://" in p}
+        for scheme, authority in buckets:
+            apply_hadoop_store_settings(spark, parse_location(f"{scheme}://{authority}"))
         return spark.read.schema(schema).parquet(*paths)
     saved = spark.conf.get(_DISCOVERY_THRESHOLD, None)
     spark.conf.set(_DISCOVERY_THRESHOLD, str(max(len(paths) + 1, 32)))

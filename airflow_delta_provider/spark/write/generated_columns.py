@@ -167,7 +167,7 @@ def written_extreme(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from airflow_delta_provider.delta.partitions import decode_path
+    from airflow_delta_provider.delta.partitions import file_storage
 
     found: list[int] = []
     for add in adds:
@@ -184,7 +184,8 @@ def written_extreme(
             continue
         if nulls is not None and add.num_records is not None and int(nulls) == add.num_records:
             continue  # every value NULL
-        with storage.open_input_file(decode_path(add.path)) as f:
+        holder, rel = file_storage(storage, add.path)
+        with holder.open_input_file(rel) as f:
             values = pq.read_table(f, columns=[key]).column(key)
         extreme = (pc.max if positive else pc.min)(values).as_py()
         if extreme is not None:

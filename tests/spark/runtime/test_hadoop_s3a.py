@@ -138,7 +138,9 @@ def _shape(bucket: Backend, uri: str, version: int) -> dict[str, Any]:
     return {
         "operation": info["operation"],
         "parameters": info.get("operationParameters"),
-        "metrics": {k: v for k, v in (info.get("operationMetrics") or {}).items() if not any(w in k for w in _SIZE_OR_TIME)},
+        "metrics": {
+            k: v for k, v in (info.get("operationMetrics") or {}).items() if not any(w in k for w in _SIZE_OR_TIME)
+        },
         "adds": file_shape("add", ("partitionValues", "stats", "dataChange")),
         "removes": file_shape("remove", ("partitionValues", "dataChange")),
         "cdc": file_shape("cdc", ("partitionValues", "dataChange")),
@@ -206,17 +208,32 @@ def test_every_operation_through_s3a_matches_arrow_on_the_same_data(s3a_server, 
         hadoop, arrow = results["hadoop"], results["arrow"]
         assert (hadoop["version"], hadoop["operation"]) == (arrow["version"], arrow["operation"]), operation
         if operation != "checkpoint":
-            assert _shape(bucket, tables["hadoop"], hadoop["version"]) == _shape(bucket, tables["arrow"], arrow["version"])
+            assert _shape(bucket, tables["hadoop"], hadoop["version"]) == _shape(
+                bucket, tables["arrow"], arrow["version"]
+            )
         assert _rows(bucket, tables["hadoop"]) == _rows(bucket, tables["arrow"]), operation
         if operation in ("append", "update", "merge", "optimize"):
             assert _writers(bucket, tables["hadoop"]) == {SPARK_WRITER}, operation
             assert _writers(bucket, tables["arrow"]) == {ARROW_WRITER}, operation
         if operation == "checkpoint":
             for uri in tables.values():
-                assert DeltaTable(uri, bucket.storage_options).log_store.exists(f"{hadoop['version']:020d}.checkpoint.parquet")
+                assert DeltaTable(uri, bucket.storage_options).log_store.exists(
+                    f"{hadoop['version']:020d}.checkpoint.parquet"
+                )
             # CHANGES before VACUUM, which removes the change files no longer referenced.
             for mode, uri in tables.items():
-                argv = ["changes", uri, "--start", "1", "--output", outputs[mode], "--output-format", "parquet", "--io", mode]
+                argv = [
+                    "changes",
+                    uri,
+                    "--start",
+                    "1",
+                    "--output",
+                    outputs[mode],
+                    "--output-format",
+                    "parquet",
+                    "--io",
+                    mode,
+                ]
                 InProcessCommand(argv, remote=s3a_server.url, storage_options=bucket.storage_options).run()
             changed = _changes(bucket, outputs["hadoop"])
             assert changed == _changes(bucket, outputs["arrow"])
@@ -321,4 +338,30 @@ def test_spark_submit_with_credentials_from_the_environment(submitted, bucket, m
     result = _hook().run("delete", uri, ["--condition", "id >= 6", "--io", "hadoop", "--debug"])
     assert (result["version"], result["operation"], result["metrics"]["numDeletedRows"]) == (1, "DELETE", 6)
     assert [r[0] for r in _rows(bucket, uri)] == list(range(6))
+    _assert_no_secret(bucket.secret, seen, capfd)
+
+
+def test_spark_submit_deletes_from_a_clone_whose_files_are_in_another_bucket(
+    submitted, bucket, moto_server, monkeypatch, capfd
+):
+    """A shallow clone in a second bucket names the first bucket's files by
+    ``s3a://`` URI: the driver gives S3A the settings of both buckets (the
+    guards make any other route fail), Spark reads the source's files and
+    writes the clone's own, and the source does not change."""
+    from airflow_delta_provider.spark.commands.metadata.clone import run_clone
+    from tests.delta.conftest import read_snapshot
+
+    source, seen = submitted
+    other = s3_backend(moto_server)
+    clone = f"s3a://{other.bucket}/clone/orders"
+    run_clone(None, clone, source, storage_options=bucket.storage_options)
+    for key, value in bucket.env.items():
+        monkeypatch.setenv(key, value)
+    result = _hook().run("delete", clone, ["--condition", "id >= 6", "--io", "hadoop", "--debug"])
+    assert (result["version"], result["operation"], result["metrics"]["numDeletedRows"]) == (1, "DELETE", 6)
+    clone_rows = read_snapshot(DeltaTable(clone, other.storage_options).snapshot())
+    assert sorted(clone_rows.column("id").to_pylist()) == list(range(6))
+    assert [r[0] for r in _rows(bucket, source)] == list(range(12))
+    written = [f.path for f in DeltaTable(clone, other.storage_options).snapshot().files if "://" not in f.path]
+    assert written, "the rewritten files are the clone's own"
     _assert_no_secret(bucket.secret, seen, capfd)

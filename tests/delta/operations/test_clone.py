@@ -1,0 +1,233 @@
+"""SHALLOW CLONE in the core, on every backend: the clone reads the source's
+rows at the chosen version from the source's own files (named by absolute
+URI), delta-rs reads it too, a RESTORE on the clone re-adds files outside its
+root, and bad input is refused by name with nothing written. Across two S3
+buckets the table storage's credentials reach both."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow as pa
+import pytest
+from pyroaring import BitMap64
+
+from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVectorFile
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+from airflow_delta_provider.delta.errors import (
+    InvalidInputError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from airflow_delta_provider.delta.operations.clone import clone_table, source_name
+from airflow_delta_provider.delta.operations.restore import restore_table
+from airflow_delta_provider.delta.partitions import absolute_uri, to_absolute
+from airflow_delta_provider.delta.storage import parse_location
+from airflow_delta_provider.delta.table import DeltaTable
+from tests.delta.test_on_every_backend import SCHEMA, append, ids_of, rows
+from tests.storage_servers import s3_backend
+
+
+@pytest.fixture
+def backend(storage_backend, monkeypatch):
+    for key, value in storage_backend.env.items():
+        monkeypatch.setenv(key, value)
+    return storage_backend
+
+
+def rs_ids(uri: str, storage_options: dict[str, str] | None = None, version: int | None = None) -> list[int]:
+    """The ids delta-rs reads, through DataFusion (its pyarrow dataset path
+    does not resolve absolute ``add`` paths; its query engine does)."""
+    from deltalake import DeltaTable as RsTable
+    from deltalake import QueryBuilder
+
+    table = RsTable(uri, version=version, storage_options=dict(storage_options or {}) or None)
+    out = pa.table(QueryBuilder().register("t", table).execute("SELECT id FROM t").read_all())
+    return sorted(out.column("id").to_pylist())
+
+
+def _source(new_table, data_file, uri: str) -> DeltaTable:
+    """v0 [1, 2] (p=a) / v1 +[3] (p=b) / v2 [1, 2] removed."""
+    new_table(uri, SCHEMA, ["p"], adds=[rows(data_file, uri, [1, 2])])
+    table = DeltaTable(uri)
+    append(table, rows(data_file, uri, [3], "b"))
+    snapshot = table.snapshot()
+    first = next(f for f in snapshot.files if f.partition_values == {"p": "a"})
+    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
+    txn.add(first.remove(int(time.time() * 1000)))
+    txn.commit(metrics={"numDeletedRows": 2})
+    return table
+
+
+def _log_files(table: DeltaTable) -> list[str]:
+    return sorted(m.path for m in table.storage.list_tree("_delta_log")) if table.storage.exists("_delta_log") else []
+
+
+def test_a_clone_reads_the_source_rows_at_the_chosen_version(backend, new_table, data_file, snapshot_rows):
+    source = _source(new_table, data_file, backend.uri("src"))
+    clone = DeltaTable(backend.uri("clone"))
+
+    result, plan = clone_table(source, clone, version=1, token="dag/clone/run/-1")
+
+    assert result.version == 0
+    snap = clone.snapshot()
+    assert ids_of(snapshot_rows(snap)) == [1, 2, 3]
+    assert rs_ids(clone.uri, backend.storage_options) == [1, 2, 3]
+    # Every add names a file of the source at version 1, by absolute URI.
+    then = source.snapshot(version=1)
+    assert sorted(to_absolute(clone.root, f.path) for f in snap.files) == sorted(then.file_path(f) for f in then.files)
+    assert all(parse_location(clone.root).relative(to_absolute(clone.root, f.path)) is None for f in snap.files)
+    # The source's schema, partitioning, properties and protocol; a new id.
+    assert (snap.schema, snap.partition_columns, snap.protocol) == (then.schema, then.partition_columns, then.protocol)
+    assert snap.metadata.id != then.metadata.id
+    info = clone.history()[0]
+    name = source_name(source.storage.location)
+    assert info["operation"] == "CLONE"
+    assert info["operationParameters"] == {"source": name, "sourceVersion": 1}
+    assert name == (f"delta.`file:{source.root}`" if backend.name == "local" else name)
+    assert info["operationMetrics"] == {
+        "sourceTableSize": str(then.size_in_bytes),
+        "sourceNumOfFiles": "2",
+        "numRemovedFiles": "0",
+        "numCopiedFiles": "0",
+        "removedFilesSize": "0",
+        "copiedFilesSize": "0",
+    }
+    assert plan.metrics()["sourceNumOfFiles"] == 2
+    # The latest version, and a timestamp, select versions too.
+    latest = DeltaTable(backend.uri("clone_latest"))
+    clone_table(source, latest)
+    assert ids_of(snapshot_rows(latest.snapshot())) == [3]
+    by_time = DeltaTable(backend.uri("clone_by_time"))
+    _, plan = clone_table(source, by_time, timestamp=source.snapshot(version=0).timestamp)
+    assert plan.source.version == 0 and ids_of(snapshot_rows(by_time.snapshot())) == [1, 2]
+
+
+def test_a_restore_on_the_clone_re_adds_the_source_files(backend, new_table, data_file, snapshot_rows):
+    source = _source(new_table, data_file, backend.uri("src"))
+    clone = DeltaTable(backend.uri("clone"))
+    clone_table(source, clone, version=1)
+    snap = clone.snapshot()
+    txn = clone.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snap)
+    txn.add_all([f.remove(int(time.time() * 1000)) for f in snap.files])
+    txn.commit(metrics={})
+    append(clone, rows(data_file, clone.uri, [9]))
+
+    result, plan = restore_table(clone, version=0)
+
+    assert result.version == 3 and len(plan.restored) == 2
+    assert ids_of(snapshot_rows(clone.snapshot())) == [1, 2, 3]
+    assert rs_ids(clone.uri, backend.storage_options) == [1, 2, 3]
+    assert ids_of(snapshot_rows(source.snapshot())) == [3]  # the source is as it was
+    # A checkpoint keeps the absolute paths: the clone replays from it to the same rows.
+    write_checkpoint(clone, clone.snapshot())
+    assert ids_of(snapshot_rows(DeltaTable(clone.uri).snapshot())) == [1, 2, 3]
+    assert rs_ids(clone.uri, backend.storage_options) == [1, 2, 3]
+
+
+def test_replace_swaps_a_table_for_the_clone_in_one_commit(backend, new_table, data_file, snapshot_rows):
+    source = _source(new_table, data_file, backend.uri("src"))
+    target_uri = backend.uri("target")
+    new_table(target_uri, SCHEMA, ["p"], adds=[rows(data_file, target_uri, [7]), rows(data_file, target_uri, [8], "c")])
+    target = DeltaTable(target_uri)
+    before = target.snapshot()
+
+    result, _ = clone_table(source, target, version=1, replace=True)
+
+    assert result.version == 1
+    assert ids_of(snapshot_rows(target.snapshot())) == [1, 2, 3]
+    assert target.snapshot().metadata.id == before.metadata.id  # the replaced table's id
+    metrics = target.history()[0]["operationMetrics"]
+    assert (metrics["numRemovedFiles"], metrics["removedFilesSize"]) == ("2", str(before.size_in_bytes))
+    assert ids_of(snapshot_rows(target.snapshot(version=0))) == [7, 8]  # time travel still works
+
+
+def test_bad_input_is_refused_and_writes_nothing(backend, new_table, data_file, tmp_path):
+    source = _source(new_table, data_file, backend.uri("src"))
+    existing_uri = backend.uri("existing")
+    new_table(existing_uri, SCHEMA, ["p"], adds=[rows(data_file, existing_uri, [7])])
+    existing = DeltaTable(existing_uri)
+    logs = _log_files(existing)
+    with pytest.raises(TableAlreadyExistsError, match="replace"):
+        clone_table(source, existing)
+    assert _log_files(existing) == logs
+
+    empty = DeltaTable(backend.uri("empty"))
+    with pytest.raises(VersionNotFoundError):
+        clone_table(source, empty, version=9)
+    with pytest.raises(TableNotFoundError):
+        clone_table(DeltaTable(backend.uri("nothing_here")), empty)
+    with pytest.raises(InvalidInputError, match="into itself"):
+        clone_table(source, DeltaTable(backend.uri("src")), replace=True)
+    with pytest.raises(InvalidInputError, match="versions start at 0"):
+        clone_table(source, empty, version=-1)
+    assert not empty.exists() and not empty.storage.list_tree("")
+
+    folder = DeltaTable(backend.uri("folder"))
+    folder.storage.put("data.parquet", b"not a delta table")
+    with pytest.raises(InvalidInputError, match="not empty"):
+        clone_table(source, folder)
+    assert [m.path for m in folder.storage.list_tree("")] == ["data.parquet"]
+    assert source.latest_version() == 2
+
+
+def test_column_mapping_mode_may_not_change(tmp_path, new_table, data_file):
+    source = _source(new_table, data_file, str(tmp_path / "src"))
+    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
+        clone_table(source, DeltaTable(str(tmp_path / "c")), properties={"delta.columnMapping.mode": "name"})
+    assert not (tmp_path / "c").exists()
+
+
+def test_deletion_vectors_become_absolute_and_still_hide_rows(tmp_path, new_table, data_file, snapshot_rows):
+    src = str(tmp_path / "src")
+    new_table(
+        src,
+        SCHEMA,
+        ["p"],
+        configuration={"delta.enableDeletionVectors": "true"},
+        adds=[rows(data_file, src, [1, 2, 3])],
+    )
+    source = DeltaTable(src)
+    snapshot = source.snapshot()
+    vectors = DeletionVectorFile()
+    (add,) = snapshot.files
+    marked = add.with_deletion_vector(vectors.add(BitMap64([1])), 3)
+    source.storage.put(vectors.path, vectors.data())
+    txn = source.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
+    txn.add_all([add.remove(int(time.time() * 1000)), marked])
+    txn.commit(metrics={})
+    clone = DeltaTable(str(tmp_path / "clone"))
+
+    clone_table(source, clone)
+
+    (cloned,) = clone.snapshot().files
+    assert cloned.deletion_vector.storage_type == "p"
+    assert cloned.deletion_vector.path_or_inline_dv == absolute_uri(source.storage.location, vectors.path)
+    assert ids_of(snapshot_rows(clone.snapshot())) == [1, 3]
+    assert rs_ids(clone.uri) == [1, 3]
+    assert json.loads(clone.storage.get("_delta_log/00000000000000000000.json").splitlines()[1])["protocol"] == (
+        snapshot.protocol.to_json()
+    )
+
+
+def test_a_clone_across_two_s3_buckets(moto_server, monkeypatch, new_table, data_file, snapshot_rows):
+    """The source in one bucket, the clone in another: the clone's storage
+    options (not the environment) reach the source's bucket too."""
+    first, second = s3_backend(moto_server), s3_backend(moto_server)
+    for key, value in first.env.items():
+        monkeypatch.setenv(key, value)
+    source = _source(new_table, data_file, first.uri("src"))
+    for key in first.env:
+        monkeypatch.delenv(key)
+    clone = DeltaTable(second.uri("clone"), second.storage_options)
+
+    clone_table(DeltaTable(first.uri("src"), first.storage_options), clone, version=1)
+
+    assert {parse_location(to_absolute(clone.root, f.path)).bucket for f in clone.snapshot().files} == {first.bucket}
+    assert ids_of(snapshot_rows(clone.snapshot())) == [1, 2, 3]
+    # delta-rs 1.x registers an object store for the table's own bucket only:
+    # it cannot read a clone across buckets (docs/clone.rst).
+    assert source.root.startswith(f"s3://{first.bucket}/")
