@@ -125,9 +125,17 @@ class DmlCommand:
         return {"predicate": json.dumps([self.condition_sql] if self.condition_sql is not None else [])}
 
     def prepare(self) -> None:
-        """Snapshot, gate, input checks, pruning and read tracking. Writes nothing."""
+        """Snapshot, gate, input checks, pruning and read tracking. Writes nothing.
+        The transaction checks conflicts at the table's ``delta.isolationLevel``
+        (:func:`~airflow_delta_provider.delta.table_properties.isolation_level`),
+        as MERGE's does: at ``WriteSerializable`` a concurrent blind append into
+        the data read goes through, at ``Serializable`` it conflicts."""
         snapshot = self.table.snapshot()
-        self.prepare_in(snapshot, self.table.transaction(self.operation, parameters=self.parameters, snapshot=snapshot))
+        level = table_properties.isolation_level(snapshot.metadata)
+        txn = self.table.transaction(
+            self.operation, parameters=self.parameters, snapshot=snapshot, isolation_level=level
+        )
+        self.prepare_in(snapshot, txn)
 
     def prepare_in(self, snapshot: Snapshot, txn: Transaction) -> None:
         """:meth:`prepare` within a transaction another command opened on
