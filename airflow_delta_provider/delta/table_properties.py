@@ -31,12 +31,15 @@ ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
 MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
-#: Bytes per data file that OPTIMIZE aims at (delta-rs's and Databricks' ``delta.targetFileSize``).
+#: Bytes per data file that OPTIMIZE, optimized writes and auto compaction
+#: aim at (delta-rs's and Databricks' ``delta.targetFileSize``).
 TARGET_FILE_SIZE = "delta.targetFileSize"
-#: File-size hints for other engines (delta-rs, Databricks, delta-spark): recorded, not acted on by our writers.
+#: A file-size hint for other engines (delta-rs, Databricks): recorded, not acted on by our writers.
 TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
+#: Writes rebalance their rows by partition (spark/write/optimized_write.py).
 AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
-#: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``).
+#: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``);
+#: writes compact the partitions they touched (spark/commands/auto_compact.py).
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 #: How much a data change must see of the commits that beat it (``Serializable``
 #: by default, or ``WriteSerializable``): delta-spark's ``ISOLATION_LEVEL``.
