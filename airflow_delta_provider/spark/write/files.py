@@ -172,7 +172,9 @@ def write_files(
             data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
             try:
                 columns = [*data_columns, *keep]
-                return write_arrow(conformed, storage, columns, partition_columns, types, leaves, field_ids, prefix=prefix)
+                return write_arrow(
+                    conformed, storage, columns, partition_columns, types, leaves, field_ids, prefix=prefix
+                )
             except job_error_types() as exc:
                 _raise_violation(exc)
                 raise
