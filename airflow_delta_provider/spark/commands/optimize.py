@@ -8,10 +8,11 @@ bin is read (deletion vectors applied) and written back:
   ``ceil(bin size / target size)`` files, each sorted by it;
 - a liquid-clustered table (delta-spark's ``ClusteringStrategy``): the same,
   by the Hilbert key of the clustering columns (:mod:`..hilbert`), over one
-  bin of the files not yet clustered by them (every file with ``full``,
-  ``OPTIMIZE FULL``); each file written is marked ``clusteringProvider:
-  "liquid"`` with delta-spark's ``ZCUBE_*`` tags, so the next OPTIMIZE skips
-  it and clusters only the files written since.
+  bin (one ZCube) of the files delta-spark OSS picks
+  (:func:`~airflow_delta_provider.delta.table_features.clustering.files_to_cluster`):
+  those not yet clustered, with the files of ZCubes still below the
+  complete size (``MIN_CUBE_SIZE_CONF``, 100 GiB); each file written is
+  marked ``clusteringProvider: "liquid"`` with delta-spark's ``ZCUBE_*`` tags.
 
 Bins are rewritten concurrently, :data:`MAX_CONCURRENT_BINS` at a time; after
 a failure, the bins not started are not, and every file written is removed.
@@ -53,6 +54,8 @@ from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 OPERATION = "OPTIMIZE"
+#: delta-spark's session setting for the size of a complete ZCube (bytes).
+MIN_CUBE_SIZE_CONF = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
 #: Bins rewritten at once at most (each is one Spark job).
 MAX_CONCURRENT_BINS = 8
 
@@ -110,8 +113,11 @@ def optimize_files(
     table = target.uri
     zorder_by = list(zorder_by)
     cluster_by = [".".join(c) for c in clustering.clustering_columns(snapshot)]
-    if cluster_by:  # one bin of the files to cluster: a clustered table has no partitions
-        bins = plan_bins([f for f in files if full or not clustering.is_clustered_by(f, cluster_by)], size, zorder=True)
+    if cluster_by:  # one bin (one ZCube) of the files to cluster: a clustered table has no partitions
+        given = spark.conf.get(MIN_CUBE_SIZE_CONF, None)
+        min_cube = int(given) if given else clustering.DEFAULT_MIN_CUBE_SIZE
+        chosen = clustering.files_to_cluster(files, cluster_by, full=full, min_cube_size=min_cube)
+        bins = plan_bins(chosen, size, zorder=True)
     else:
         bins = plan_bins(files, size, zorder=bool(zorder_by))
     parameters: dict[str, Any] = {
@@ -258,4 +264,4 @@ def _metrics(adds: list[AddFile], removed: list[AddFile], considered: int, start
     }
 
 
-__all__ = ["MAX_CONCURRENT_BINS", "OPERATION", "optimize_files", "run_optimize"]
+__all__ = ["MAX_CONCURRENT_BINS", "MIN_CUBE_SIZE_CONF", "OPERATION", "optimize_files", "run_optimize"]
