@@ -435,19 +435,3 @@ def test_vacuum_mode_is_full_or_lite_and_lite_is_the_cli_switch() -> None:
     assert not DeltaVacuumOperator(task_id="v", table_path="/t").request().lite
     with pytest.raises(ValueError, match="mode must be one of"):
         DeltaVacuumOperator(task_id="v", table_path="/t", mode="fast")
-
-
-def test_alter_needs_spark_for_the_drops_that_rewrite_files() -> None:
-    """The request's list of rewriting drops is the core's (the request may not import it)."""
-    from airflow_delta_provider.delta.operations.drop_feature import PREPARE_WITH_REWRITE
-    from airflow_delta_provider.requests.operations import REWRITING_DROPS, AlterRequest
-
-    assert set(REWRITING_DROPS) == set(PREPARE_WITH_REWRITE)
-
-    def needs(change: str) -> bool:
-        return AlterRequest(table="/t", change=change).needs_spark()
-
-    assert needs('{"drop_feature": {"name": "deletionVectors"}}')
-    assert needs('{"drop_feature": {"name": "typeWidening", "truncate_history": true}}')
-    assert not needs('{"drop_feature": {"name": "inCommitTimestamp"}}')
-    assert needs('{"add_constraint": {"name": "p", "expression": "a > 0"}}')

@@ -79,9 +79,7 @@ def strip(schema: Mapping[str, Any]) -> dict[str, Any]:
     return transform_fields(schema, drop)
 
 
-def stamp_preview_version(
-    metadata: Metadata, previous: Metadata | None, protocol: Protocol, version: int
-) -> Metadata:
+def stamp_preview_version(metadata: Metadata, previous: Metadata | None, protocol: Protocol, version: int) -> Metadata:
     """``metadata`` as committed at ``version``: on a table whose ``protocol``
     has ``typeWidening-preview``, each type change ``previous`` did not record
     yet carries ``tableVersion = version`` (delta-spark stamps its commit

@@ -44,13 +44,15 @@ def run_alter(
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"the change is not JSON: {exc}") from None
     if not isinstance(change, dict):
-        raise InvalidInputError("the change must be a JSON object, e.g. {\"drop_columns\": [\"a\"]}")
+        raise InvalidInputError('the change must be a JSON object, e.g. {"drop_columns": ["a"]}')
     parsed = change_from_json(change)
     target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     if isinstance(parsed, AddConstraint):
         if spark is None:
-            raise InvalidInputError("adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python")
+            raise InvalidInputError(
+                "adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python"
+            )
         _check_rows(spark, snapshot, parsed)
     rewrite = None
     if isinstance(parsed, DropFeature) and spark is not None:
