@@ -31,15 +31,23 @@ ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
 MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
-#: Bytes per data file that OPTIMIZE aims at (delta-rs's and Databricks' ``delta.targetFileSize``).
+#: Bytes per data file that OPTIMIZE, optimized writes and auto compaction
+#: aim at (delta-rs's and Databricks' ``delta.targetFileSize``).
 TARGET_FILE_SIZE = "delta.targetFileSize"
-#: File-size hints for other engines (delta-rs, Databricks, delta-spark): recorded, not acted on by our writers.
+#: A file-size hint for other engines (delta-rs, Databricks): recorded, not acted on by our writers.
 TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
+#: Writes rebalance their rows by partition (spark/write/optimized_write.py).
 AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
-#: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``).
+#: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``);
+#: writes compact the partitions they touched (spark/commands/auto_compact.py).
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 #: Keep symlink format manifests up to date after every commit (:mod:`.symlink_manifest`).
 SYMLINK_FORMAT_MANIFEST = "delta.compatibility.symlinkFormatManifest.enabled"
+#: How much a data change must see of the commits that beat it (``Serializable``
+#: by default, or ``WriteSerializable``): delta-spark's ``ISOLATION_LEVEL``.
+ISOLATION_LEVEL = "delta.isolationLevel"
+#: The levels a table may be set to, and the one a transaction checks at.
+ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -198,8 +206,31 @@ SETTABLE_PROPERTIES = frozenset(
         AUTO_OPTIMIZE_WRITE,
         AUTO_COMPACT,
         SYMLINK_FORMAT_MANIFEST,
+        ISOLATION_LEVEL,
     }
 )
+
+
+def isolation_level(md: Metadata) -> str:
+    """The level UPDATE, DELETE and MERGE check conflicts at:
+    ``delta.isolationLevel``, else ``Serializable`` (delta-spark's default in
+    ``DeltaConfigs.ISOLATION_LEVEL``; ``WriteSerializable`` is Databricks' and
+    delta-rs's other choice). ``SnapshotIsolation``, which only
+    maintenance writes use, is refused as a table's level."""
+    value = _get(md, ISOLATION_LEVEL)
+    if value is None:
+        return "Serializable"
+    level = _isolation_level_name(value)
+    if level is None:
+        raise InvalidInputError(
+            f"table property {ISOLATION_LEVEL}={value!r} must be one of {', '.join(ISOLATION_LEVELS)}"
+        )
+    return level
+
+
+def _isolation_level_name(value: str) -> str | None:
+    """The level ``value`` names, in its canonical spelling (case ignored)."""
+    return next((level for level in ISOLATION_LEVELS if level.lower() == value.strip().lower()), None)
 
 
 def checkpoint_policy(md: Metadata) -> str:
@@ -293,8 +324,12 @@ def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) ->
         choices = CHOICE_PROPERTIES.get(key)
         if choices and str(value).lower() not in choices:
             raise InvalidInputError(f"table property {key} must be one of {', '.join(choices)}, got {value!r}")
+        if key == ISOLATION_LEVEL and _isolation_level_name(str(value)) is None:
+            raise InvalidInputError(f"table property {key} must be one of {', '.join(ISOLATION_LEVELS)}, got {value!r}")
     lowered = BOOLEAN_PROPERTIES | set(CHOICE_PROPERTIES)
     wanted = {k: str(v).lower() if k in lowered else str(v) for k, v in properties.items()}
+    if ISOLATION_LEVEL in wanted:
+        wanted[ISOLATION_LEVEL] = _isolation_level_name(wanted[ISOLATION_LEVEL]) or wanted[ISOLATION_LEVEL]
     if all(metadata.configuration.get(k) == v for k, v in wanted.items()):
         return metadata
     return replace(metadata, configuration={**metadata.configuration, **wanted})

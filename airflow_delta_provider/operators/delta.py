@@ -937,7 +937,9 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       downgrade (for ``v2Checkpoint`` behind three checkpointed empty
       commits and ``checkpointProtection``; with ``"truncate_history": True``,
       delta-spark's drop that waits 24 hours and then truncates the history).
-      The other reader-writer features (``deletionVectors``, ...) are refused.
+      ``deletionVectors`` and ``typeWidening`` likewise, after their
+      preparation rewrites the files that still use them (a Spark job: not
+      with ``engine="python"``). Other reader-writer features are refused.
 
     :param change: The change, as above. (templated)
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in

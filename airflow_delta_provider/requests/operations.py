@@ -194,6 +194,12 @@ class OptimizeRequest(OperationRequest):
             raise ValueError(f"target_size must be positive, not {self.target_size!r}")
 
 
+#: Features whose drop rewrites data files, so ALTER needs Spark (the core's
+#: ``drop_feature.PREPARE_WITH_REWRITE``; requests may not import the core,
+#: tests/requests check the two agree).
+REWRITING_DROPS = ("deletionVectors", "typeWidening", "typeWidening-preview")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AlterRequest(OperationRequest):
     operation = "alter"
@@ -208,19 +214,24 @@ class AlterRequest(OperationRequest):
         '{"add_constraint": {"name": "positive", "expression": "amount > 0"}} (checks the rows: needs Spark), '
         '{"drop_constraint": {"name": "positive", "if_exists": true}}, {"cluster_by": ["a", "b"]}, '
         '{"cluster_by": "none"}, {"drop_feature": {"name": "inCommitTimestamp", "truncate_history": false}} '
-        "(checkConstraints, inCommitTimestamp, vacuumProtocolCheck, rowTracking, v2Checkpoint)",
+        "(checkConstraints, inCommitTimestamp, vacuumProtocolCheck, rowTracking, v2Checkpoint; "
+        "deletionVectors and typeWidening rewrite data files: need Spark)",
     )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"
     )
 
     def needs_spark(self) -> bool:
-        """Only adding a CHECK constraint: Spark checks the table's rows."""
+        """Adding a CHECK constraint (Spark checks the table's rows), and
+        dropping a feature whose preparation rewrites data files."""
         try:
             change = json.loads(self.change)
         except json.JSONDecodeError:
             return False  # the command refuses it, with no Spark
-        return isinstance(change, dict) and "add_constraint" in change
+        if not isinstance(change, dict):
+            return False
+        drop = change.get("drop_feature")
+        return "add_constraint" in change or (isinstance(drop, dict) and drop.get("name") in REWRITING_DROPS)
 
 
 @dataclass(frozen=True, kw_only=True)

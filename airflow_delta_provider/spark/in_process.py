@@ -69,7 +69,8 @@ class InProcessCommand:
         adds_constraint = operation == "alter" and self.request.needs_spark()
         if remote is None and adds_constraint:
             raise InvalidInputError(
-                "adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python"
+                "this ALTER needs Spark, not engine=python: adding a CHECK constraint checks the table's rows, "
+                "and dropping deletionVectors or typeWidening rewrites data files"
             )
         if remote is None and not self.request.runs_without_spark:
             runnable = ", ".join(sorted(PYTHON_ENGINE_OPERATIONS))

@@ -149,3 +149,21 @@ def test_delta_rs_reads_a_table_with_the_file_size_properties(tmp_path, new_tabl
     config = deltalake.DeltaTable(path).metadata().configuration
     assert config["delta.targetFileSize"] == "64mb"
     assert config["delta.autoOptimize.autoCompact"] == "false"
+
+
+# --- delta.isolationLevel (issue 25) ------------------------------------------------------------
+
+
+def test_isolation_level_defaults_to_serializable_and_is_set_in_its_canonical_spelling():
+    assert table_properties.isolation_level(md()) == "Serializable"  # delta-spark's DeltaConfigs default
+    got = table_properties.with_properties(md(), {"delta.isolationLevel": "writeserializable"})
+    assert got.configuration == {"delta.isolationLevel": "WriteSerializable"}
+    assert table_properties.isolation_level(got) == "WriteSerializable"
+
+
+@pytest.mark.parametrize("value", ["SnapshotIsolation", "serial", ""])
+def test_other_isolation_levels_are_refused_naming_the_property(value):
+    with pytest.raises(InvalidInputError, match=r"delta\.isolationLevel"):
+        table_properties.with_properties(md(), {"delta.isolationLevel": value})
+    with pytest.raises(InvalidInputError, match=r"delta\.isolationLevel"):
+        table_properties.isolation_level(md(**{"delta.isolationLevel": value}))

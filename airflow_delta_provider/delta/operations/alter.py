@@ -37,7 +37,7 @@ from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
-from airflow_delta_provider.delta.operations.drop_feature import DropFeature, drop_feature
+from airflow_delta_provider.delta.operations.drop_feature import DropFeature, FileRewrite, drop_feature
 from airflow_delta_provider.delta.schema.arrow import to_arrow_type
 from airflow_delta_provider.delta.schema.fields import walk_fields
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
@@ -549,14 +549,16 @@ def alter_table(
     enable_column_mapping: bool = False,
     token: str | None = None,
     snapshot: Snapshot | None = None,
+    rewrite: FileRewrite | None = None,
 ) -> CommitResult | None:
     """Commit ``change`` to ``table`` (a DeltaTable) as one metadata-only
     commit; its CommitResult, or None when it changes nothing (dropping a
     constraint that is not there, with ``if_exists``). ``snapshot`` is the
     version the change is made to (default: the latest), for a caller that
-    checked rows at it. Bad input raises before anything is written."""
+    checked rows at it. ``rewrite``: the engine's file rewrite a DROP FEATURE
+    may need (:mod:`.drop_feature`). Bad input raises before anything is written."""
     if isinstance(change, DropFeature):
-        return drop_feature(table, change, token=token)
+        return drop_feature(table, change, token=token, rewrite=rewrite)
     snapshot = table.snapshot() if snapshot is None else snapshot
     if isinstance(change, ClusterBy):
         return _cluster_by(table, snapshot, change, token)

@@ -46,26 +46,55 @@ anything the drop stops there, asking to wait for
 the expired history is deleted (cut to the minute), and while a remaining
 version still uses the feature the drop is refused, saying how long to wait.
 
-Other reader-writer features (``deletionVectors``, ``typeWidening``,
-``columnMapping``, ...) are refused with :class:`UnsupportedFeatureError`
-naming them; features delta-spark cannot drop are refused by name.
+- ``deletionVectors``: the preparation unsets ``delta.enableDeletionVectors``,
+  rewrites every file that has a deletion vector (REORG PURGE) and adds a
+  tombstone for each vector file that an unexpired tombstone still refers to
+  (``Deletion Vector Tombstones``), so that a client that knows nothing of
+  vectors never vacuums one away (``DeletionVectorsPreDowngradeCommand``);
+  the drop is refused while a file has a vector or the property is on.
+- ``typeWidening`` (and ``typeWidening-preview``): the preparation unsets
+  ``delta.enableTypeWidening``, rewrites every file whose Parquet type of a
+  widened column is narrower than the table's, then removes the
+  ``delta.typeChanges`` field metadata in a ``DROP FEATURE`` metadata commit
+  (``TypeWideningPreDowngradeCommand``).
+
+Both rewrites need an engine: the caller passes ``rewrite`` (the Spark alter
+command passes REORG's, :func:`airflow_delta_provider.spark.commands.reorg.file_rewriter`);
+without one, a drop that has files to rewrite is refused before anything
+is written.
+
+Other features delta-spark can drop (``columnMapping``, ``domainMetadata``,
+``checkpointProtection``, ...) are refused with :class:`UnsupportedFeatureError`
+naming them; features delta-spark cannot drop are refused by name
+(:func:`check_removable`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.actions.model import Metadata, parse_commit
+from airflow_delta_provider.delta.actions.model import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    Metadata,
+    RemoveFile,
+    parse_commit,
+)
 from airflow_delta_provider.delta.checkpoint import writer
 from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.schema.types import schema_string
+from airflow_delta_provider.delta.schema.widening import all_changes
 from airflow_delta_provider.delta.table_features import (
     check_constraints,
     in_commit_timestamps,
     row_tracking,
+    type_widening,
     v2_checkpoint,
 )
 from airflow_delta_provider.delta.table_features import features as F
@@ -78,16 +107,24 @@ if TYPE_CHECKING:
 #: delta-spark's ``NUMBER_OF_BARRIER_CHECKPOINTS``.
 BARRIER_CHECKPOINTS = 3
 
-#: Features delta-spark drops behind a history barrier that are not dropped here yet.
-NEEDS_HISTORY_BARRIER = frozenset(
+#: Features delta-spark can drop (its ``RemovableFeature``s in ``TableFeature.scala``)
+#: that are not dropped here yet.
+NOT_YET_DROPPED = frozenset(
     {
-        F.DELETION_VECTORS,
         F.COLUMN_MAPPING,
         F.DOMAIN_METADATA,
         F.CHECKPOINT_PROTECTION,
-        *F.TYPE_WIDENING_FEATURES,
+        "materializePartitionColumns",
+        "coordinatedCommits-preview",
+        "catalogManaged",
+        "redirectReaderWriter-preview",
+        "redirectWriterOnly-preview",
     }
 )
+
+#: An engine's rewrite of data files with ``dataChange=false`` (REORG): it
+#: takes the snapshot and the files, commits, and returns the version.
+FileRewrite = Callable[["Snapshot", list[AddFile]], "int | None"]
 
 
 @dataclass(frozen=True)
@@ -175,6 +212,117 @@ def _no_v2_checkpoint_needed(snapshot: Snapshot) -> bool:
     return not v2_checkpoint.is_required(snapshot.metadata) and not on_v2
 
 
+def _unset(table: DeltaTable, snapshot: Snapshot, keys: list[str]) -> Snapshot:
+    """An ``UNSET TBLPROPERTIES`` commit of those of ``keys`` the table sets."""
+    present = [k for k in keys if k in snapshot.configuration]
+    if not present:
+        return snapshot
+    txn = table.transaction("UNSET TBLPROPERTIES", {"properties": present, "ifExists": True}, snapshot)
+    txn.update_metadata(
+        _configured(snapshot.metadata, {k: v for k, v in snapshot.configuration.items() if k not in present})
+    )
+    txn.commit(metrics={})
+    return table.snapshot()
+
+
+def _needs_engine(name: str, files: list[AddFile], why: str, rewrite: FileRewrite | None) -> None:
+    if files and rewrite is None:
+        raise InvalidInputError(
+            f"dropping {name} rewrites {len(files)} data file(s) {why}: it needs Spark (not engine=python)"
+        )
+
+
+def _purge_deletion_vectors(table: DeltaTable, snapshot: Snapshot, rewrite: FileRewrite | None) -> Snapshot:
+    """delta-spark's ``DeletionVectorsPreDowngradeCommand``: no new vectors,
+    the files with one rewritten, then tombstones for the vector files that
+    unexpired tombstones refer to."""
+    with_vectors = [f for f in snapshot.files if f.deletion_vector is not None]
+    _needs_engine(F.DELETION_VECTORS, with_vectors, "that have deletion vectors", rewrite)
+    snapshot = _unset(table, snapshot, [table_properties.ENABLE_DELETION_VECTORS])
+    with_vectors = [f for f in snapshot.files if f.deletion_vector is not None]
+    if with_vectors:
+        assert rewrite is not None
+        rewrite(snapshot, with_vectors)
+        snapshot = table.snapshot()
+    return _deletion_vector_tombstones(table, snapshot)
+
+
+def _deletion_vector_tombstones(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
+    """delta-spark's ``generateDVTombstones``: a ``remove`` (``dataChange=false``)
+    for each vector file an unexpired tombstone refers to and no tombstone names yet."""
+    import time
+    from urllib.parse import quote
+
+    from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
+
+    tombstones = snapshot.tombstones
+    named = {r.path for r in tombstones if r.deletion_vector is None}
+    wanted = set()
+    for r in tombstones:
+        dv = r.deletion_vector
+        if dv is not None and dv.storage_type == "u":
+            path = quote(relative_dv_path(dv))
+            if path not in named:
+                wanted.add(path)
+    if not wanted:
+        return snapshot
+    now = int(time.time() * 1000)
+    txn = table.transaction("Deletion Vector Tombstones", {}, snapshot)
+    txn.add_all(RemoveFile(path, deletion_timestamp=now, data_change=False) for path in sorted(wanted))
+    txn.commit(metrics={"dvTombstonesWithinRetentionPeriod": len(wanted)})
+    return table.snapshot()
+
+
+def _no_deletion_vectors(snapshot: Snapshot) -> bool:
+    """delta-spark's ``validateDropInvariants``: none can be written, none is live."""
+    off = not table_properties.deletion_vectors_enabled(snapshot.metadata)
+    return off and not any(f.deletion_vector is not None for f in snapshot.files)
+
+
+def _uses_deletion_vectors(action: Action) -> bool:
+    """delta-spark's ``actionUsesFeature`` for ``deletionVectors``."""
+    if isinstance(action, Metadata):
+        return table_properties.deletion_vectors_enabled(action)
+    return (
+        isinstance(action, (AddFile, RemoveFile, AddCDCFile)) and getattr(action, "deletion_vector", None) is not None
+    )
+
+
+def _narrow_type_widening(table: DeltaTable, snapshot: Snapshot, rewrite: FileRewrite | None) -> Snapshot:
+    """delta-spark's ``TypeWideningPreDowngradeCommand``: no new type changes,
+    the files with a narrower Parquet type rewritten, then the
+    ``delta.typeChanges`` metadata removed."""
+    narrow = type_widening.files_with_narrower_types(table.storage, snapshot)
+    _needs_engine(F.TYPE_WIDENING_FEATURE, narrow, "narrower than the table's types", rewrite)
+    snapshot = _unset(table, snapshot, [table_properties.ENABLE_TYPE_WIDENING])
+    narrow = type_widening.files_with_narrower_types(table.storage, snapshot)
+    if narrow:
+        assert rewrite is not None
+        rewrite(snapshot, narrow)
+        snapshot = table.snapshot()
+    changes = all_changes(snapshot.schema)
+    if changes:
+        columns = sorted({".".join(path) for path, _change in changes})
+        txn = table.transaction("DROP FEATURE", {"columns": columns}, snapshot)
+        schema = type_widening.strip(snapshot.schema)
+        txn.update_metadata(replace(snapshot.metadata, schema_string=schema_string(schema)))
+        txn.commit(metrics={})
+        snapshot = table.snapshot()
+    return snapshot
+
+
+def _no_type_changes(snapshot: Snapshot) -> bool:
+    return not table_properties.type_widening_enabled(snapshot.metadata) and not all_changes(snapshot.schema)
+
+
+def _uses_type_widening(action: Action) -> bool:
+    return isinstance(action, Metadata) and bool(all_changes(action.schema_json))
+
+
+def _uses_v2_checkpoints(action: Action) -> bool:
+    return isinstance(action, Metadata) and v2_checkpoint.is_required(action)
+
+
 #: Each feature we drop, and its pre-downgrade step.
 PREPARE: dict[str, Callable[[DeltaTable, Snapshot], Snapshot]] = {
     F.CHECK_CONSTRAINTS: _no_constraints,
@@ -182,6 +330,11 @@ PREPARE: dict[str, Callable[[DeltaTable, Snapshot], Snapshot]] = {
     F.VACUUM_PROTOCOL_CHECK: lambda table, snapshot: snapshot,
     F.V2_CHECKPOINT: _classic_checkpoint_policy,
     F.ROW_TRACKING: _suspend_and_unbackfill_row_tracking,
+}
+#: Those whose pre-downgrade step rewrites data files (with the engine's ``rewrite``).
+PREPARE_WITH_REWRITE: dict[str, Callable[[DeltaTable, Snapshot, FileRewrite | None], Snapshot]] = {
+    F.DELETION_VECTORS: _purge_deletion_vectors,
+    **dict.fromkeys(F.TYPE_WIDENING_FEATURES, _narrow_type_widening),
 }
 #: What the downgrade commit of a feature also removes (delta-spark's
 #: ``tablePropertiesToRemoveAtDowngradeCommit``, ``actionsToIncludeAtDowngradeCommit``).
@@ -194,26 +347,47 @@ DOWNGRADE_PROPERTIES: dict[str, tuple[str, ...]] = {
 }
 DOWNGRADE_DOMAINS: dict[str, str] = {F.ROW_TRACKING: row_tracking.DOMAIN}
 #: The features among them whose history needs the barrier, and the check
-#: that the latest version no longer uses them.
-HISTORY_PROTECTED: dict[str, Callable[[Snapshot], bool]] = {F.V2_CHECKPOINT: _no_v2_checkpoint_needed}
+#: that the latest version no longer uses them (``validateDropInvariants``).
+HISTORY_PROTECTED: dict[str, Callable[[Snapshot], bool]] = {
+    F.V2_CHECKPOINT: _no_v2_checkpoint_needed,
+    F.DELETION_VECTORS: _no_deletion_vectors,
+    **dict.fromkeys(F.TYPE_WIDENING_FEATURES, _no_type_changes),
+}
+#: Whether an action of the history uses the feature (``actionUsesFeature``).
+USES: dict[str, Callable[[Action], bool]] = {
+    F.V2_CHECKPOINT: _uses_v2_checkpoints,
+    F.DELETION_VECTORS: _uses_deletion_vectors,
+    **dict.fromkeys(F.TYPE_WIDENING_FEATURES, _uses_type_widening),
+}
 
 
-def drop_feature(table: DeltaTable, change: DropFeature, *, token: str | None = None) -> CommitResult:
+def check_removable(name: str) -> None:
+    """Refuse, naming it, a feature that is not dropped here: one delta-spark
+    cannot drop either (InvalidInputError), or one it can that is not
+    implemented yet (UnsupportedFeatureError)."""
+    if name in PREPARE or name in PREPARE_WITH_REWRITE:
+        return
+    if name in NOT_YET_DROPPED:
+        raise UnsupportedFeatureError(
+            f"dropping {name} is not implemented yet (delta-spark can drop it; airflow-delta-provider "
+            f"drops {', '.join(sorted({*PREPARE, *PREPARE_WITH_REWRITE}))})"
+        )
+    raise InvalidInputError(f"{name} cannot be dropped: delta-spark marks it non-removable")
+
+
+def drop_feature(
+    table: DeltaTable, change: DropFeature, *, token: str | None = None, rewrite: FileRewrite | None = None
+) -> CommitResult:
     """Drop ``change.name`` from ``table``'s protocol; the downgrade commit.
-    Refusals raise before anything is written."""
+    ``rewrite``: the engine's file rewrite, for the features whose
+    preparation rewrites data files. Refusals raise before anything is written."""
     snapshot = table.snapshot()
     readers, writers = F.listed_features(snapshot.protocol)
     name = change.name
     if name not in readers | writers:
         raise InvalidInputError(f"cannot drop {name}: the table's protocol does not list it")
-    if name in NEEDS_HISTORY_BARRIER:
-        raise UnsupportedFeatureError(
-            f"dropping {name} needs delta-spark's history barrier (checkpointProtection) or the wait for the "
-            "log retention; it is not implemented yet"
-        )
-    prepare = PREPARE.get(name)
-    if prepare is None:
-        raise InvalidInputError(f"{name} cannot be dropped: delta-spark marks it non-removable")
+    check_removable(name)
+    prepare = PREPARE.get(name) or functools.partial(_with_rewrite, PREPARE_WITH_REWRITE[name], rewrite)
     protected = name in HISTORY_PROTECTED
     if change.truncate_history:
         if protected:
@@ -274,7 +448,7 @@ def _drop_truncating_history(
     if not HISTORY_PROTECTED[name](snapshot):
         raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
     cleanup_expired_logs(table, snapshot, retention_ms=retention, granularity_ms=60_000)
-    still = _versions_using_v2_checkpoints(table, snapshot.version)
+    still = _versions_using(table, name, snapshot.version)
     if still:
         raise InvalidInputError(
             f"cannot drop {name} yet: {_span(still)} of the history still uses it. Wait until "
@@ -288,25 +462,32 @@ def _drop_truncating_history(
     return txn.commit(metrics={}, token=token)
 
 
+def _with_rewrite(
+    step: Callable[[DeltaTable, Snapshot, FileRewrite | None], Snapshot],
+    rewrite: FileRewrite | None,
+    table: DeltaTable,
+    snapshot: Snapshot,
+) -> Snapshot:
+    return step(table, snapshot, rewrite)
+
+
 def _span(versions: list[int]) -> str:
     return f"version {versions[0]}" if len(versions) == 1 else f"versions {versions[0]} to {versions[-1]}"
 
 
-def _versions_using_v2_checkpoints(table: DeltaTable, upto: int) -> list[int]:
-    """The remaining versions whose commit or checkpoint uses ``v2Checkpoint``
-    (delta-spark's ``historyContainsFeature``): a metadata action asking for
-    V2 checkpoints, or a V2 checkpoint file."""
+def _versions_using(table: DeltaTable, name: str, upto: int) -> list[int]:
+    """The remaining versions whose commit or checkpoint uses feature ``name``
+    (delta-spark's ``historyContainsFeature``): a commit with an action that
+    uses it (:data:`USES`), or a V2 checkpoint file for ``v2Checkpoint``."""
     store = table.log_store
+    uses = USES[name]
     out = []
     for f in store.list_from(0):
         if f.version > upto:
             continue
-        if f.kind == "v2checkpoint":
+        checkpoint = f.kind == "v2checkpoint" and name == F.V2_CHECKPOINT
+        if checkpoint or (f.kind == "commit" and any(uses(a) for a in parse_commit(store.read(f.name)))):
             out.append(f.version)
-        elif f.kind == "commit":
-            for action in parse_commit(store.read(f.name)):
-                if isinstance(action, Metadata) and v2_checkpoint.is_required(action):
-                    out.append(f.version)
     return sorted(set(out))
 
 

@@ -15,7 +15,8 @@ requires the second). As delta-spark's ``ClusteredTableUtils``:
 OPTIMIZE clusters the files (:mod:`airflow_delta_provider.spark.commands.optimize`)
 and marks each file it writes ``clusteringProvider: "liquid"``, with the
 ``ZCUBE_ID`` and ``ZCUBE_ZORDER_BY`` tags delta-spark's ``ZCubeInfo`` sets;
-:func:`is_clustered_by` tells those files from the ones written since.
+:func:`files_to_cluster` picks the files the next OPTIMIZE rewrites, as
+delta-spark OSS picks them.
 """
 
 from __future__ import annotations
@@ -136,6 +137,68 @@ def is_clustered_by(add: AddFile, columns: Sequence[str]) -> bool:
         return [c.lower() for c in json.loads(by)] == [c.lower() for c in columns]
     except (ValueError, TypeError, AttributeError):
         return False
+
+
+#: delta-spark's ``optimize.clustering.mergeStrategy.minCubeSize.threshold``
+#: default: 100 times its OPTIMIZE ``maxFileSize`` (1 GiB). A ZCube at least
+#: this large is complete, and OPTIMIZE leaves its files alone.
+DEFAULT_MIN_CUBE_SIZE = 100 * 1024**3
+
+
+def files_to_cluster(
+    files: Sequence[AddFile], columns: Sequence[str], *, full: bool = False, min_cube_size: int = DEFAULT_MIN_CUBE_SIZE
+) -> list[AddFile]:
+    """The files an OPTIMIZE of a table clustered by ``columns`` rewrites,
+    as delta-spark's ``ClusteringStrategy.applyMinZCube`` picks them:
+
+    - candidates are the files not yet clustered and those clustered
+      (``liquid``) by the same columns; files clustered by other columns, or
+      by another provider, are left alone unless ``full``, which adds them;
+    - candidates in a ZCube (``ZCUBE_ID``) of ``min_cube_size`` bytes or more
+      are dropped (``ZCube.filterOutLargeZCubes``): a partial ZCube is merged
+      again with the new files, a complete one stays;
+    - nothing, when what is left is one ZCube and no file outside a ZCube
+      (``ZCube.filterOutSingleZCubes``): it is clustered already.
+
+    delta-spark OSS looks at ZCube sizes only, not at the files' value
+    ranges, and nor does this."""
+    wanted = [c.lower() for c in columns]
+    candidates: list[AddFile] = []
+    skipped: list[AddFile] = []
+    for f in sorted(files, key=lambda f: (_cube_id(f) is not None, _cube_id(f) or "", f.path)):
+        same_provider = f.clustering_provider in (None, PROVIDER)
+        by = _zorder_by(f)
+        (candidates if same_provider and (by is None or by == wanted) else skipped).append(f)
+    cube_sizes: dict[str, int] = {}
+    for f in candidates:
+        if (cube := _cube_id(f)) is not None:
+            cube_sizes[cube] = cube_sizes.get(cube, 0) + f.size
+    small = [f for f in candidates if (cube := _cube_id(f)) is None or cube_sizes[cube] < min_cube_size]
+    if full and skipped:
+        return small + skipped
+    outside_cubes = any(_cube_id(f) is None for f in small)
+    if not outside_cubes and len({_cube_id(f) for f in small}) <= 1:
+        return []
+    return small
+
+
+def _cube_id(add: AddFile) -> str | None:
+    """The file's ZCube, as delta-spark's ``ZCubeInfo.getForFile`` reads it (both tags, or none)."""
+    tags = add.tags or {}
+    if ZCUBE_ID_TAG in tags and ZCUBE_ZORDER_BY_TAG in tags:
+        return tags[ZCUBE_ID_TAG]
+    return None
+
+
+def _zorder_by(add: AddFile) -> list[str] | None:
+    """The columns a file was clustered by (lower case); None when it says none."""
+    by = (add.tags or {}).get(ZCUBE_ZORDER_BY_TAG)
+    if by is None:
+        return None
+    try:
+        return [str(c).lower() for c in json.loads(by)]
+    except (ValueError, TypeError):
+        return ["?"]  # unreadable: not the table's columns
 
 
 def clustered_file(add: AddFile, columns: Sequence[str], cube_id: str) -> AddFile:

@@ -75,7 +75,7 @@ SUPPORTED_READER_FEATURES = frozenset(
 #: domain; we change row tracking's, whose concurrent changes are reconciled,
 #: and liquid clustering's, whose concurrent changes conflict) and
 #: ``clustering`` (liquid clustering: APPEND and ALTER set the ``delta.clustering``
-#: domain, OPTIMIZE clusters the files not yet clustered, its columns cannot be
+#: domain, OPTIMIZE clusters new files with partial ZCubes, its columns cannot be
 #: dropped, and Z-order is refused, as in delta-spark: :mod:`.clustering`), ``changeDataFeed`` (UPDATE, DELETE and MERGE write their
 #: changed rows as ``cdc`` files: :mod:`.change_data_feed`,
 #: :mod:`airflow_delta_provider.spark.write.change_data`),

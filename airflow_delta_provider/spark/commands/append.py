@@ -60,6 +60,7 @@ from airflow_delta_provider.delta.table_features import identity_columns as iden
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
 from airflow_delta_provider.requests import DYNAMIC_OVERWRITE, PARTITION_OVERWRITE_MODES, SOURCE_FORMATS, SourceView
+from airflow_delta_provider.spark.commands.auto_compact import after_write
 from airflow_delta_provider.spark.commands.replacement import Replacement
 from airflow_delta_provider.spark.commands.source import Source
 from airflow_delta_provider.spark.result import CommandResult
@@ -257,7 +258,7 @@ def _append_once(
         replacement.prepare()
     adds = write_files(
         data, target, schema, partition_columns, configuration=dict(metadata.configuration), io=table_io,
-        row_checks=replacement.row_checks if replacement is not None else None,
+        row_checks=replacement.row_checks if replacement is not None else None, optimized=True,
     )  # fmt: skip
     rewritten = replacement.written if replacement is not None else []
     others = replacement.other_files if replacement is not None else []
@@ -292,7 +293,8 @@ def _append_once(
                 f"{exc}; this APPEND generated identity values from the high-water mark it read",
                 exc.winning_version,
             ) from exc
-    return CommandResult(table, OPERATION, result.version, metrics)
+    done = CommandResult(table, OPERATION, result.version, metrics)
+    return after_write(spark, target, done, adds, metadata.configuration, table_io)
 
 
 def _clustering_domain(

@@ -125,9 +125,17 @@ class DmlCommand:
         return {"predicate": json.dumps([self.condition_sql] if self.condition_sql is not None else [])}
 
     def prepare(self) -> None:
-        """Snapshot, gate, input checks, pruning and read tracking. Writes nothing."""
+        """Snapshot, gate, input checks, pruning and read tracking. Writes nothing.
+        The transaction checks conflicts at the table's ``delta.isolationLevel``
+        (:func:`~airflow_delta_provider.delta.table_properties.isolation_level`),
+        as MERGE's does: at ``WriteSerializable`` a concurrent blind append into
+        the data read goes through, at ``Serializable`` it conflicts."""
         snapshot = self.table.snapshot()
-        self.prepare_in(snapshot, self.table.transaction(self.operation, parameters=self.parameters, snapshot=snapshot))
+        level = table_properties.isolation_level(snapshot.metadata)
+        txn = self.table.transaction(
+            self.operation, parameters=self.parameters, snapshot=snapshot, isolation_level=level
+        )
+        self.prepare_in(snapshot, txn)
 
     def prepare_in(self, snapshot: Snapshot, txn: Transaction) -> None:
         """:meth:`prepare` within a transaction another command opened on
@@ -257,7 +265,9 @@ class DmlCommand:
         start = time.monotonic()
         try:
             hidden = self.tracking.names if self.tracking is not None else ()
-            adds = write_files(frame, snap, snap.schema, snap.partition_columns, io=self.io, hidden_columns=hidden)
+            adds = write_files(
+                frame, snap, snap.schema, snap.partition_columns, io=self.io, hidden_columns=hidden, optimized=True
+            )
         finally:
             self.result.rewrite_ms += elapsed_ms(start)
         self.result.added.extend(adds)
@@ -422,11 +432,14 @@ class DmlCommand:
 
     def run(self) -> CommandResult:
         """prepare, rewrite, commit; on failure delete what was written, but
-        only when the commit surely did not land (see :class:`WrittenFiles`)."""
+        only when the commit surely did not land (see :class:`WrittenFiles`).
+        Then the table's auto compaction, if it asks for one (:mod:`.auto_compact`)."""
+        from airflow_delta_provider.spark.commands.auto_compact import after_write
         from airflow_delta_provider.spark.write.files import WrittenFiles
 
         self.prepare()
         with WrittenFiles(self.table.storage, self.result.added, self.result.other_files) as written:
             self.rewrite()
             written.committing()
-            return self.commit()
+            result = self.commit()
+        return after_write(self.spark, self.table, result, self.result.added, self.snapshot.configuration, self.io)

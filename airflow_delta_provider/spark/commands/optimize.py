@@ -8,10 +8,11 @@ bin is read (deletion vectors applied) and written back:
   ``ceil(bin size / target size)`` files, each sorted by it;
 - a liquid-clustered table (delta-spark's ``ClusteringStrategy``): the same,
   by the Hilbert key of the clustering columns (:mod:`..hilbert`), over one
-  bin of the files not yet clustered by them (every file with ``full``,
-  ``OPTIMIZE FULL``); each file written is marked ``clusteringProvider:
-  "liquid"`` with delta-spark's ``ZCUBE_*`` tags, so the next OPTIMIZE skips
-  it and clusters only the files written since.
+  bin (one ZCube) of the files delta-spark OSS picks
+  (:func:`~airflow_delta_provider.delta.table_features.clustering.files_to_cluster`):
+  those not yet clustered, with the files of ZCubes still below the
+  complete size (``MIN_CUBE_SIZE_CONF``, 100 GiB); each file written is
+  marked ``clusteringProvider: "liquid"`` with delta-spark's ``ZCUBE_*`` tags.
 
 Bins are rewritten concurrently, :data:`MAX_CONCURRENT_BINS` at a time; after
 a failure, the bins not started are not, and every file written is removed.
@@ -53,6 +54,8 @@ from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 OPERATION = "OPTIMIZE"
+#: delta-spark's session setting for the size of a complete ZCube (bytes).
+MIN_CUBE_SIZE_CONF = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
 #: Bins rewritten at once at most (each is one Spark job).
 MAX_CONCURRENT_BINS = 8
 
@@ -69,28 +72,59 @@ def run_optimize(
     full: bool = False,
 ) -> CommandResult:
     """OPTIMIZE ``table`` [WHERE ``where``] [ZORDER BY ``zorder_by``] [FULL]; ``version`` None when nothing was to do."""
-    from airflow_delta_provider.spark.read.scan import scan
-    from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
-
     check_io(io)
     started = time.monotonic()
     target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     zorder_by = _check_zorder_columns(snapshot, list(zorder_by))
-    cluster_by = [".".join(c) for c in clustering.clustering_columns(snapshot)]
-    if full and not cluster_by:
+    if full and not clustering.clustering_columns(snapshot):
         raise InvalidInputError("OPTIMIZE FULL (full) reclusters a liquid-clustered table; this table is not clustered")
     files = _files_where(spark, snapshot, where)
     size = target_file_size(snapshot.configuration, target_size)
-    if cluster_by:  # one bin of the files to cluster: a clustered table has no partitions
-        bins = plan_bins([f for f in files if full or not clustering.is_clustered_by(f, cluster_by)], size, zorder=True)
+    predicate = [where] if where else []
+    return optimize_files(
+        spark, target, snapshot, files, size, zorder_by=zorder_by, full=full, predicate=predicate, token=token, io=io,
+        started=started,
+    )  # fmt: skip
+
+
+def optimize_files(
+    spark: SparkSession,
+    target: DeltaTable,
+    snapshot: Snapshot,
+    files: list[AddFile],
+    size: int,
+    *,
+    zorder_by: Sequence[str] = (),
+    full: bool = False,
+    predicate: Sequence[str] = (),
+    auto: bool = False,
+    token: str | None = None,
+    io: str = "auto",
+    started: float | None = None,
+) -> CommandResult:
+    """OPTIMIZE the candidate ``files`` of ``snapshot`` into files of about
+    ``size`` bytes, recording ``predicate`` (the partitions chosen) and
+    ``auto`` (an auto compaction: :mod:`.auto_compact`) as delta-spark does."""
+    from airflow_delta_provider.spark.read.scan import scan
+    from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
+
+    started = time.monotonic() if started is None else started
+    table = target.uri
+    zorder_by = list(zorder_by)
+    cluster_by = [".".join(c) for c in clustering.clustering_columns(snapshot)]
+    if cluster_by:  # one bin (one ZCube) of the files to cluster: a clustered table has no partitions
+        given = spark.conf.get(MIN_CUBE_SIZE_CONF, None)
+        min_cube = int(given) if given else clustering.DEFAULT_MIN_CUBE_SIZE
+        chosen = clustering.files_to_cluster(files, cluster_by, full=full, min_cube_size=min_cube)
+        bins = plan_bins(chosen, size, zorder=True)
     else:
         bins = plan_bins(files, size, zorder=bool(zorder_by))
     parameters: dict[str, Any] = {
-        "predicate": json.dumps([where] if where else []),
+        "predicate": json.dumps(list(predicate)),
         "zOrderBy": json.dumps(zorder_by),
         "clusterBy": json.dumps(cluster_by),
-        "auto": False,
+        "auto": auto,
     }  # delta-spark's OPTIMIZE parameters
     if cluster_by:
         parameters["isFull"] = full
@@ -230,4 +264,4 @@ def _metrics(adds: list[AddFile], removed: list[AddFile], considered: int, start
     }
 
 
-__all__ = ["MAX_CONCURRENT_BINS", "OPERATION", "run_optimize"]
+__all__ = ["MAX_CONCURRENT_BINS", "MIN_CUBE_SIZE_CONF", "OPERATION", "optimize_files", "run_optimize"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -34,10 +34,13 @@ from airflow_delta_provider.delta.partitions import file_storage
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.row_tracking import materialized_columns
+from airflow_delta_provider.delta.transaction.transaction import Transaction
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 
 OPERATION = "REORG"
+#: delta-spark's REORG ... APPLY (PURGE) parameters: no predicate.
+_PARAMETERS = {"predicate": json.dumps([]), "applyPurge": True}
 #: Footers read at once when looking for files with extra columns.
 FOOTER_READERS = 16
 
@@ -52,40 +55,70 @@ def run_reorg_purge(
 ) -> CommandResult:
     """Rewrite the files of ``table`` whose vectors hide more than
     ``min_deleted_ratio`` of their rows; ``version`` is None when none does."""
-    from airflow_delta_provider.spark.read.scan import scan
-    from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
-
     if not 0.0 <= float(min_deleted_ratio) < 1.0:
         raise InvalidInputError(f"min_deleted_ratio must be at least 0 and below 1, got {min_deleted_ratio}")
     check_io(io)
     started = time.monotonic()
     target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
-    parameters = {"predicate": json.dumps([]), "applyPurge": True}
-    txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    txn = target.transaction(OPERATION, parameters=_PARAMETERS, snapshot=snapshot)
     extra = _files_with_extra_columns(target, snapshot)
     purged = [f for f in snapshot.files if f.path in extra or _hides_more_than(f, float(min_deleted_ratio))]
     if not purged:
         return CommandResult(table, OPERATION, None, _metrics([], [], started))
     mode = resolve_io(spark, target.storage.location, io)
-    txn.read_files(purged)
-    from airflow_delta_provider.spark.read.row_tracking import materialized, tracked_rows
+    return rewrite_files(spark, target, snapshot, txn, purged, mode, token, started)
 
+
+def rewrite_files(
+    spark: SparkSession,
+    target: DeltaTable,
+    snapshot: Snapshot,
+    txn: Transaction,
+    files: list[AddFile],
+    mode: str,
+    token: str | None,
+    started: float,
+) -> CommandResult:
+    """Rewrite ``files`` of ``snapshot`` keeping their live rows, and commit
+    the new files and the removes (``dataChange=false``) in ``txn``."""
+    from airflow_delta_provider.spark.read.row_tracking import materialized, tracked_rows
+    from airflow_delta_provider.spark.read.scan import scan
+    from airflow_delta_provider.spark.write.files import WrittenFiles, write_files
+
+    txn.read_files(files)
     tracking = materialized(snapshot)  # the kept rows keep their stable ids and versions
     if tracking is None:
-        frame, hidden = scan(spark, snapshot, purged, io=mode), []
+        frame, hidden = scan(spark, snapshot, files, io=mode), []
     else:
-        frame, hidden = tracked_rows(spark, snapshot, purged, mode)[0], tracking.names
+        frame, hidden = tracked_rows(spark, snapshot, files, mode)[0], tracking.names
     adds = write_files(frame, snapshot, snapshot.schema, snapshot.partition_columns, io=mode, hidden_columns=hidden)
     adds = [replace(a, data_change=False) for a in adds]
     with WrittenFiles(target, adds) as written:
-        check_rows_kept(OPERATION, purged, adds)
+        check_rows_kept(OPERATION, files, adds)
         now = int(time.time() * 1000)
-        txn.add_all([*adds, *(f.remove(now, data_change=False) for f in purged)])
-        metrics = _metrics(adds, purged, started)
+        txn.add_all([*adds, *(f.remove(now, data_change=False) for f in files)])
+        metrics = _metrics(adds, files, started)
         written.committing()
         commit = txn.commit(metrics=_commit_metrics(metrics), token=token)
-    return CommandResult(table, OPERATION, commit.version, metrics)
+    return CommandResult(target.uri, OPERATION, commit.version, metrics)
+
+
+def file_rewriter(
+    spark: SparkSession, target: DeltaTable, io: str = "auto"
+) -> Callable[[Snapshot, list[AddFile]], int]:
+    """A REORG rewrite of given files, for the core's DROP FEATURE
+    (:data:`~airflow_delta_provider.delta.operations.drop_feature.FileRewrite`):
+    it purges deletion vectors, and rewrites files in the table's (widened) types."""
+    mode = resolve_io(spark, target.storage.location, check_io(io))
+
+    def rewrite(snapshot: Snapshot, files: list[AddFile]) -> int:
+        txn = target.transaction(OPERATION, parameters=_PARAMETERS, snapshot=snapshot)
+        result = rewrite_files(spark, target, snapshot, txn, files, mode, None, time.monotonic())
+        assert result.version is not None
+        return result.version
+
+    return rewrite
 
 
 def check_rows_kept(operation: str, rewritten: list[AddFile], adds: list[AddFile]) -> None:
@@ -166,4 +199,4 @@ def _metrics(adds: list[AddFile], removed: list[AddFile], started: float) -> dic
     }
 
 
-__all__ = ["OPERATION", "check_rows_kept", "file_size_metrics", "run_reorg_purge"]
+__all__ = ["OPERATION", "check_rows_kept", "file_rewriter", "file_size_metrics", "rewrite_files", "run_reorg_purge"]

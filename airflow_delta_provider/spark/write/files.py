@@ -33,6 +33,7 @@ import shutil
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -63,6 +64,7 @@ from airflow_delta_provider.delta.table_features.check_constraints import refere
 from airflow_delta_provider.delta.table_features.column_mapping import PARQUET_FIELD_ID_KEY, ColumnMapping
 from airflow_delta_provider.spark.read.files import column, spark_schema
 from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
+from airflow_delta_provider.spark.write import optimized_write
 from airflow_delta_provider.spark.write.generated_columns import generated_checks
 
 #: A table as the writers take it: a snapshot, a DeltaTable, its storage or its root.
@@ -106,6 +108,7 @@ def write_files(
     hidden_columns: Sequence[str] = (),
     change_data: bool = False,
     row_checks: Mapping[str, str] | None = None,
+    optimized: bool = False,
 ) -> list[AddFile]:
     """Write ``df`` as data files of a table with ``schema``; the ``add`` actions.
 
@@ -126,6 +129,10 @@ def write_files(
     job as the table's constraints, ``{message: SQL}``; a row that does not
     fails the write with the message and the row's values of the columns the
     condition reads (APPEND's ``replace_where``, as delta-spark checks it).
+
+    ``optimized``: a data write (APPEND, UPDATE, DELETE, MERGE), which the
+    table's ``delta.autoOptimize.optimizeWrite`` rebalances by partition
+    into files near the bin size (:mod:`.optimized_write`).
     """
     storage = storage_of(target)
     if configuration is None:
@@ -153,19 +160,25 @@ def write_files(
     types = _partition_types(schema, partition_columns)
     if target_file_count:
         conformed = conformed.repartition(target_file_count)
-    if mode == ARROW:
-        from airflow_delta_provider.spark.write.arrow_writer import write_arrow
+    sizing: AbstractContextManager[None] = nullcontext()
+    if optimized and not target_file_count and optimized_write.enabled(configuration):
+        conformed = optimized_write.rebalanced(conformed, partition_columns)
+        sizing = optimized_write.advisory_size(df.sparkSession, optimized_write.bin_size(configuration))
+    with sizing:
+        if mode == ARROW:
+            from airflow_delta_provider.spark.write.arrow_writer import write_arrow
 
-        excluded = {c.lower() for c in partition_columns}
-        data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
-        try:
-            return write_arrow(
-                conformed, storage, [*data_columns, *keep], partition_columns, types, leaves, field_ids, prefix=prefix
-            )
-        except job_error_types() as exc:
-            _raise_violation(exc)
-            raise
-    return _write_hadoop(conformed, storage, partition_columns, types, leaves, prefix)
+            excluded = {c.lower() for c in partition_columns}
+            data_columns = [f["name"] for f in schema.get("fields", ()) if f["name"].lower() not in excluded]
+            try:
+                columns = [*data_columns, *keep]
+                return write_arrow(
+                    conformed, storage, columns, partition_columns, types, leaves, field_ids, prefix=prefix
+                )
+            except job_error_types() as exc:
+                _raise_violation(exc)
+                raise
+        return _write_hadoop(conformed, storage, partition_columns, types, leaves, prefix)
 
 
 def _write_hadoop(

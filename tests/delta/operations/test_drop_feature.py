@@ -75,7 +75,6 @@ def test_drop_check_constraints_after_the_constraints(
     [
         ("appendOnly", InvalidInputError, r"appendOnly cannot be dropped.*non-removable"),
         ("changeDataFeed", InvalidInputError, "does not list it"),
-        ("deletionVectors", UnsupportedFeatureError, r"deletionVectors needs delta-spark.s history barrier"),
     ],
 )
 def test_refusals_write_nothing(
@@ -229,4 +228,73 @@ def test_drop_row_tracking(tmp_path: Path, new_table: Any, data_file: Any, duckd
     for version in range(1, snap.version + 1):  # each step's checksum agrees with a replay
         recorded = read_checksum(table.log_store, version)
         assert recorded is not None and mismatches(recorded, table.snapshot(version).checksum()) == []
+    _readable_by_others(root, duckdb_delta)
+
+
+def _all_feature_names() -> list[str]:
+    """Every feature name features.py defines."""
+    from airflow_delta_provider.delta.table_features import features
+
+    names = {v for k, v in vars(features).items() if k.isupper() and isinstance(v, str)}
+    for k, v in vars(features).items():
+        if k.endswith("_FEATURES") and isinstance(v, frozenset) and k.startswith(("VARIANT", "TYPE_WIDENING")):
+            names |= v
+    return sorted(names)
+
+
+#: delta-spark's RemovableFeature names (TableFeature.scala) among ours.
+DELTA_SPARK_REMOVABLE = {
+    "checkConstraints", "columnMapping", "deletionVectors", "rowTracking", "domainMetadata", "v2Checkpoint",
+    "typeWidening", "typeWidening-preview", "inCommitTimestamp", "vacuumProtocolCheck", "checkpointProtection",
+}  # fmt: skip
+DROPPED_HERE = {
+    "checkConstraints", "deletionVectors", "rowTracking", "v2Checkpoint", "typeWidening", "typeWidening-preview",
+    "inCommitTimestamp", "vacuumProtocolCheck",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _all_feature_names())
+def test_every_feature_is_dropped_or_refused_by_name(name: str) -> None:
+    """Each feature of features.py: dropped here, or refused naming it, as
+    not implemented (delta-spark can drop it) or as non-removable."""
+    from airflow_delta_provider.delta.operations.drop_feature import check_removable
+
+    if name in DROPPED_HERE:
+        check_removable(name)
+    elif name in DELTA_SPARK_REMOVABLE:
+        with pytest.raises(UnsupportedFeatureError, match=f"dropping {name} is not implemented yet"):
+            check_removable(name)
+    else:
+        with pytest.raises(InvalidInputError, match=f"{name} cannot be dropped: delta-spark marks it non-removable"):
+            check_removable(name)
+
+
+def test_drop_deletion_vectors_when_none_is_live_needs_no_engine(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    """No file has a vector: the property goes, the barrier, then the
+    downgrade behind checkpointProtection, with no rewrite."""
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableDeletionVectors": "true"})
+    result = alter_table(table, DropFeature("deletionVectors"))
+    assert result is not None and result.version == 5  # unset, 3 barrier commits, the downgrade
+    snap = table.snapshot()
+    readers, writers = listed_features(snap.protocol)
+    assert "deletionVectors" not in readers | writers and "checkpointProtection" in writers
+    assert "delta.enableDeletionVectors" not in snap.configuration
+    assert [h["operation"] for h in table.history()][:5] == [
+        "DROP FEATURE", "Empty Commit", "Empty Commit", "Empty Commit", "UNSET TBLPROPERTIES",
+    ]  # fmt: skip
+    _readable_by_others(root, duckdb_delta)
+
+
+def test_drop_type_widening_without_type_changes_needs_no_engine(
+    tmp_path: Path, new_table: Any, data_file: Any, duckdb_delta: Any
+) -> None:
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableTypeWidening": "true"})
+    assert "typeWidening" in listed_features(table.snapshot().protocol)[1]
+    alter_table(table, DropFeature("typeWidening"))
+    readers, writers = listed_features(table.snapshot().protocol)
+    assert "typeWidening" not in readers | writers
     _readable_by_others(root, duckdb_delta)

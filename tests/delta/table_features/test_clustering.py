@@ -3,6 +3,7 @@ clustered table's columns through ALTER and replay: test_domain_metadata.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow as pa
@@ -129,3 +130,41 @@ def test_concurrent_clustering_changes_conflict(tmp_path):
     with pytest.raises(ConcurrentTransactionError, match=r"delta\.clustering"):
         alter_table(table, change_from_json({"cluster_by": ["id", "day"]}), snapshot=read)
     assert clustering.clustering_columns(table.snapshot()) == [("day",)]
+
+
+# --- which files OPTIMIZE clusters (delta-spark OSS's applyMinZCube) ------------------------------
+
+
+def _file(name: str, size: int, cube: str | None = None, by: tuple[str, ...] = ("id",), provider: str = "liquid"):
+    add = AddFile(f"{name}.parquet", {}, size, 1, data_change=False)
+    if cube is None:
+        return add
+    return dataclasses.replace(clustering.clustered_file(add, list(by), cube), clustering_provider=provider)
+
+
+def _names(files) -> list[str]:
+    return sorted(f.path.removesuffix(".parquet") for f in files)
+
+
+def test_new_files_are_clustered_with_the_partial_zcubes_and_complete_ones_stay():
+    new = _file("new", 10)
+    partial = [_file("p1", 10, "small"), _file("p2", 10, "small")]
+    complete = [_file("c1", 60, "big"), _file("c2", 60, "big")]
+    files = [*complete, *partial, new]
+    assert _names(clustering.files_to_cluster(files, ["id"], min_cube_size=100)) == ["new", "p1", "p2"]
+    # With delta-spark's default threshold (100 GiB) every cube here is partial: all are merged.
+    assert len(clustering.files_to_cluster(files, ["ID"])) == 5
+
+
+def test_one_zcube_alone_is_left_as_it_is_and_two_are_merged():
+    one = [_file("a", 10, "x"), _file("b", 10, "x")]
+    assert clustering.files_to_cluster(one, ["id"]) == []
+    assert _names(clustering.files_to_cluster([*one, _file("c", 10, "y")], ["id"])) == ["a", "b", "c"]
+
+
+def test_files_clustered_by_other_columns_wait_for_full():
+    other = _file("other", 10, "z", by=("day",))
+    foreign = _file("foreign", 10, "w", provider="someone-else")
+    new = _file("new", 10)
+    assert _names(clustering.files_to_cluster([other, foreign, new], ["id"])) == ["new"]
+    assert _names(clustering.files_to_cluster([other, foreign, new], ["id"], full=True)) == ["foreign", "new", "other"]

@@ -19,7 +19,7 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import clustering
 from airflow_delta_provider.spark.cli import build_parser
 from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.optimize import run_optimize
+from airflow_delta_provider.spark.commands.optimize import MIN_CUBE_SIZE_CONF, run_optimize
 
 from .dml_support import commit_actions, rows_duckdb, rows_rs
 
@@ -104,7 +104,9 @@ def test_a_bad_clustered_table_is_refused_and_nothing_is_written(spark, tmp_path
 def test_optimize_clusters_incrementally_and_point_filters_skip_most_files(spark, tmp_path, duckdb_delta):
     """60 files of random x and y: a point filter on either may read every
     file. After OPTIMIZE clusters by (x, y) into about as many files, at most
-    30%. New files are then clustered alone, and ``full`` reclusters all."""
+    30%. With the first ZCube complete (delta-spark's minCubeSize lowered
+    below its size), new files are then clustered alone; with the default
+    (100 GiB) both ZCubes are partial, and ``full`` reclusters them all."""
     table = _unclustered_files(tmp_path / "t", files=60, rows=200, seed=3)
     alter_table(DeltaTable(table), change_from_json({"cluster_by": ["x", "y"]}))
     assert _share_of_files_read(table, "x", 500_000) > 0.9 and _share_of_files_read(table, "y", "k50000") > 0.9
@@ -130,7 +132,11 @@ def test_optimize_clusters_incrementally_and_point_filters_skip_most_files(spark
         run_append(spark, table, _source(tmp_path, f"new{i}", _rows(rng, 20_000 + i * 100, 100)), format="parquet")
     new = {f.path for f in DeltaTable(table).snapshot().files} - clustered
 
-    incremental = run_optimize(spark, table, target_size=size // 60)
+    spark.conf.set(MIN_CUBE_SIZE_CONF, str(size // 2))
+    try:
+        incremental = run_optimize(spark, table, target_size=size // 60)
+    finally:
+        spark.conf.unset(MIN_CUBE_SIZE_CONF)
 
     removed = {a["remove"]["path"] for a in commit_actions(table) if "remove" in a}
     assert removed == new and incremental.metrics["numRemovedFiles"] == 3  # only the new files
@@ -162,8 +168,9 @@ def test_the_cli_takes_cluster_by_and_full() -> None:
 
 def test_delta_sparks_clustered_table_is_clustered_further_by_ours(spark, tmp_path, duckdb_delta):
     """delta-spark 4.4's golden table, clustered by a string column and
-    OPTIMIZEd by delta-spark: its clustered file is kept, an append of ours is
-    clustered alone, with delta-spark's parameters."""
+    OPTIMIZEd by delta-spark: its ZCube is partial (far below delta-spark's
+    100 GiB), so an append of ours is clustered together with it, as
+    delta-spark's OPTIMIZE would, with delta-spark's parameters."""
     import shutil
     from pathlib import Path
 
@@ -177,9 +184,10 @@ def test_delta_sparks_clustered_table_is_clustered_further_by_ours(spark, tmp_pa
 
     result = run_optimize(spark, table)
 
-    assert result.metrics["numRemovedFiles"] == 1  # our append's file only
+    assert result.metrics["numRemovedFiles"] == 2  # our append's file and their partial ZCube's
     files = DeltaTable(table).snapshot().files
-    assert theirs <= {f.path for f in files} and all(f.clustering_provider == "liquid" for f in files)
+    assert not theirs & {f.path for f in files} and all(f.clustering_provider == "liquid" for f in files)
+    assert len({f.tags["ZCUBE_ID"] for f in files}) == 1
     info = next(a["commitInfo"] for a in commit_actions(table) if "commitInfo" in a)
     assert info["operationParameters"] == {
         "predicate": "[]", "zOrderBy": "[]", "clusterBy": '["k"]', "auto": False, "isFull": False,

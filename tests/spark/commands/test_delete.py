@@ -10,10 +10,12 @@ import pytest
 
 from airflow_delta_provider.delta.errors import (
     AppendOnlyViolationError,
+    ConcurrentAppendError,
     InvalidInputError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.delete import run_delete
+from airflow_delta_provider.spark.commands.delete import DeleteCommand, run_delete
+from airflow_delta_provider.spark.commands.update import run_update
 
 from .dml_support import (
     DELTALAKE_UNREADABLE,
@@ -149,3 +151,47 @@ def test_delete_of_table_with_columns_named_like_scan_internals(
     assert result.metrics["numDeletedRows"] == deleted
     assert rows_deltalake(ours) == rows_deltalake(theirs)
     assert rows_duckdb(duckdb_delta, ours) == rows_deltalake(theirs)
+
+
+@pytest.mark.parametrize(
+    ("level", "winner", "conflicts"),
+    [
+        (None, "append", True),  # delta-spark's default, Serializable
+        ("WriteSerializable", "append", False),  # a blind append is let through
+        ("WriteSerializable", "update", True),  # a change to the data read is not
+    ],
+)
+def test_delete_checks_a_concurrent_write_at_the_tables_isolation_level(spark, tmp_path, level, winner, conflicts):
+    """Two real transactions: our DELETE reads partition ``b`` and rewrites,
+    then another writer commits into ``b`` (deltalake's blind append, or our
+    UPDATE), then the DELETE commits. As delta-spark's
+    ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn``: at
+    ``Serializable`` every add conflicts, at ``WriteSerializable`` only
+    those of a commit that is not a blind append."""
+    import pyarrow as pa
+    from deltalake import DeltaTable as RsTable
+    from deltalake import write_deltalake
+
+    path = deltalake_table(tmp_path / "t", ["part"])
+    if level:
+        RsTable(path).alter.set_table_properties({"delta.isolationLevel": level})
+    cmd = DeleteCommand(spark, path, "part = 'b' AND id < 30", None)
+    cmd.prepare()
+    cmd.rewrite()
+    if winner == "append":
+        write_deltalake(path, pa.table({"id": [999], "name": ["x"], "part": ["b"], "val": [1.0]}), mode="append")
+    else:
+        run_update(spark, path, "part = 'b' AND id >= 30", {"val": "0"}, None)
+    before = state(path)
+    if conflicts:
+        with pytest.raises(ConcurrentAppendError, match="partition part=b"):
+            cmd.commit()
+        cmd.abort()
+        assert state(path)[:2] == before[:2]
+        return
+    result = cmd.commit()
+    assert result.version == before[0] + 1
+    assert last_commit(path)["isolationLevel"] == "WriteSerializable"
+    rows = RsTable(path).to_pyarrow_table().to_pylist()
+    assert any(r["id"] == 999 for r in rows)
+    assert not any(r["id"] < 30 and r["part"] == "b" for r in rows)

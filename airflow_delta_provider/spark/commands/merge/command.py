@@ -52,6 +52,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.requests import SourceView
+from airflow_delta_provider.spark.commands.auto_compact import after_write
 from airflow_delta_provider.spark.commands.merge.commit import commit
 from airflow_delta_provider.spark.commands.merge.files import KeptFrames
 from airflow_delta_provider.spark.commands.merge.plan import plan_merge
@@ -99,7 +100,9 @@ def run_merge(
             touched = find_touched_files(plan, keep)
             rewritten = rewrite(plan, touched, written)
             written.committing()
-            return commit(plan, rewritten)
+            result = commit(plan, rewritten)
+    configuration = plan.metadata.configuration
+    return after_write(spark, plan.target.table, result, rewritten.added, configuration, plan.target.io)
 
 
 __all__ = ["run_merge"]

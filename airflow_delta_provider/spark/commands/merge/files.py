@@ -93,6 +93,7 @@ def write_rows(
         configuration=dict(metadata.configuration),
         io=target.io,
         hidden_columns=target.tracking.names if target.tracking is not None else (),
+        optimized=True,
     )
     ledger.adds.extend(adds)
     return Written(adds=tuple(adds), ms=elapsed_ms(start))

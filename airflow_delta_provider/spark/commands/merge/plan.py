@@ -176,7 +176,7 @@ def plan_merge(
         OPERATION,
         parameters=operation_parameters(on, parsed),
         snapshot=snap,
-        isolation_level=_isolation_level(snap),
+        isolation_level=table_properties.isolation_level(snap.metadata),
     )
     target = Target(spark, delta_table, snap, resolved_io, materialized(snap))
     if table_properties.append_only(snap.metadata) and any(c.action != INSERT for c in parsed):
@@ -255,15 +255,6 @@ def plan_merge(
         started=started,
         materialize_ms=materialize_ms,
     )
-
-
-def _isolation_level(snapshot: Snapshot) -> str:
-    """delta-spark's: the table's ``delta.isolationLevel``, else ``Serializable``
-    (its ``DeltaConfigs.ISOLATION_LEVEL`` default), whatever the clauses. At
-    ``Serializable`` a concurrent blind append into the data a MERGE read is a
-    ConcurrentAppendError, so the table stays a serial replay of its commits
-    in version order."""
-    return snapshot.metadata.configuration.get("delta.isolationLevel") or "Serializable"
 
 
 __all__ = ["OPERATION", "MergePlan", "plan_merge"]

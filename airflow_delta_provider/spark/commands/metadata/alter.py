@@ -2,10 +2,12 @@
 
 The core plans and commits the new ``metaData``
 (:mod:`airflow_delta_provider.delta.operations.alter`). The change comes as
-JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``. Only adding a
+JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``. Adding a
 CHECK constraint needs Spark: the expression is analysed against the table's
 schema, and one job looks for a row that breaks it; the constraint is
 committed only when there is none (delta-spark's ``ADD CONSTRAINT``).
+Dropping ``deletionVectors`` or ``typeWidening`` rewrites data files: the
+core drives the drop, and REORG's rewrite (:mod:`..reorg`) writes the files.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.operations.alter import AddConstraint, alter_table, change_from_json
+from airflow_delta_provider.delta.operations.alter import AddConstraint, DropFeature, alter_table, change_from_json
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
 
@@ -42,16 +44,24 @@ def run_alter(
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"the change is not JSON: {exc}") from None
     if not isinstance(change, dict):
-        raise InvalidInputError("the change must be a JSON object, e.g. {\"drop_columns\": [\"a\"]}")
+        raise InvalidInputError('the change must be a JSON object, e.g. {"drop_columns": ["a"]}')
     parsed = change_from_json(change)
     target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     if isinstance(parsed, AddConstraint):
         if spark is None:
-            raise InvalidInputError("adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python")
+            raise InvalidInputError(
+                "adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python"
+            )
         _check_rows(spark, snapshot, parsed)
+    rewrite = None
+    if isinstance(parsed, DropFeature) and spark is not None:
+        # Dropping deletionVectors or typeWidening rewrites data files: REORG's rewrite does it.
+        from airflow_delta_provider.spark.commands.reorg import file_rewriter
+
+        rewrite = file_rewriter(spark, target)
     result = alter_table(
-        target, parsed, enable_column_mapping=enable_column_mapping, token=token, snapshot=snapshot
+        target, parsed, enable_column_mapping=enable_column_mapping, token=token, snapshot=snapshot, rewrite=rewrite
     )
     return CommandResult(table, parsed.operation, None if result is None else result.version, {})
 

@@ -1,0 +1,19 @@
+"""Request dataclasses (requests/operations.py): what only they decide."""
+
+from __future__ import annotations
+
+
+def test_alter_needs_spark_for_the_drops_that_rewrite_files() -> None:
+    """The request's list of rewriting drops is the core's (the request may not import it)."""
+    from airflow_delta_provider.delta.operations.drop_feature import PREPARE_WITH_REWRITE
+    from airflow_delta_provider.requests.operations import REWRITING_DROPS, AlterRequest
+
+    assert set(REWRITING_DROPS) == set(PREPARE_WITH_REWRITE)
+
+    def needs(change: str) -> bool:
+        return AlterRequest(table="/t", change=change).needs_spark()
+
+    assert needs('{"drop_feature": {"name": "deletionVectors"}}')
+    assert needs('{"drop_feature": {"name": "typeWidening", "truncate_history": true}}')
+    assert not needs('{"drop_feature": {"name": "inCommitTimestamp"}}')
+    assert needs('{"add_constraint": {"name": "p", "expression": "a > 0"}}')

@@ -1,0 +1,72 @@
+"""Optimized writes (spark/write/optimized_write.py): with
+``delta.autoOptimize.optimizeWrite`` an APPEND is rebalanced by partition
+before it is written, so the same input gives fewer, larger files, holding
+the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.spark.commands.append import run_append
+from airflow_delta_provider.spark.commands.delete import run_delete
+from airflow_delta_provider.spark.write.optimized_write import ADVISORY_SIZE_CONF, DEFAULT_BIN_SIZE, bin_size
+
+from ..commands.dml_support import rows_duckdb, rows_rs
+
+
+@pytest.fixture
+def one_task_per_file(spark):
+    """Every source file read by a task of its own, so that a plain write writes a file per task and partition."""
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")
+    spark.conf.set("spark.sql.files.openCostInBytes", "1024")
+    yield
+    spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
+def _source(tmp_path: Path, files: int = 8) -> str:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for n in range(files):
+        ids = list(range(n * 100, n * 100 + 100))
+        table = pa.table({"id": pa.array(ids, pa.int64()), "part": ["a" if i % 2 else "b" for i in ids]})
+        pq.write_table(table, folder / f"{n}.parquet")
+    return str(folder)
+
+
+@pytest.mark.parametrize("io", ["hadoop", "arrow"])
+def test_optimized_write_gives_fewer_larger_files_with_the_same_rows(
+    spark, tmp_path, one_task_per_file, duckdb_delta, io, monkeypatch
+):
+    import sys
+
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", sys.executable)  # arrow mode's workers
+    source = _source(tmp_path)
+    plain, optimized = str(tmp_path / "plain"), str(tmp_path / "optimized")
+    run_append(spark, plain, source, partition_by=["part"], io=io)
+    run_append(spark, optimized, source, partition_by=["part"], io=io,
+               table_properties={"delta.autoOptimize.optimizeWrite": "true"})  # fmt: skip
+    plain_files = DeltaTable(plain).snapshot().files
+    optimized_files = DeltaTable(optimized).snapshot().files
+    assert len(plain_files) == 16  # 8 tasks, each with rows of both partitions
+    assert len(optimized_files) == 2  # one file per partition
+    assert min(f.size for f in optimized_files) > max(f.size for f in plain_files)
+    assert rows_rs(optimized) == rows_rs(plain)
+    assert rows_duckdb(duckdb_delta, optimized) == rows_duckdb(duckdb_delta, plain)
+    assert spark.conf.get(ADVISORY_SIZE_CONF, None) is None  # the write's setting is undone
+
+    # The files a DELETE rewrites are rebalanced too: one per partition touched.
+    run_delete(spark, optimized, "id % 10 = 0")
+    run_delete(spark, plain, "id % 10 = 0")
+    assert len(DeltaTable(optimized).snapshot().files) == 2
+    assert rows_rs(optimized) == rows_rs(plain)
+
+
+def test_bin_size_is_the_target_file_size_else_delta_sparks_default():
+    assert bin_size({}) == DEFAULT_BIN_SIZE == 512 * 1024 * 1024
+    assert bin_size({"delta.targetFileSize": "64mb"}) == 64 * 1024 * 1024
