@@ -34,8 +34,11 @@ def report_lines(report: dict[str, Any], decisions: list[dict[str, Any]] | None 
         ),
         (
             "last checkpoint",
-            f"{report['commitsSinceCheckpoint']} commits since "
-            + (f"version {report['checkpointVersion']}" if report["checkpointVersion"] is not None else "no checkpoint")
+            (
+                f"version {report['checkpointVersion']}, {report['commitsSinceCheckpoint']} commits since"
+                if report["checkpointVersion"] is not None
+                else f"none, {report['commitsSinceCheckpoint']} commits"
+            )
             + f" (interval {report['checkpointInterval']})",
         ),
         ("last OPTIMIZE", _when(report["lastOptimize"])),

@@ -14,7 +14,7 @@ def test_one_table_of_measures_partitions_and_steps(health_table):
     rows = {line.split("  ")[0].strip(): line for line in lines}
     assert lines[0].split() == ["health", "value"]
     assert "7 of 82 (8.5%) hidden by deletion vectors" in rows["deleted rows"]
-    assert "2 commits since version 2 (interval 10)" in rows["last checkpoint"]
+    assert "version 2, 2 commits since (interval 10)" in rows["last checkpoint"]
     assert "version 1 (" in rows["last OPTIMIZE"] and "h ago" in rows["last OPTIMIZE"]
     assert "LITE possible" in rows["VACUUM would free"]
     assert rows["reorg"].split()[1] == "DUE" and "[min_deleted_ratio=0.05]" in rows["reorg"]
