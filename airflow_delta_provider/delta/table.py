@@ -29,7 +29,11 @@ from airflow_delta_provider.delta.log.store import LogFile, LogStore
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.table_features import in_commit_timestamps
-from airflow_delta_provider.delta.transaction.post_commit import PostCommitHookProperties, TableTransaction
+from airflow_delta_provider.delta.transaction.post_commit import (
+    PostCommitHookProperties,
+    TableTransaction,
+    moved_on_by,
+)
 from airflow_delta_provider.delta.transaction.transaction import CommitResult
 
 log = logging.getLogger(__name__)
@@ -95,13 +99,7 @@ class DeltaTable:
         commit, it is ``read_snapshot`` moved to that version, with no
         checkpoint or commit read again; otherwise the latest one, loaded
         (:meth:`snapshot`)."""
-        actions = result.state_actions
-        if (
-            result.version == read_snapshot.version + 1
-            and actions is not None
-            and all(isinstance(a, CommitInfo) for a in actions)
-            and read_snapshot.files_loaded
-        ):
+        if moved_on_by(read_snapshot, result):
             commits = [f for f in self.log_store.list_from(result.version) if f.kind == "commit"]
             if [f.version for f in commits] == [result.version]:
                 return read_snapshot.after_empty_commit(commits[0])
