@@ -105,8 +105,10 @@ class Snapshot:
         VACUUM START), without reading the log again.
 
         The state is this snapshot's, shared: its files must be loaded
-        already. ``commit`` is the commit's file as a listing found it (its
-        time is the version's)."""
+        already. ``commit`` is the commit's file; its ``mtime_ms`` becomes the
+        version's time (exact from a listing; from the writer's clock when the
+        caller just wrote it, see
+        :func:`~airflow_delta_provider.delta.transaction.post_commit.snapshot_of`)."""
         if commit.version != self.version + 1 or commit.kind != "commit":
             raise ValueError(f"{commit.name} does not follow version {self.version}")
         state = self._files_state
