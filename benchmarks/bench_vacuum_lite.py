@@ -4,8 +4,10 @@ The table: ``--files`` data files (default 100,000; ``--quick``: 5,000) added
 1,000 per commit, in 10 partitions, with a checkpoint every 10 commits (the
 core's post-commit work); then a scheduled VACUUM LITE records its state
 (``_delta_log/_last_vacuum_info``), and 10 more commits each replace 1% of
-the files (a ``remove`` and a new ``add``), so 10% are now removable. Data
-files are a few bytes each: VACUUM never reads them.
+the files (a ``remove`` and a new ``add``), so 10% are now removable
+(``--removable-share``: another multiple of 1%, one such commit per 1%;
+0.01 is a daily vacuum's single day of changes). Data files are a few bytes
+each: VACUUM never reads them.
 
 Each mode runs on its own fresh upload of that table (the dry run first, then
 the real run, which the dry run leaves untouched), at retention 0 (check
@@ -26,7 +28,7 @@ directly by the core (no Spark), then uploaded with the object store API in
 32 threads. LITE never lists the data folders, so its uploads hold the log
 and the removable files only (the files it deletes); FULL's holds every file.
 
-    python benchmarks/bench_vacuum_lite.py [--quick] [--files N]
+    python benchmarks/bench_vacuum_lite.py [--quick] [--files N] [--removable-share 0.01]
 """
 
 from __future__ import annotations
@@ -56,12 +58,13 @@ from tests.storage_servers import FaultProxy  # noqa: E402
 
 PER_COMMIT = 1000
 PARTITIONS = 10
-REWRITE_COMMITS = 10
+REWRITE_COMMITS = 10  # of 1% each: the default share, 0.10
 SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"p","type":"string","nullable":true,"metadata":{}}]}'
 
 
-def build(root: Path, files: int) -> Path:
-    """The table described above, on local disk (reused when already built)."""
+def build(root: Path, files: int, rewrite_commits: int = REWRITE_COMMITS) -> Path:
+    """The table described above, on local disk (reused when already built),
+    with ``rewrite_commits`` commits each replacing 1% of the files."""
     if (root / ".complete").exists():
         return root
     shutil.rmtree(root, ignore_errors=True)
@@ -88,7 +91,7 @@ def build(root: Path, files: int) -> Path:
         txn.commit(metrics=None, token=None)
     write_last_vacuum_info(table.log_store, table.snapshot().version)  # a LITE vacuum ran here
     share = max(1, files // 100)
-    for _ in range(REWRITE_COMMITS):
+    for _ in range(rewrite_commits):
         snap = table.snapshot()
         victims = sorted(snap.files, key=lambda f: f.path)[:share]
         txn = table.transaction("UPDATE", snapshot=snap)
@@ -141,9 +144,24 @@ def measure(proxy: FaultProxy, uri: str, endpoint: str, lite: bool, dry_run: boo
     }
 
 
-def run(files: int, data_dir: Path) -> dict:
-    local = build(data_dir / f"vacuum-lite-{files}", files)
-    out: dict = {"files": files, "removable": REWRITE_COMMITS * max(1, files // 100), "runs": {}}
+def rewrite_commits_for(share: float) -> int:
+    """The commits of 1% each that make ``share`` of the files removable."""
+    commits = round(share * 100)
+    if commits < 1 or abs(commits - share * 100) > 1e-6:
+        raise ValueError(f"--removable-share must be a positive multiple of 0.01, got {share}")
+    return commits
+
+
+def run(files: int, data_dir: Path, removable_share: float = REWRITE_COMMITS / 100) -> dict:
+    commits = rewrite_commits_for(removable_share)
+    name = f"vacuum-lite-{files}" + ("" if commits == REWRITE_COMMITS else f"-removable{commits}pct")
+    local = build(data_dir / name, files, commits)
+    out: dict = {
+        "files": files,
+        "removable_share": commits / 100,
+        "removable": commits * max(1, files // 100),
+        "runs": {},
+    }
     try:
         with moto_server() as endpoint:
             proxy = FaultProxy(int(endpoint.rsplit(":", 1)[1]))
@@ -187,14 +205,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="5,000 files")
     parser.add_argument("--files", type=int, default=None)
+    parser.add_argument(
+        "--removable-share",
+        type=float,
+        default=REWRITE_COMMITS / 100,
+        help="share of the files made removable since the last vacuum, a multiple of 0.01 "
+        "(one commit per 1%%; default 0.10, 10 commits; 0.01: a daily vacuum)",
+    )
     parser.add_argument("--data-dir", type=Path, default=HERE / ".data")
     parser.add_argument("--results-dir", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     files = args.files or (5_000 if args.quick else 100_000)
-    result = run(files, args.data_dir)
+    try:
+        commits = rewrite_commits_for(args.removable_share)
+    except ValueError as exc:
+        parser.error(str(exc))
+    result = run(files, args.data_dir, args.removable_share)
     print(report(result))
     args.results_dir.mkdir(parents=True, exist_ok=True)
-    (args.results_dir / "vacuum_lite.json").write_text(json.dumps(result, indent=2))
+    suffix = "" if commits == REWRITE_COMMITS else f"_removable{commits}pct"
+    (args.results_dir / f"vacuum_lite{suffix}.json").write_text(json.dumps(result, indent=2))
     return 0
 
 

@@ -39,7 +39,7 @@ from airflow_delta_provider.delta.errors import CorruptLogError
 from airflow_delta_provider.delta.log.checkpoint_reader import CheckpointFileActions, apply_checkpoint_state
 from airflow_delta_provider.delta.log.replay import FileState, LogReplay
 from airflow_delta_provider.delta.log.segment import LogSegment
-from airflow_delta_provider.delta.log.store import LogStore, commit_name
+from airflow_delta_provider.delta.log.store import LogFile, LogStore, commit_name
 from airflow_delta_provider.delta.table_features import gate as features
 from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
 from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
@@ -98,6 +98,44 @@ class Snapshot:
         if timestamp is None:
             timestamp = _commit_time(store, segment)
         return cls(store, segment, replay, timestamp, checkpoint_files)
+
+    def after_empty_commit(self, commit: LogFile) -> Snapshot:
+        """This table at ``commit``, the version right after this one, when
+        that commit changed no state (only a ``commitInfo``: a marker such as
+        VACUUM START), without reading the log again.
+
+        The state is this snapshot's, shared: its files must be loaded
+        already. ``commit`` is the commit's file; its ``mtime_ms`` becomes the
+        version's time (exact from a listing; from the writer's clock when the
+        caller just wrote it, see
+        :func:`~airflow_delta_provider.delta.transaction.post_commit.snapshot_of`)."""
+        if commit.version != self.version + 1 or commit.kind != "commit":
+            raise ValueError(f"{commit.name} does not follow version {self.version}")
+        state = self._files_state
+        if state is None:
+            raise ValueError("the files of the snapshot are not loaded")
+        segment = LogSegment(
+            version=commit.version,
+            checkpoint_version=self.segment.checkpoint_version,
+            checkpoint_files=self.segment.checkpoint_files,
+            commits=(*self.segment.commits, commit),
+        )
+        after = object.__new__(Snapshot)
+        after._store = self._store
+        after.segment = segment
+        after.version = commit.version
+        after.timestamp = commit.mtime_ms
+        after.protocol = self.protocol
+        after.metadata = self.metadata
+        after._txns = self._txns
+        after.domain_metadata = dict(self.domain_metadata)
+        after._replay = after._checkpoint_files = None
+        after._files_lock = threading.Lock()
+        after._files_state = state
+        for name in _SAME_AFTER_EMPTY_COMMIT:  # what this snapshot worked out already
+            if name in self.__dict__:
+                after.__dict__[name] = self.__dict__[name]
+        return after
 
     # --- table identity -------------------------------------------------------
 
@@ -290,6 +328,11 @@ class Snapshot:
 
     def __repr__(self) -> str:
         return f"Snapshot(table={self.table_root!r}, version={self.version}, files={self.num_files})"
+
+
+#: The cached properties :meth:`Snapshot.after_empty_commit` keeps: they
+#: depend on the state alone, which a commit with no actions leaves as it was.
+_SAME_AFTER_EMPTY_COMMIT = ("schema", "files", "all_tombstones", "size_in_bytes", "num_records", "column_mapping")
 
 
 def _commit_time(store: LogStore, segment: LogSegment) -> int:

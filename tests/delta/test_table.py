@@ -180,3 +180,78 @@ def test_file_uri_and_path_open_the_same_table(tmp_path):
     by_uri = DeltaTable("file://" + str(tmp_path / "a%20b"))
     assert by_uri.root == str(tmp_path / "a b")
     assert by_uri.snapshot().version == DeltaTable(tmp_path / "a b").snapshot().version == 1
+
+
+# --- the snapshot after a commit that changed no state (VACUUM START) -------------------
+
+
+def _core_table(root: Path) -> DeltaTable:
+    from airflow_delta_provider.delta.actions.model import AddFile, Metadata
+
+    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
+    table = DeltaTable(str(root))
+    txn = table.transaction("CREATE TABLE", snapshot=None)
+    txn.update_metadata(Metadata.new(schema, [], {}, created_time=1))
+    txn.add_all(AddFile(f"f-{i}.parquet", {}, 10 + i, 1, True) for i in range(3))
+    txn.commit()
+    snap = table.snapshot()
+    txn = table.transaction("DELETE", snapshot=snap)
+    txn.add(snap.files[0].remove(2))
+    txn.commit()
+    return table
+
+
+def _marker(table: DeltaTable, snap):
+    return table.transaction("VACUUM START", snapshot=snap, isolation_level="SnapshotIsolation").commit(
+        metrics={"numFilesToDelete": 0}
+    )
+
+
+def test_snapshot_after_an_empty_commit_is_the_read_one_moved_on(tmp_path, monkeypatch):
+    from tests.delta_logs import count_log_calls
+
+    table = _core_table(tmp_path / "t")
+    snap = table.snapshot()
+    assert snap.files and snap.all_tombstones  # loaded
+    result = _marker(table, snap)
+    calls = count_log_calls(monkeypatch)
+    after = table.snapshot_after(snap, result)
+    assert dict(calls) == {"list_dir": 1}  # one listing; no checkpoint, commit or .crc read
+    fresh = table.snapshot()
+    assert after.version == fresh.version == snap.version + 1
+    assert after.timestamp == fresh.timestamp
+    assert after.files == fresh.files and after.all_tombstones == fresh.all_tombstones
+    assert (after.protocol, after.metadata, after.txns) == (fresh.protocol, fresh.metadata, fresh.txns)
+    assert after.checksum().to_bytes() == fresh.checksum().to_bytes()
+    assert snap.version == result.version - 1  # the read snapshot is left as it was
+
+
+def test_snapshot_after_loads_the_latest_when_a_writer_came_between(tmp_path):
+    from airflow_delta_provider.delta.actions.model import AddFile
+
+    table = _core_table(tmp_path / "t")
+    snap = table.snapshot()
+    assert snap.files
+    result = _marker(table, snap)
+    other = table.transaction("WRITE", snapshot=table.snapshot())
+    other.add(AddFile("late.parquet", {}, 5, 3, True))
+    other.commit()
+    after = table.snapshot_after(snap, result)
+    assert after.version == result.version + 1
+    assert "late.parquet" in {f.path for f in after.files}
+
+
+def test_snapshot_after_loads_again_after_a_state_change_or_with_files_unread(tmp_path):
+    from airflow_delta_provider.delta.actions.model import AddFile
+
+    table = _core_table(tmp_path / "t")
+    snap = table.snapshot()
+    assert snap.files
+    txn = table.transaction("WRITE", snapshot=snap)
+    txn.add(AddFile("new.parquet", {}, 5, 3, True))
+    after = table.snapshot_after(snap, txn.commit())
+    assert "new.parquet" in {f.path for f in after.files}
+    unread = table.snapshot()
+    assert not unread.files_loaded
+    after = table.snapshot_after(unread, _marker(table, unread))
+    assert after.version == unread.version + 1 and after is not unread

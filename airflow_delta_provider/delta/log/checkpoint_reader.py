@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from airflow_delta_provider.delta.actions.model import Action, action_from_json
 from airflow_delta_provider.delta.errors import CorruptCheckpointError, CorruptSidecarError
 from airflow_delta_provider.delta.log.replay import ACTION_COLUMNS, LogReplay
-from airflow_delta_provider.delta.log.sidecars import SIDECAR_COLUMNS, SidecarFile, sidecar_footer
+from airflow_delta_provider.delta.log.sidecars import SIDECAR_COLUMNS, SidecarFile, in_memory, sidecar_footer
 from airflow_delta_provider.delta.log.store import LogFile, LogStore
 
 _V2_COLUMNS = ("checkpointMetadata", "sidecar")
@@ -58,14 +58,15 @@ def apply_checkpoint_state(store: LogStore, files: Iterable[LogFile], replay: Lo
             actions, sidecars = _read_json(store, f, with_actions=True)
             replay.apply(actions)
         else:
-            part = _ParquetPart(store.path(f.name), _footer(store, f), f"checkpoint {f.name}", CorruptCheckpointError)
+            footer, data = _footer(store, f)
+            part = _ParquetPart(store.path(f.name), footer, f"checkpoint {f.name}", CorruptCheckpointError, data)
             table = part.read(store, (*_STATE_COLUMNS, *_V2_COLUMNS))
             replay.apply_checkpoint_table(table)
             sidecars = _sidecars_of(table, f)
             parts.append(part)
         for sidecar in sidecars:
-            rel, footer = sidecar_footer(store, sidecar, f.name)
-            parts.append(_ParquetPart(rel, footer, f"sidecar {rel} of checkpoint {f.name}", CorruptSidecarError))
+            rel, footer, data = sidecar_footer(store, sidecar, f.name)
+            parts.append(_ParquetPart(rel, footer, f"sidecar {rel} of checkpoint {f.name}", CorruptSidecarError, data))
     return CheckpointFileActions(store, parts)
 
 
@@ -88,25 +89,33 @@ def sidecar_references(store: LogStore, f: LogFile) -> list[SidecarFile]:
     """The sidecars one checkpoint file refers to, reading nothing else of it."""
     if f.is_json:
         return _read_json(store, f, with_actions=False)[1]
-    part = _ParquetPart(store.path(f.name), _footer(store, f), f"checkpoint {f.name}", CorruptCheckpointError)
+    footer, data = _footer(store, f)
+    part = _ParquetPart(store.path(f.name), footer, f"checkpoint {f.name}", CorruptCheckpointError, data)
     return _sidecars_of(part.read(store, _V2_COLUMNS), f)
 
 
 @dataclass(frozen=True)
 class _ParquetPart:
-    """A parquet file of a checkpoint whose footer has been read."""
+    """A parquet file of a checkpoint whose footer has been read.
+
+    On an object store reading the footer fetched the whole object (see
+    :func:`in_memory`): ``data`` keeps those bytes, so the columns are read
+    from them and not fetched again. On a local disk it is None and every
+    read opens the file."""
 
     path: str  # relative to the table root
     footer: pq.FileMetaData
     label: str  # "checkpoint <name>" or "sidecar <path> of checkpoint <name>"
     error: type[CorruptCheckpointError]
+    data: pa.Buffer | None = None
 
     def read(self, store: LogStore, wanted: Iterable[str]) -> pa.Table:
         """The columns of ``wanted`` that the file has (none missing is an error)."""
         names = self.footer.schema.to_arrow_schema().names
         columns = [c for c in wanted if c in names]
         try:
-            with store.storage.open_input_file(self.path) as fh:
+            source = pa.BufferReader(self.data) if self.data is not None else store.storage.open_input_file(self.path)
+            with source as fh:
                 return pq.ParquetFile(fh, metadata=self.footer).read(columns=columns)
         except FileNotFoundError:
             raise self.error(f"{self.label} disappeared from {store.table_root} while reading it") from None
@@ -114,10 +123,11 @@ class _ParquetPart:
             raise self.error(f"cannot read {self.label}: {exc}") from exc
 
 
-def _footer(store: LogStore, f: LogFile) -> pq.FileMetaData:
+def _footer(store: LogStore, f: LogFile) -> tuple[pq.FileMetaData, pa.Buffer | None]:
+    """The footer of a checkpoint file, and its bytes when they are in memory already."""
     try:
         with store.open_input_file(f.name) as fh:
-            return pq.read_metadata(fh)
+            return pq.read_metadata(fh), in_memory(fh)
     except (OSError, pa.ArrowInvalid) as exc:
         raise CorruptCheckpointError(f"cannot read checkpoint {f.name}: {exc}") from exc
 

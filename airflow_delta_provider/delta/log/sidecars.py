@@ -97,8 +97,11 @@ def sidecar_storage_path(store: LogStore, sidecar: SidecarFile, checkpoint: str)
     return rel
 
 
-def sidecar_footer(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> tuple[str, pq.FileMetaData]:
-    """The storage path and parquet footer of one sidecar of ``checkpoint``.
+def sidecar_footer(
+    store: LogStore, sidecar: SidecarFile, checkpoint: str
+) -> tuple[str, pq.FileMetaData, pa.Buffer | None]:
+    """The storage path and parquet footer of one sidecar of ``checkpoint``,
+    and its bytes when reading the footer fetched them all (:func:`in_memory`).
 
     Reading the footer proves the sidecar is there and whole (a torn file has
     no footer) before its rows are needed.
@@ -106,7 +109,7 @@ def sidecar_footer(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> tu
     rel = sidecar_storage_path(store, sidecar, checkpoint)
     try:
         with store.storage.open_input_file(rel) as f:
-            return rel, pq.read_metadata(f)
+            return rel, pq.read_metadata(f), in_memory(f)
     except FileNotFoundError:
         raise CorruptSidecarError(
             f"sidecar {rel} of checkpoint {checkpoint} is missing from {store.table_root}"
@@ -115,10 +118,23 @@ def sidecar_footer(store: LogStore, sidecar: SidecarFile, checkpoint: str) -> tu
         raise CorruptSidecarError(f"cannot read sidecar {rel} of checkpoint {checkpoint}: {exc}") from exc
 
 
+def in_memory(fh: Any) -> pa.Buffer | None:
+    """The whole file behind ``fh`` when it is already in memory: an object
+    store's input file is one whole-object GET held in a ``pa.BufferReader``
+    (:meth:`~airflow_delta_provider.delta.storage.store.TableStorage.open_input_file`),
+    whose bytes a later read can reuse instead of fetching them again. None
+    for a file on disk, which is read where it lies."""
+    if not isinstance(fh, pa.BufferReader):
+        return None
+    fh.seek(0)
+    return fh.read_buffer()
+
+
 __all__ = [
     "SIDECAR_COLUMNS",
     "SIDECAR_FOLDER",
     "SidecarFile",
+    "in_memory",
     "sidecar_action_path",
     "sidecar_footer",
     "sidecar_name",

@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_delta_provider.delta import symlink_manifest
-from airflow_delta_provider.delta.actions.model import Metadata
+from airflow_delta_provider.delta.actions.model import CommitInfo, Metadata, serialize_commit
 from airflow_delta_provider.delta.checkpoint import log_cleanup, writer
 from airflow_delta_provider.delta.checksum import derive
 from airflow_delta_provider.delta.checksum.version_checksum import VersionChecksum, checksum_name, read_checksum
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
-from airflow_delta_provider.delta.log.store import TableLog
+from airflow_delta_provider.delta.log.store import LogFile, TableLog, commit_name
 from airflow_delta_provider.delta.transaction.transaction import CommitResult, Transaction
 
 if TYPE_CHECKING:
@@ -159,13 +159,42 @@ def run_post_commit(
         return PostCommitOutcome()
     cleanup = due.log_cleanup if properties.cleanup_expired_logs is None else properties.cleanup_expired_logs
     try:
-        snapshot = table.snapshot(result.version)
+        snapshot = snapshot_of(table, result, read_snapshot)
         writer.write_checkpoint(table, snapshot)
         deleted = log_cleanup.cleanup_expired_logs(table, snapshot) if cleanup else 0
     except Exception as exc:  # the commit stands whatever happens to its checkpoint
         log.warning("version %d committed, but its checkpoint failed: %r", result.version, exc)
         return PostCommitOutcome(error=repr(exc))
     return PostCommitOutcome(checkpoint_version=result.version, log_files_deleted=deleted)
+
+
+def moved_on_by(read_snapshot: Snapshot | None, result: CommitResult) -> bool:
+    """Whether ``result``'s version is ``read_snapshot``'s state unchanged:
+    committed at the next version, with no action but ``commitInfo`` (a
+    marker such as VACUUM START), on a snapshot whose files are loaded."""
+    actions = result.state_actions
+    return (
+        read_snapshot is not None
+        and read_snapshot.files_loaded
+        and result.version == read_snapshot.version + 1
+        and actions is not None
+        and all(isinstance(a, CommitInfo) for a in actions)
+    )
+
+
+def snapshot_of(table: SnapshotSource, result: CommitResult, read_snapshot: Snapshot | None) -> Snapshot:
+    """The snapshot of the version ``result`` committed: ``read_snapshot``
+    moved on, reading nothing, when that commit changed no state
+    (:func:`moved_on_by`); else loaded. The moved-on snapshot's time is the
+    commit's own (its in-commit timestamp, else the writer's clock), not the
+    store's modification time of the file."""
+    if read_snapshot is None or not moved_on_by(read_snapshot, result):
+        return table.snapshot(result.version)
+    info = result.commit_info
+    assert result.state_actions is not None
+    size = len(serialize_commit(result.state_actions))
+    when = int(info.get("inCommitTimestamp", info["timestamp"]))
+    return read_snapshot.after_empty_commit(LogFile(commit_name(result.version), result.version, "commit", size, when))
 
 
 class TableTransaction(Transaction):
@@ -198,7 +227,9 @@ __all__ = [
     "PostCommitOutcome",
     "SnapshotSource",
     "TableTransaction",
+    "moved_on_by",
     "run_post_commit",
+    "snapshot_of",
     "update_symlink_manifests",
     "write_version_checksum",
 ]

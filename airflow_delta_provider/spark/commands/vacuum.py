@@ -97,7 +97,7 @@ def run_vacuum(
         files = [absolute_path(root, e.path) for e in plan.files]
         return CommandResult(table, "VACUUM", None, start_metrics, files=files)
 
-    start_txn.commit(metrics=start_metrics, token=None)
+    started = start_txn.commit(metrics=start_metrics, token=None)
     deleted = 0
     status = "FAILED"
     try:
@@ -108,8 +108,12 @@ def run_vacuum(
     finally:
         # delta-spark counts the folders it searched, not those it deleted.
         end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
+        # END reads the latest version. When that is START's own commit, which
+        # changed no state, it is the snapshot at hand: one listing instead of
+        # loading the table again.
+        after_start = dt.snapshot_after(snap, started)
         end_txn = dt.transaction(
-            "VACUUM END", parameters={"status": status}, snapshot=dt.snapshot(), isolation_level="SnapshotIsolation"
+            "VACUUM END", parameters={"status": status}, snapshot=after_start, isolation_level="SnapshotIsolation"
         )
         end = end_txn.commit(metrics=end_metrics, token=token if status == "COMPLETED" else None)
     write_last_vacuum_info(dt.log_store, latest_outside_retention)

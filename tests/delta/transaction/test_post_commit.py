@@ -151,3 +151,45 @@ def test_the_table_commit_path_runs_the_post_commit_step(tmp_path, monkeypatch):
     hooks = PostCommitHookProperties(cleanup_expired_logs=False)
     _append(table, "a.parquet", hooks)
     assert seen == [(1, hooks)]
+
+
+def test_the_checkpoint_after_a_marker_commit_is_written_from_the_state_in_memory(tmp_path, monkeypatch):
+    """A commit with only a ``commitInfo`` (VACUUM START) on a snapshot whose
+    files are loaded: its checkpoint is made from that state, reading no log
+    file, and holds what a checkpoint of the reloaded version holds."""
+    import pyarrow.parquet as pq
+
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+    from airflow_delta_provider.delta.log.store import checkpoint_name
+    from tests.delta_logs import count_log_calls
+
+    table = _table(tmp_path / "t", 4, {"delta.checkpointInterval": "5"})
+    snap = table.snapshot()
+    txn = table.transaction("DELETE", {}, snap, post_commit_hooks=PostCommitHookProperties(create_checkpoint=False))
+    txn.add(snap.files[0].remove(int(time.time() * 1000)))
+    txn.commit()
+    snap = table.snapshot()
+    assert snap.files and snap.files_loaded
+    calls = count_log_calls(monkeypatch)
+    marker = table.transaction("VACUUM START", {}, snap, isolation_level="SnapshotIsolation")
+    result = marker.commit(metrics={"numFilesToDelete": 0})
+    assert result.version == 5 and marker.post_commit_outcome == PostCommitOutcome(checkpoint_version=5)
+    assert calls.get("get", 0) <= 1 and calls.listings <= 1  # _last_checkpoint, the cleanup's listing
+    path = local_log_path(table, checkpoint_name(5))
+    from_memory = pq.read_table(path)
+    monkeypatch.undo()
+    write_checkpoint(table, table.snapshot(5))
+    assert pq.read_table(path).equals(from_memory)
+
+
+def test_snapshot_of_loads_the_version_after_a_commit_that_changed_the_state(tmp_path):
+    table = _table(tmp_path / "t", 3, {})
+    snap = table.snapshot()
+    assert snap.files
+    txn = table.transaction("WRITE", {}, snap)
+    txn.add(AddFile("new.parquet", {}, 1, 1))
+    result = txn.commit()
+    assert not post_commit.moved_on_by(snap, result)
+    assert "new.parquet" in {f.path for f in post_commit.snapshot_of(table, result, snap).files}
+    marker = table.transaction("VACUUM START", {}, table.snapshot()).commit()
+    assert not post_commit.moved_on_by(snap, marker)  # not the next version of ``snap``

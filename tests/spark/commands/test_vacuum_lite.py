@@ -131,3 +131,76 @@ def test_lite_sends_fewer_store_requests_than_full_on_s3(stoppable_s3, moto_serv
     deleted = {m: int(r.metrics["numDeletedFiles"]) for m, r in results.items()}
     assert deleted["lite"] == deleted["full"] - len(ORPHANS) - 8
     print(f"store requests: FULL {len(counts['full'])}, LITE {len(counts['lite'])}")
+
+
+def core_history(root: str) -> str:
+    """A table committed by the core: 12 versions, a checkpoint at 10 (the
+    post-commit work's), and 3 files replaced an hour ago; data files of a byte."""
+    from airflow_delta_provider.delta.actions.model import AddFile, Metadata
+
+    old = int(time.time() * 1000) - 3_600_000
+    schema = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
+
+    def new_add(i: int) -> AddFile:
+        with open(os.path.join(root, f"f-{i}.parquet"), "wb") as fh:
+            fh.write(b"x")
+        return AddFile(f"f-{i}.parquet", {}, 1, old, True)
+
+    os.makedirs(root)
+    table = DeltaTable(root)
+    txn = table.transaction("CREATE TABLE", snapshot=None)
+    txn.update_metadata(Metadata.new(schema, [], {}, created_time=old))
+    txn.add_all(new_add(i) for i in range(5))
+    txn.commit()
+    for v in range(1, 12):
+        snap = table.snapshot()
+        txn = table.transaction("WRITE", snapshot=snap)
+        if v >= 9:
+            victim = sorted(snap.files, key=lambda f: f.path)[0]
+            txn.read_files([victim])
+            txn.add(victim.remove(old))
+        txn.add(new_add(100 + v))
+        txn.commit()
+    return root
+
+
+def test_a_real_lite_run_on_s3_reads_each_log_file_once_and_loads_no_snapshot_for_end(
+    stoppable_s3, moto_server, tmp_path, monkeypatch
+):
+    """The checkpoint is fetched once (its footer, actions and file actions
+    from one GET); VACUUM END is committed on the version VACUUM START made,
+    known without loading the table again (one listing), with the same
+    commitInfo and a ``.crc`` that matches the table's state."""
+    from airflow_delta_provider.delta.checksum.version_checksum import read_checksum
+
+    for key, value in stoppable_s3.env.items():
+        monkeypatch.setenv(key, value)
+    local = core_history(str(tmp_path / "t"))
+    uri = stoppable_s3.uri("t")
+    upload_tree(local, uri, s3_settings(moto_server.endpoint))
+    requests = stoppable_s3.proxy.requests
+    requests.clear()
+    result = run_vacuum(None, uri, retention_hours=0, enforce_retention=False, lite=True)
+    sent = list(requests)
+    assert int(result.metrics["numDeletedFiles"]) == 3
+    gets = [p for m, p in sent if m == "GET" and "list-type" not in p]
+    assert len(gets) == len(set(gets)), gets  # no log file is read twice
+    assert sum(p.endswith(".checkpoint.parquet") for p in gets) == 1
+    first_put = next(i for i, (m, p) in enumerate(sent) if m == "PUT" and p.endswith(".json"))
+    after_start = [p for _m, p in sent[first_put + 1 :]]
+    assert not any("_last_checkpoint" in p or p.endswith(".parquet") for p in after_start), after_start
+    assert sum("list-type" in p for p in after_start) == 1
+    table = DeltaTable(uri)
+    end, start = table.history(limit=2)
+    assert (start["operation"], end["operation"]) == ("VACUUM START", "VACUUM END")
+    assert end["readVersion"] == start["version"] == result.version - 1
+    assert end["operationParameters"] == {"status": "COMPLETED"}
+    assert end["operationMetrics"] == {"numDeletedFiles": "3", "numVacuumedDirectories": "0"}
+    snap = table.snapshot()
+    assert snap.segment.checksum is not None
+    assert len(snap.files) == 13  # reconciling the files checks them against END's .crc
+    recorded = read_checksum(table.log_store, result.version)
+    assert recorded is not None and recorded.to_bytes() != b""
+    expected = snap.checksum()
+    expected.txn_id = recorded.txn_id
+    assert recorded.to_bytes() == expected.to_bytes()
