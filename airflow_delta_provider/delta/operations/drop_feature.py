@@ -31,7 +31,12 @@ checkpoint (``NUMBER_OF_BARRIER_CHECKPOINTS``), then one commit that drops
 the feature, adds ``checkpointProtection`` and sets
 ``delta.requireCheckpointProtectionBeforeVersion`` to its own version (no
 checkpoint may be written below it, and log cleanup takes the history
-before it whole), then a checkpoint of the downgraded version. Covered:
+before it whole), then a checkpoint of the downgraded version. The invariant
+(no trace of the feature) is checked on the version the downgrade reads, and
+the downgrade transaction reads the whole table, so a concurrent commit that
+changes data (a file with a deletion vector) conflicts instead of landing
+under a protocol without the feature, as delta-spark re-checks inside its
+downgrade transaction. Covered:
 
 - ``v2Checkpoint``: the preparation sets ``delta.checkpointPolicy=classic``
   (``V2CheckpointPreDowngradeCommand``), so the barrier checkpoints are
@@ -402,6 +407,7 @@ def drop_feature(
         if not HISTORY_PROTECTED[name](snapshot):
             raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
     txn = table.transaction(change.operation, change.parameters(), snapshot)
+    txn.read_whole_table()  # the invariant held at the version read: any concurrent data change conflicts
     dropped = {f"delta.feature.{name}", *DOWNGRADE_PROPERTIES.get(name, ())}
     conf = {k: v for k, v in snapshot.configuration.items() if k not in dropped}
     domain = snapshot.domain_metadata.get(DOWNGRADE_DOMAINS.get(name, ""))
@@ -456,6 +462,7 @@ def _drop_truncating_history(
             "again with truncate_history"
         )
     txn = table.transaction(change.operation, change.parameters(), snapshot)
+    txn.read_whole_table()  # as above: a concurrent data change (a new vector) conflicts
     txn.update_protocol(F.without_feature(snapshot.protocol, name))
     conf = {k: v for k, v in snapshot.configuration.items() if k != f"delta.feature.{name}"}
     txn.update_metadata(_configured(snapshot.metadata, conf))

@@ -298,3 +298,39 @@ def test_drop_type_widening_without_type_changes_needs_no_engine(
     readers, writers = listed_features(table.snapshot().protocol)
     assert "typeWidening" not in readers | writers
     _readable_by_others(root, duckdb_delta)
+
+
+def test_a_concurrent_commit_adding_a_deletion_vector_makes_the_downgrade_conflict(
+    tmp_path: Path, new_table: Any, data_file: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The invariant holds at the version the downgrade reads; a writer that read
+    the table before the barrier commits a file with a vector just before the
+    downgrade commits. The downgrade must conflict, not leave the vector under a
+    protocol without deletionVectors."""
+    import dataclasses
+
+    from pyroaring import BitMap64
+
+    from airflow_delta_provider.delta.actions.deletion_vectors import inline_vector
+    from airflow_delta_provider.delta.errors import ConcurrentModificationError
+    from airflow_delta_provider.delta.operations import drop_feature as module
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableDeletionVectors": "true"})
+    real_barrier = module._barrier
+
+    def barrier_then_a_concurrent_delete(t: DeltaTable, snapshot: Any) -> Any:
+        read = real_barrier(t, snapshot)
+        live = read.files[0]
+        txn = t.transaction("DELETE", {"predicate": '["id = 1"]'}, read)
+        txn.read_files([live])
+        txn.add_all([live.remove(1), dataclasses.replace(live, deletion_vector=inline_vector(BitMap64([0])))])
+        txn.commit(metrics={})
+        return read  # the downgrade goes on from the version before that commit
+
+    monkeypatch.setattr(module, "_barrier", barrier_then_a_concurrent_delete)
+    with pytest.raises(ConcurrentModificationError):
+        alter_table(table, DropFeature("deletionVectors"))
+    snap = table.snapshot()
+    assert "deletionVectors" in listed_features(snap.protocol)[0]  # not dropped
+    assert any(f.deletion_vector is not None for f in snap.files)
