@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.partition_sql import partitions_condition
 from airflow_delta_provider.delta.health.report import HealthReport, PartitionHealth, health_report
 
 if TYPE_CHECKING:
@@ -185,17 +186,9 @@ def _checkpoint(report: HealthReport, t: MaintenanceThresholds) -> Decision:
 
 def partition_predicate(partitions: list[PartitionHealth]) -> str:
     """A SQL condition that holds in exactly these partitions, e.g.
-    ``(day = '2024-01-01') OR (day = '2024-01-02' AND kind IS NULL)``."""
-    return " OR ".join(
-        "(" + " AND ".join(_equals(name, value) for name, value in p.values.items()) + ")" for p in partitions
-    )
-
-
-def _equals(name: str, value: str | None) -> str:
-    column = name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
-    if value is None:
-        return f"{column} IS NULL"
-    return f"{column} = '" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    ``(`day` = '2024-01-01') OR (`day` = '2024-01-02' AND `kind` IS NULL)``
+    (:func:`~airflow_delta_provider.delta.expressions.partition_sql.partitions_condition`)."""
+    return partitions_condition(p.values for p in partitions)
 
 
 def assess(

@@ -59,7 +59,7 @@ def test_the_hand_built_table_by_default_and_with_overrides(health_table):
     assert due_steps(decisions) == ["optimize", "vacuum", "checkpoint"]
     # Partition a has 6 small files, b 1, the null partition 1: only a is compacted.
     where = by_step["optimize"].arguments["where"]
-    assert where == "(day = 'a')"
+    assert where == "(`day` = 'a')"
     assert {f.partition_values["day"] for f in table.snapshot().files_matching(where)} == {"a"}
     assert by_step["vacuum"].arguments == {"mode": "full"}
 
@@ -70,10 +70,10 @@ def test_the_partition_condition_selects_exactly_those_partitions_nulls_and_quot
     report = health_report(DeltaTable(root))
     chosen = [p for p in report.partitions if p.values["day"] != "b"]
     where = partition_predicate(chosen)
-    assert where == "(day = 'a') OR (day IS NULL)"
+    assert where == "(`day` = 'a') OR (`day` IS NULL)"
     assert {f.partition_values["day"] for f in snapshot.files_matching(where)} == {"a", None}
     quoted = PartitionHealth({"day": "it's"}, 1, 1, 1, 1, 0, 0)
-    assert partition_predicate([quoted]) == "(day = 'it\\'s')"
+    assert partition_predicate([quoted]) == "(`day` = 'it\\'s')"
 
 
 def test_clustering_coverage_below_the_threshold_is_an_optimize(health_table):
