@@ -72,7 +72,7 @@ def run_vacuum(
     # Opening the transaction runs the writer-feature gate (vacuumProtocolCheck
     # and the rest) before anything is listed or deleted, dry runs included.
     start_txn = dt.transaction(
-        "VACUUM START", parameters=parameters, snapshot=snap, isolation_level="SnapshotIsolation"
+        "VACUUM START", parameters=parameters, snapshot=snap, isolation_level=table_properties.SNAPSHOT_ISOLATION
     )
 
     storage = dt.storage
@@ -109,7 +109,10 @@ def run_vacuum(
         # delta-spark counts the folders it searched, not those it deleted.
         end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
         end_txn = dt.transaction(
-            "VACUUM END", parameters={"status": status}, snapshot=dt.snapshot(), isolation_level="SnapshotIsolation"
+            "VACUUM END",
+            parameters={"status": status},
+            snapshot=dt.snapshot(),
+            isolation_level=table_properties.SNAPSHOT_ISOLATION,
         )
         end = end_txn.commit(metrics=end_metrics, token=token if status == "COMPLETED" else None)
     write_last_vacuum_info(dt.log_store, latest_outside_retention)
