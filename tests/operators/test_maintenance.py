@@ -126,14 +126,14 @@ def test_small_files_and_30_percent_deleted_rows_get_optimize_and_reorg_only(tmp
     }
     decisions = xcom(dag_run, "maintenance.decide", key="decisions")
     assert decisions["due"] == ["optimize", "reorg"]
-    assert decisions["steps"]["optimize"]["arguments"] == {"where": "(day = '2024-01-01')"}
+    assert decisions["steps"]["optimize"]["arguments"] == {"where": "(`day` = '2024-01-01')"}
     # Each step is its own commit, with its own XCom.
     optimize, reorg = xcom(dag_run, "maintenance.optimize"), xcom(dag_run, "maintenance.reorg")
     assert (optimize["operation"], optimize["version"]) == ("OPTIMIZE", 2)
     assert (reorg["operation"], reorg["version"]) == ("REORG", 3)
     history = DeltaTable(table).history()
     assert json.loads(history[1]["operationParameters"]["predicate"]) == [
-        "(day = '2024-01-01')"
+        "(`day` = '2024-01-01')"
     ] or "2024-01-01" in json.dumps(history[1]["operationParameters"])
 
     after = health_report(DeltaTable(table))
