@@ -32,7 +32,16 @@ the version it reflects in ``_symlink_format_manifest/_last_generated.json``
 hook updates incrementally only when that record is the version just before
 the commit; otherwise (a failed or skipped update, another engine's commit, a
 first commit) it regenerates every manifest from the latest snapshot. A
-failed update thus repairs itself on the next commit.
+failed update thus repairs itself on the next commit. A commit that adds and
+removes no file advances the record when it is the version just before, so
+the next data commit stays incremental.
+
+Concurrent updates: the hook of version v reads the record, then writes; a
+faster hook of v+1 may finish in between. So after an incremental update the
+hook lists the log once more, and when a newer version exists it regenerates
+every manifest from the latest snapshot, which the v+1 hook may already have
+written: the manifests then always end at the newest version. The record
+never moves backwards in the hook (a newer one of the same table is kept).
 """
 
 from __future__ import annotations
@@ -166,9 +175,11 @@ def update_after_commit(
     from ``open_snapshot(version)``; ``open_snapshot(None)`` opens the latest."""
     if not table_properties.symlink_manifest_enabled(metadata):
         return None
-    if actions is not None and not any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
-        return None
     recorded = _read_state(table)
+    if actions is not None and not any(isinstance(a, (AddFile, RemoveFile)) for a in actions):
+        if recorded == (version - 1, metadata.id):  # the manifests still hold: say they reflect this version
+            _write_state(table, version, metadata, forward_only=True)
+        return None
     if recorded is not None and recorded[1] == metadata.id and recorded[0] >= version:
         return None  # a later commit's update got there first
     touched = _touched_folders(metadata, actions)
@@ -192,8 +203,17 @@ def update_after_commit(
     emptied = sorted(touched - set(groups))
     for folder in emptied:
         _delete_manifest(table, folder)
-    _write_state(table, version, metadata)
+    _write_state(table, version, metadata, forward_only=True)
+    if _newer_commit_exists(table, version):  # its hook may have finished first: end at the newest version
+        log.info("Symlink manifests of %s: a commit after %d appeared during the update; regenerating them all",
+                 table.root, version)  # fmt: skip
+        return generate(table, open_snapshot(None))
     return ManifestResult(version, len(groups), len(emptied), full=False)
+
+
+def _newer_commit_exists(table: TableLog, version: int) -> bool:
+    """Whether the log holds a commit after ``version`` (one listing)."""
+    return any(f.kind == "commit" for f in table.log_store.list_from(version + 1))
 
 
 def _touched_folders(metadata: Metadata, actions: Sequence[Action] | None) -> set[str] | None:
@@ -297,7 +317,13 @@ def _read_state(table: TableLog) -> tuple[int, str] | None:
         return None
 
 
-def _write_state(table: TableLog, version: int, metadata: Metadata) -> None:
+def _write_state(table: TableLog, version: int, metadata: Metadata, *, forward_only: bool = False) -> None:
+    """Record ``version``; with ``forward_only`` (the hook) not when a newer
+    version of the same table is recorded already."""
+    if forward_only:
+        recorded = _read_state(table)
+        if recorded is not None and recorded[1] == metadata.id and recorded[0] > version:
+            return
     state = {"version": version, "tableId": metadata.id}
     table.log_store.storage.put(STATE_FILE, json.dumps(state).encode("utf-8"))
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import CommitInfo, parse_commit
 from airflow_delta_provider.delta.errors import (
     CorruptCheckpointError,
@@ -253,7 +254,7 @@ class DeltaTable:
         parameters: dict[str, Any] | None = None,
         snapshot: Snapshot | None = None,
         *,
-        isolation_level: str = "Serializable",
+        isolation_level: str = table_properties.SERIALIZABLE,
         post_commit_hooks: PostCommitHookProperties | None = None,
     ) -> TableTransaction:
         """Start a transaction reading ``snapshot`` (None creates the table).

@@ -36,18 +36,39 @@ ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 TARGET_FILE_SIZE = "delta.targetFileSize"
 #: A file-size hint for other engines (delta-rs, Databricks): recorded, not acted on by our writers.
 TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
-#: Writes rebalance their rows by partition (spark/write/optimized_write.py).
+#: Writes rebalance their rows by partition (spark/write/optimized_write.py); :func:`optimize_write_enabled`.
 AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
 #: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``);
-#: writes compact the partitions they touched (spark/commands/auto_compact.py).
+#: writes compact the partitions they touched (spark/commands/auto_compact.py); :func:`auto_compact_enabled`.
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+
+
+def optimize_write_enabled(md: Metadata | Mapping[str, str]) -> bool:
+    """Whether writes rebalance their rows (``delta.autoOptimize.optimizeWrite``);
+    ``md``: the metadata, or its configuration."""
+    return _bool(md, AUTO_OPTIMIZE_WRITE, False)
+
+
+def auto_compact_enabled(md: Metadata | Mapping[str, str]) -> bool:
+    """Whether writes compact the partitions they touched (``delta.autoOptimize.autoCompact``);
+    ``md``: the metadata, or its configuration."""
+    return _bool(md, AUTO_COMPACT, False)
+
+
 #: Keep symlink format manifests up to date after every commit (:mod:`.symlink_manifest`).
 SYMLINK_FORMAT_MANIFEST = "delta.compatibility.symlinkFormatManifest.enabled"
 #: How much a data change must see of the commits that beat it (``Serializable``
 #: by default, or ``WriteSerializable``): delta-spark's ``ISOLATION_LEVEL``.
 ISOLATION_LEVEL = "delta.isolationLevel"
+#: The isolation levels, by delta-spark's names.
+SERIALIZABLE = "Serializable"
+WRITE_SERIALIZABLE = "WriteSerializable"
+#: Checks no concurrent add: for commits that change no data (VACUUM START/END); never a table's setting.
+SNAPSHOT_ISOLATION = "SnapshotIsolation"
 #: The levels a table may be set to, and the one a transaction checks at.
-ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
+ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE)
+#: The levels a transaction accepts.
+TRANSACTION_ISOLATION_LEVELS = (*ISOLATION_LEVELS, SNAPSHOT_ISOLATION)
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -112,11 +133,13 @@ def parse_byte_size(text: str | None) -> int | None:
     return int(m[1]) * 1024 ** " kmgtp".index((m[2] or " ").lower())
 
 
-def _get(md: Metadata, key: str) -> str | None:
-    return md.configuration.get(key)
+def _get(md: Metadata | Mapping[str, str], key: str) -> str | None:
+    configuration = md.configuration if isinstance(md, Metadata) else md
+    value = configuration.get(key)
+    return None if value is None else str(value)
 
 
-def _bool(md: Metadata, key: str, default: bool) -> bool:
+def _bool(md: Metadata | Mapping[str, str], key: str, default: bool) -> bool:
     value = _get(md, key)
     if value is None:
         return default
@@ -219,7 +242,7 @@ def isolation_level(md: Metadata) -> str:
     maintenance writes use, is refused as a table's level."""
     value = _get(md, ISOLATION_LEVEL)
     if value is None:
-        return "Serializable"
+        return SERIALIZABLE
     level = _isolation_level_name(value)
     if level is None:
         raise InvalidInputError(

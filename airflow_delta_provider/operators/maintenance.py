@@ -87,6 +87,12 @@ class DeltaTableHealthOperator(DeltaTableInfoOperator):
     :param report_url: The URL at which ``report_path`` is served (a web server,
         a bucket's website), for the task's extra link; by default the link is
         the page's own location (``file://`` or the object's URI).
+    :param report_conn_id: The connection whose credentials reach ``report_path``
+        (a report location on another cloud than the table); None: ``storage_conn_id``.
+
+    The page is a by-product: when it cannot be written (a store error, missing
+    credentials), the task logs a warning naming the page and goes on, so the
+    maintenance branch still decides and runs.
     """
 
     template_fields: Sequence[str] = (*DeltaTableInfoOperator.template_fields, "thresholds", "report_path")
@@ -100,6 +106,7 @@ class DeltaTableHealthOperator(DeltaTableInfoOperator):
         thresholds: Mapping[str, Any] | None = None,
         report_path: str | None = None,
         report_url: str | None = None,
+        report_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -109,6 +116,7 @@ class DeltaTableHealthOperator(DeltaTableInfoOperator):
         self.thresholds = thresholds
         self.report_path = report_path
         self.report_url = report_url
+        self.report_conn_id = report_conn_id
         self._context: Context | None = None
 
     def execute(self, context: Context) -> Any:
@@ -136,6 +144,7 @@ class DeltaTableHealthOperator(DeltaTableInfoOperator):
         return doc, steps
 
     def _write_page(self, report: dict[str, Any], decisions: list[dict[str, Any]]) -> None:
+        """Write the page and push its URL; a failure is a warning, never the task's."""
         from airflow_delta_provider.delta.health.page import render_page
         from airflow_delta_provider.delta.storage import open_storage
         from airflow_delta_provider.utils.storage_connection import storage_settings
@@ -143,8 +152,18 @@ class DeltaTableHealthOperator(DeltaTableInfoOperator):
         assert self.report_path is not None and self._context is not None
         ti = self._context["ti"]
         name = "/".join(_safe(part) for part in (ti.dag_id, ti.task_id, ti.run_id)) + ".html"
-        storage = open_storage(self.report_path, storage_settings(self.storage_conn_id) or None)
-        storage.put(name, render_page(report, decisions).encode())
+        conn_id = self.report_conn_id if self.report_conn_id is not None else self.storage_conn_id
+        try:
+            storage = open_storage(self.report_path, storage_settings(conn_id) or None)
+            storage.put(name, render_page(report, decisions).encode())
+        except Exception as exc:  # the page is a by-product: maintenance goes on without it
+            self.log.warning(
+                "The health report page %s/%s was not written (%s); maintenance goes on without it",
+                _without_userinfo(self.report_path).rstrip("/"),
+                name,
+                type(exc).__name__,
+            )
+            return
         url = f"{self.report_url.rstrip('/')}/{name}" if self.report_url else storage.location.child(name)
         if "://" not in url:
             from pathlib import Path
@@ -152,6 +171,16 @@ class DeltaTableHealthOperator(DeltaTableInfoOperator):
             url = Path(url).resolve().as_uri()
         self.log.info("Health report page: %s", url)
         ti.xcom_push(key=REPORT_URL_XCOM_KEY, value=url)
+
+
+def _without_userinfo(location: str) -> str:
+    """``location`` without a ``user:password@`` part, for a log line."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(location)
+    if "@" not in parts.netloc:
+        return location
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 class DeltaMaintenanceOperator(DeltaTableHealthOperator, BaseBranchOperator):
@@ -205,6 +234,7 @@ def delta_maintenance_group(
     storage_conn_id: str | None = None,
     report_path: str | None = None,
     report_url: str | None = None,
+    report_conn_id: str | None = None,
     zorder_by: Sequence[str] | str | None = None,
     retention_hours: float | str | None = None,
     spark_arguments: Mapping[str, Any] | None = None,
@@ -225,7 +255,12 @@ def delta_maintenance_group(
     common: dict[str, Any] = {"table_path": table_path, "storage_conn_id": storage_conn_id}
     with TaskGroup(group_id=group_id, **group_kwargs) as group:
         decide = DeltaMaintenanceOperator(
-            task_id="decide", thresholds=thresholds, report_path=report_path, report_url=report_url, **common
+            task_id="decide",
+            thresholds=thresholds,
+            report_path=report_path,
+            report_url=report_url,
+            report_conn_id=report_conn_id,
+            **common,
         )
 
         def argument(step: str, name: str, default: str) -> str:

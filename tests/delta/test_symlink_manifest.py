@@ -252,3 +252,56 @@ def test_a_commit_that_changes_the_partition_columns_regenerates_every_manifest(
 
     assert list(manifests(uri)) == [""]  # the partitions' manifests went with their layout
     assert current_manifests(uri) == delta_rs_manifests(uri)
+
+
+def _bare_commit(table: DeltaTable, actions, operation="WRITE"):
+    """A commit that runs no post-commit hook (so the test decides when each hook runs)."""
+    txn = Transaction(table, operation, {}, table.snapshot())
+    txn.add_all(actions)
+    return txn.commit(metrics={})
+
+
+def test_a_slower_hook_of_an_older_version_ends_at_the_newest_version(tmp_path, new_table, data_file, monkeypatch):
+    """The interleaving: version 1's hook reads the record (0), version 2 removes a file of
+    p=a and its faster full regeneration finishes, then version 1's hook writes p=a from
+    version 1's files. It must not leave the removed file listed, nor record version 1."""
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a", "b"]))
+    table = DeltaTable(uri)
+    v0 = table.snapshot()
+    first = next(f for f in v0.files if f.partition_values["p"] == "a")  # loads its files, as a writer's
+    added = rows(data_file, uri, ["a"])
+    v1_actions = list(added)
+    _bare_commit(table, v1_actions)
+    _bare_commit(table, [first.remove(int(time.time() * 1000))], "DELETE")
+    full = symlink_manifest.update_after_commit(table, 2, None, v0.metadata, table.snapshot)  # v2's hook: full
+    assert full is not None and full.full and full.version == 2
+
+    stale = symlink_manifest._read_state(table)
+    real_read = symlink_manifest._read_state
+    reads = iter([(0, v0.metadata.id)])  # version 1's hook read the record before version 2's hook wrote it
+    monkeypatch.setattr(symlink_manifest, "_read_state", lambda t: next(reads, None) or real_read(t))
+    result = symlink_manifest.update_after_commit(table, 1, v1_actions, v0.metadata, table.snapshot, read_snapshot=v0)
+    monkeypatch.setattr(symlink_manifest, "_read_state", real_read)
+
+    assert stale == (2, v0.metadata.id)
+    assert result is not None and result.full and result.version == 2  # regenerated from the newest version
+    assert symlink_manifest._read_state(table) == (2, v0.metadata.id)
+    assert {f: as_delta_rs(lines) for f, lines in manifests(uri).items()} == delta_rs_manifests(uri, {})
+    assert not any(first.path in line for line in manifests(uri)["p=a"])
+
+
+def test_a_commit_without_file_actions_advances_the_record(tmp_path, new_table, data_file, monkeypatch) -> None:
+    uri = str(tmp_path)
+    new_table(uri, SCHEMA, ["p"], ENABLED, adds=rows(data_file, uri, ["a"]))
+    table = DeltaTable(uri)
+    alter_table(table, SetProperties({"comment.owner": "x"}))  # no add, no remove
+    assert symlink_manifest._read_state(table) == (1, table.snapshot().metadata.id)
+
+    def no_full(*args, **kwargs):
+        raise AssertionError("a full regeneration")
+
+    monkeypatch.setattr(symlink_manifest, "generate", no_full)
+    append(table, rows(data_file, uri, ["b"]))  # incremental: the record says 1
+    assert symlink_manifest._read_state(table) == (2, table.snapshot().metadata.id)
+    assert sorted(manifests(uri)) == ["p=a", "p=b"]

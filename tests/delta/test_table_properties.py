@@ -167,3 +167,14 @@ def test_other_isolation_levels_are_refused_naming_the_property(value):
         table_properties.with_properties(md(), {"delta.isolationLevel": value})
     with pytest.raises(InvalidInputError, match=r"delta\.isolationLevel"):
         table_properties.isolation_level(md(**{"delta.isolationLevel": value}))
+
+
+def test_auto_compact_and_optimize_write_readers_take_metadata_or_a_configuration() -> None:
+    for reader, key in (
+        (table_properties.auto_compact_enabled, table_properties.AUTO_COMPACT),
+        (table_properties.optimize_write_enabled, table_properties.AUTO_OPTIMIZE_WRITE),
+    ):
+        assert reader({}) is False and reader({key: " TRUE "}) is True and reader({key: "false"}) is False
+        assert reader(Metadata.new('{"type":"struct","fields":[]}', [], {key: "true"}, created_time=0)) is True
+        with pytest.raises(InvalidInputError, match="is not a boolean"):
+            reader({key: "yes"})

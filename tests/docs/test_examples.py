@@ -190,7 +190,7 @@ class _Variables:
 MAINTENANCE_DECISIONS = {
     "due": ["optimize", "reorg"],
     "steps": {
-        "optimize": {"due": True, "arguments": {"where": "(day = '2026-11-27')"}},
+        "optimize": {"due": True, "arguments": {"where": "(`day` = '2026-11-27')"}},
         "reorg": {"due": True, "arguments": {"min_deleted_ratio": 0.05}},
         "vacuum": {"due": False, "arguments": {}},
         "checkpoint": {"due": False, "arguments": {}},

@@ -126,14 +126,14 @@ def test_small_files_and_30_percent_deleted_rows_get_optimize_and_reorg_only(tmp
     }
     decisions = xcom(dag_run, "maintenance.decide", key="decisions")
     assert decisions["due"] == ["optimize", "reorg"]
-    assert decisions["steps"]["optimize"]["arguments"] == {"where": "(day = '2024-01-01')"}
+    assert decisions["steps"]["optimize"]["arguments"] == {"where": "(`day` = '2024-01-01')"}
     # Each step is its own commit, with its own XCom.
     optimize, reorg = xcom(dag_run, "maintenance.optimize"), xcom(dag_run, "maintenance.reorg")
     assert (optimize["operation"], optimize["version"]) == ("OPTIMIZE", 2)
     assert (reorg["operation"], reorg["version"]) == ("REORG", 3)
     history = DeltaTable(table).history()
     assert json.loads(history[1]["operationParameters"]["predicate"]) == [
-        "(day = '2024-01-01')"
+        "(`day` = '2024-01-01')"
     ] or "2024-01-01" in json.dumps(history[1]["operationParameters"])
 
     after = health_report(DeltaTable(table))
@@ -183,3 +183,40 @@ def test_the_page_goes_to_an_object_store_through_the_connection_and_no_secret_l
     assert b'<svg id="deleted-rows"' in page
     out, err = capfd.readouterr()
     assert s3_connection.secret not in out + err + json.dumps(xcom(dag_run, "health")) + link
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_page_that_cannot_be_written_is_a_warning_and_the_branch_goes_on(tmp_path: Path, capfd, caplog) -> None:
+    import logging
+
+    table = tmp_path / "healthy"
+    _table(table, {"2024-01-01": 2})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the report folder would be")
+    reports = blocker / "reports"
+    with caplog.at_level(logging.WARNING):
+        dag_run = run_dag(_autopilot_dag("delta_autopilot_page_fails", table, reports))
+
+    states = task_states(dag_run)
+    assert states["maintenance.decide"] == "success"
+    assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"skipped"}
+    assert xcom(dag_run, "maintenance.decide", key="decisions")["due"] == []
+    assert not xcom(dag_run, "maintenance.decide", key=DeltaHealthReportLink().xcom_key)
+    out, err = capfd.readouterr()
+    logged = out + err + caplog.text
+    assert "health report page" in logged and str(reports) in logged and "was not written" in logged
+
+
+def test_the_page_connection_defaults_to_the_storage_connection() -> None:
+    from airflow_delta_provider.operators.maintenance import _without_userinfo
+
+    group_kwargs = {"table_path": "/t", "storage_conn_id": "tables", "report_path": "s3://r/p"}
+    from airflow.sdk import DAG
+
+    with DAG("delta_report_conn", schedule=None):
+        group = delta_maintenance_group(**group_kwargs, report_conn_id="reports")
+    decide = group.children["maintenance.decide"]
+    assert (decide.storage_conn_id, decide.report_conn_id) == ("tables", "reports")
+    assert DeltaTableHealthOperator(task_id="h", table_path="/t", storage_conn_id="tables").report_conn_id is None
+    assert _without_userinfo("https://user:pw@host/reports") == "https://host/reports"
+    assert _without_userinfo("s3://bucket/reports") == "s3://bucket/reports"

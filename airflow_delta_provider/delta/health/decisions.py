@@ -11,8 +11,11 @@ arguments (each step's arguments are those of its operation's request):
 - ``reorg``: REORG ... APPLY (PURGE) when deletion vectors hide more than
   ``max_deleted_row_share`` of the rows; it rewrites the files whose vector
   hides more than that share;
-- ``vacuum``: when the log's tombstones past the retention hold at least
-  ``min_vacuum_bytes``; LITE when the log allows it and ``vacuum_lite``;
+- ``vacuum``: when the files removed before the retention (the snapshot's
+  tombstones and the ``remove`` actions since the last vacuum) hold at least
+  ``min_vacuum_bytes``, or when removed files wait and the last VACUUM is
+  older than ``max_days_since_vacuum`` days (or not in the recent history);
+  LITE when the log allows it and ``vacuum_lite``;
 - ``checkpoint``: when ``max_commits_since_checkpoint`` commits (default: the
   table's ``delta.checkpointInterval``) followed the last checkpoint.
 """
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.partition_sql import partitions_condition
 from airflow_delta_provider.delta.health.report import HealthReport, PartitionHealth, health_report
 
 if TYPE_CHECKING:
@@ -48,8 +52,10 @@ class MaintenanceThresholds:
     max_deleted_row_share: float = 0.05
     #: Checkpoint after this many commits since the last checkpoint; None: ``delta.checkpointInterval`` (10).
     max_commits_since_checkpoint: int | None = None
-    #: Vacuum once the tombstones past the retention hold this many bytes.
+    #: Vacuum once the files removed before the retention hold this many bytes.
     min_vacuum_bytes: int = 1
+    #: Vacuum too when removed files wait and the last VACUUM is older than this many days; None: never.
+    max_days_since_vacuum: float | None = 7.0
     #: Recluster a liquid-clustered table once fewer than this share of its files are clustered.
     min_clustering_coverage: float = 0.9
     #: Use VACUUM LITE when the log allows it.
@@ -60,6 +66,8 @@ class MaintenanceThresholds:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise InvalidInputError(f"{name} must be a share between 0 and 1, not {value!r}")
+        if self.max_days_since_vacuum is not None and self.max_days_since_vacuum < 0:
+            raise InvalidInputError(f"max_days_since_vacuum must not be negative, not {self.max_days_since_vacuum!r}")
         for name in ("small_file_size", "min_small_files", "max_commits_since_checkpoint", "min_vacuum_bytes"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -152,10 +160,20 @@ def _reorg(report: HealthReport, t: MaintenanceThresholds) -> Decision:
 
 def _vacuum(report: HealthReport, t: MaintenanceThresholds) -> Decision:
     freeable = report.vacuumable_bytes
-    if freeable < t.min_vacuum_bytes:
-        return Decision("vacuum", False, f"{freeable} bytes to free (< {t.min_vacuum_bytes})", {})
     mode = "lite" if t.vacuum_lite and report.vacuum_lite_available else "full"
-    return Decision("vacuum", True, f"{freeable} bytes of removed files past the retention", {"mode": mode})
+    if freeable >= t.min_vacuum_bytes:
+        return Decision("vacuum", True, f"{freeable} bytes of removed files past the retention", {"mode": mode})
+    age = report.age_seconds(report.last_vacuum)
+    limit = t.max_days_since_vacuum
+    if limit is not None and report.num_pending_removes and (age is None or age > limit * 86400):
+        since = "no VACUUM in the recent history" if age is None else f"the last VACUUM was {age / 86400:.1f} days ago"
+        return Decision(
+            "vacuum",
+            True,
+            f"{report.num_pending_removes} removed files wait and {since} (> {limit:g} days)",
+            {"mode": mode},
+        )
+    return Decision("vacuum", False, f"{freeable} bytes to free (< {t.min_vacuum_bytes})", {})
 
 
 def _checkpoint(report: HealthReport, t: MaintenanceThresholds) -> Decision:
@@ -168,17 +186,9 @@ def _checkpoint(report: HealthReport, t: MaintenanceThresholds) -> Decision:
 
 def partition_predicate(partitions: list[PartitionHealth]) -> str:
     """A SQL condition that holds in exactly these partitions, e.g.
-    ``(day = '2024-01-01') OR (day = '2024-01-02' AND kind IS NULL)``."""
-    return " OR ".join(
-        "(" + " AND ".join(_equals(name, value) for name, value in p.values.items()) + ")" for p in partitions
-    )
-
-
-def _equals(name: str, value: str | None) -> str:
-    column = name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
-    if value is None:
-        return f"{column} IS NULL"
-    return f"{column} = '" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    ``(`day` = '2024-01-01') OR (`day` = '2024-01-02' AND `kind` IS NULL)``
+    (:func:`~airflow_delta_provider.delta.expressions.partition_sql.partitions_condition`)."""
+    return partitions_condition(p.values for p in partitions)
 
 
 def assess(

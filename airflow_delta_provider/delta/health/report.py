@@ -12,7 +12,9 @@ ages in seconds).
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,7 @@ from airflow_delta_provider.delta.checksum.histograms import FileSizeHistogram
 from airflow_delta_provider.delta.errors import VacuumLiteUnavailableError
 from airflow_delta_provider.delta.health.history import recent_versions
 from airflow_delta_provider.delta.log.commit_summary import VersionInfo
+from airflow_delta_provider.delta.log.store import LogFile, LogStore
 from airflow_delta_provider.delta.operations.optimize import target_file_size
 from airflow_delta_provider.delta.operations.vacuum_lite import lite_commit_range, read_last_vacuum_info
 from airflow_delta_provider.delta.schema.types import format_path
@@ -52,6 +55,8 @@ HISTORY_LIMIT = 200
 #: The operations that count as an OPTIMIZE (compaction, Z-order, clustering) and as a completed VACUUM.
 OPTIMIZE_OPERATIONS = frozenset({"OPTIMIZE"})
 VACUUM_OPERATIONS = frozenset({"VACUUM END"})
+#: At most this many commits since the last vacuum are read for their ``remove`` actions (the oldest first).
+MAX_REMOVE_COMMITS = 1000
 
 
 @dataclass(frozen=True)
@@ -103,10 +108,14 @@ class HealthReport:
     last_vacuum: VersionInfo | None
     num_tombstones: int
     tombstoned_bytes: int
+    #: Bytes of removed files past the retention that VACUUM would still find: the
+    #: snapshot's tombstones and the ``remove`` actions of the commits since the last vacuum.
     vacuumable_bytes: int
     deleted_file_retention_ms: int
     vacuum_lite_available: bool
     clustering_columns: list[str]
+    #: Files removed since the last vacuum, of any age, that are not live again (0: nothing to vacuum).
+    num_pending_removes: int = 0
     #: Newest first.
     history: list[VersionInfo] = field(default_factory=list)
 
@@ -190,6 +199,7 @@ class HealthReport:
             "numTombstones": self.num_tombstones,
             "tombstonedBytes": self.tombstoned_bytes,
             "vacuumableBytes": self.vacuumable_bytes,
+            "numPendingRemoves": self.num_pending_removes,
             "deletedFileRetentionMs": self.deleted_file_retention_ms,
             "vacuumLiteAvailable": self.vacuum_lite_available,
             "clusteringColumns": self.clustering_columns,
@@ -213,10 +223,12 @@ def health_report(
     A file is small below ``small_file_size`` bytes (default: half the target
     size, ``delta.targetFileSize`` or 128 MiB, as delta-spark's auto
     compaction's ``minFileSize`` is half its ``maxFileSize``). VACUUM would free
-    the bytes of the tombstones older than ``delta.deletedFileRetentionDuration``
-    at ``now_ms``; tombstones a checkpoint already dropped are not in the log and
-    not counted. The last OPTIMIZE and VACUUM are looked for among the newest
-    ``history_limit`` commits.
+    the bytes of the files removed before ``delta.deletedFileRetentionDuration``
+    at ``now_ms``: the snapshot's tombstones, and the ``remove`` actions of the
+    commits since the last vacuum (the range VACUUM LITE reads, at most
+    :data:`MAX_REMOVE_COMMITS` of them), because a checkpoint keeps only the
+    unexpired tombstones. The last OPTIMIZE and VACUUM are looked for among the
+    newest ``history_limit`` commits.
     """
     snapshot = snapshot or table.snapshot()
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -235,11 +247,18 @@ def health_report(
 
     retention = table_properties.deleted_file_retention_ms(md)
     tombstones = snapshot.all_tombstones
-    vacuumable = sum(r.size or 0 for r in tombstones if (r.deletion_timestamp or 0) < now - retention)
 
     log_files = snapshot.log_store.list_from(0)
     commits = [f for f in log_files if f.kind == "commit" and f.version <= snapshot.version]
     history = recent_versions(snapshot.log_store, commits, history_limit)
+    last_vacuum = next((v for v in history if v.operation in VACUUM_OPERATIONS), None)
+    pending = _pending_removes(snapshot.log_store, commits, last_vacuum, retention)
+    for r in tombstones:
+        pending.setdefault(r.path, (r.size or 0, r.deletion_timestamp or 0))
+    if pending:
+        live = set(pc.filter(files.column("path"), pc.is_in(files.column("path"), pa.array(list(pending)))).to_pylist())
+        pending = {path: entry for path, entry in pending.items() if path not in live}
+    vacuumable = sum(size for size, when in pending.values() if when < now - retention)
     return HealthReport(
         table=table.uri,
         version=snapshot.version,
@@ -253,13 +272,14 @@ def health_report(
         checkpoint_version=snapshot.segment.checkpoint_version,
         checkpoint_interval=table_properties.checkpoint_interval(md),
         last_optimize=next((v for v in history if v.operation in OPTIMIZE_OPERATIONS), None),
-        last_vacuum=next((v for v in history if v.operation in VACUUM_OPERATIONS), None),
+        last_vacuum=last_vacuum,
         num_tombstones=len(tombstones),
         tombstoned_bytes=sum(r.size or 0 for r in tombstones),
         vacuumable_bytes=vacuumable,
         deleted_file_retention_ms=retention,
         vacuum_lite_available=_lite_available(snapshot, commits),
         clustering_columns=[format_path(p) for p in clustering_columns(snapshot)],
+        num_pending_removes=len(pending),
         history=history,
     )
 
@@ -287,6 +307,49 @@ def _partitions(files: pa.Table, keys: list[str], logical: list[str]) -> list[Pa
         for row in rows
     ]
     return sorted(out, key=lambda p: [(v is None, v or "") for v in p.values.values()])
+
+
+def _pending_removes(
+    store: LogStore, commits: Sequence[LogFile], last_vacuum: VersionInfo | None, retention_ms: int
+) -> dict[str, tuple[int, int]]:
+    """``{path: (size, deletionTimestamp)}`` of the ``remove`` actions VACUUM has not yet handled.
+
+    The commits read are those after the version ``_last_vacuum_info`` records
+    (VACUUM LITE's start; the earliest commit when none), at most
+    :data:`MAX_REMOVE_COMMITS`, the oldest first. A ``remove`` in a commit at or
+    before the last VACUUM that was past the retention then is left out: that
+    VACUUM deleted it. Only ``remove`` lines are parsed, so a commit of 10,000
+    ``add`` actions costs a read and a scan."""
+    recorded = read_last_vacuum_info(store)
+    floor = None
+    if last_vacuum is not None and last_vacuum.timestamp is not None:
+        floor = (last_vacuum.version, last_vacuum.timestamp - retention_ms)
+    chosen = [
+        c
+        for c in commits
+        if (recorded is None or c.version > recorded)
+        and (floor is None or c.version > floor[0] or c.mtime_ms >= floor[1])
+    ][:MAX_REMOVE_COMMITS]
+    out: dict[str, tuple[int, int]] = {}
+    for commit in chosen:
+        try:
+            data = store.read(commit.name)
+        except FileNotFoundError:
+            continue
+        for line in data.split(b"\n"):
+            if _REMOVE not in line[:32]:
+                continue
+            body = json.loads(line).get("remove")
+            if not isinstance(body, dict) or not isinstance(body.get("path"), str):
+                continue
+            when = int(body.get("deletionTimestamp") or 0)
+            if floor is not None and commit.version <= floor[0] and when < floor[1]:
+                continue
+            out[body["path"]] = (int(body.get("size") or 0), when)
+    return out
+
+
+_REMOVE = b'"remove"'
 
 
 def _lite_available(snapshot: Snapshot, commits: list[Any]) -> bool:

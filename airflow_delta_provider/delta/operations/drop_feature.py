@@ -31,7 +31,12 @@ checkpoint (``NUMBER_OF_BARRIER_CHECKPOINTS``), then one commit that drops
 the feature, adds ``checkpointProtection`` and sets
 ``delta.requireCheckpointProtectionBeforeVersion`` to its own version (no
 checkpoint may be written below it, and log cleanup takes the history
-before it whole), then a checkpoint of the downgraded version. Covered:
+before it whole), then a checkpoint of the downgraded version. The invariant
+(no trace of the feature) is checked on the version the downgrade reads, and
+the downgrade transaction reads the whole table, so a concurrent commit that
+changes data (a file with a deletion vector) conflicts instead of landing
+under a protocol without the feature, as delta-spark re-checks inside its
+downgrade transaction. Covered:
 
 - ``v2Checkpoint``: the preparation sets ``delta.checkpointPolicy=classic``
   (``V2CheckpointPreDowngradeCommand``), so the barrier checkpoints are
@@ -40,8 +45,9 @@ before it whole), then a checkpoint of the downgraded version. Covered:
 
 With ``truncate_history`` a reader-writer feature is dropped as delta-spark's
 ``executeDropFeatureWithHistoryTruncation`` does, with no barrier: the
-preparation and a checkpointed empty commit; if the preparation changed
-anything the drop stops there, asking to wait for
+preparation and a checkpointed empty commit; if the latest version used the
+feature (delta-spark's ``performedChanges = tracesFound``: a commit of vector
+tombstones alone does not count) the drop stops there, asking to wait for
 ``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours); run again,
 the expired history is deleted (cut to the minute), and while a remaining
 version still uses the feature the drop is refused, saying how long to wait.
@@ -72,15 +78,18 @@ naming them; features delta-spark cannot drop are refused by name
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import (
     Action,
     AddCDCFile,
     AddFile,
+    DeletionVector,
     Metadata,
     RemoveFile,
     parse_commit,
@@ -88,6 +97,7 @@ from airflow_delta_provider.delta.actions.model import (
 from airflow_delta_provider.delta.checkpoint import writer
 from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.partitions import encode_path, relative_to_root
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.schema.widening import all_changes
 from airflow_delta_provider.delta.table_features import (
@@ -249,21 +259,18 @@ def _purge_deletion_vectors(table: DeltaTable, snapshot: Snapshot, rewrite: File
 
 def _deletion_vector_tombstones(table: DeltaTable, snapshot: Snapshot) -> Snapshot:
     """delta-spark's ``generateDVTombstones``: a ``remove`` (``dataChange=false``)
-    for each vector file an unexpired tombstone refers to and no tombstone names yet."""
-    import time
-    from urllib.parse import quote
+    for each vector file an unexpired tombstone refers to and no tombstone names yet.
 
-    from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
-
+    A ``u`` vector's file and a ``p`` (absolute) one under the table root are
+    named by their relative, URI-encoded path (delta-spark relativizes them);
+    a ``p`` file outside the root keeps its absolute path."""
     tombstones = snapshot.tombstones
     named = {r.path for r in tombstones if r.deletion_vector is None}
     wanted = set()
     for r in tombstones:
-        dv = r.deletion_vector
-        if dv is not None and dv.storage_type == "u":
-            path = quote(relative_dv_path(dv))
-            if path not in named:
-                wanted.add(path)
+        path = _dv_tombstone_path(table.root, r.deletion_vector) if r.deletion_vector is not None else None
+        if path is not None and path not in named:
+            wanted.add(path)
     if not wanted:
         return snapshot
     now = int(time.time() * 1000)
@@ -271,6 +278,16 @@ def _deletion_vector_tombstones(table: DeltaTable, snapshot: Snapshot) -> Snapsh
     txn.add_all(RemoveFile(path, deletion_timestamp=now, data_change=False) for path in sorted(wanted))
     txn.commit(metrics={"dvTombstonesWithinRetentionPeriod": len(wanted)})
     return table.snapshot()
+
+
+def _dv_tombstone_path(table_root: str, dv: DeletionVector) -> str | None:
+    """The path a tombstone of ``dv``'s file carries, as the log spells paths; None for an inline vector."""
+    if dv.storage_type == "u":
+        return encode_path(relative_dv_path(dv))
+    if dv.storage_type == "p":
+        rel = relative_to_root(table_root, dv.path_or_inline_dv)
+        return encode_path(rel) if rel is not None else dv.path_or_inline_dv
+    return None
 
 
 def _no_deletion_vectors(snapshot: Snapshot) -> bool:
@@ -402,6 +419,7 @@ def drop_feature(
         if not HISTORY_PROTECTED[name](snapshot):
             raise InvalidInputError(f"cannot drop {name}: the latest version still uses it (a concurrent change?)")
     txn = table.transaction(change.operation, change.parameters(), snapshot)
+    txn.read_whole_table()  # the invariant held at the version read: any concurrent data change conflicts
     dropped = {f"delta.feature.{name}", *DOWNGRADE_PROPERTIES.get(name, ())}
     conf = {k: v for k, v in snapshot.configuration.items() if k not in dropped}
     domain = snapshot.domain_metadata.get(DOWNGRADE_DOMAINS.get(name, ""))
@@ -432,8 +450,10 @@ def _drop_truncating_history(
     expired history (to the minute), refuse while a remaining version uses
     the feature, and downgrade."""
     name = change.name
+    # delta-spark's performedChanges = tracesFound: the feature in use before the preparation
+    # (a commit that only adds deletion vector tombstones asks for no wait).
+    made_changes = not HISTORY_PROTECTED[name](snapshot)
     prepared = prepare(table, snapshot)
-    made_changes = prepared.version != snapshot.version
     table.transaction("Empty Commit", {}, prepared).commit(metrics={})
     snapshot = table.snapshot()
     writer.write_checkpoint(table, snapshot)
@@ -456,6 +476,7 @@ def _drop_truncating_history(
             "again with truncate_history"
         )
     txn = table.transaction(change.operation, change.parameters(), snapshot)
+    txn.read_whole_table()  # as above: a concurrent data change (a new vector) conflicts
     txn.update_protocol(F.without_feature(snapshot.protocol, name))
     conf = {k: v for k, v in snapshot.configuration.items() if k != f"delta.feature.{name}"}
     txn.update_metadata(_configured(snapshot.metadata, conf))

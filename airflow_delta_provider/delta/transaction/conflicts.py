@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import (
     Action,
     AddFile,
@@ -102,9 +103,9 @@ class WinningCommit:
         every add, except that ``WriteSerializable`` lets a blind append's
         through unless the reader changes the metadata, and
         ``SnapshotIsolation`` checks none."""
-        if isolation_level == "SnapshotIsolation":
+        if isolation_level == table_properties.SNAPSHOT_ISOLATION:
             return []
-        if self.is_blind_append and isolation_level == "WriteSerializable" and not changes_metadata:
+        if self.is_blind_append and isolation_level == table_properties.WRITE_SERIALIZABLE and not changes_metadata:
             return []
         return list(self.adds)
 
@@ -155,9 +156,7 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     # 1. Protocol.
     if winner.protocol is not None:
         if current.read_version is None:
-            raise ProtocolChangedError(
-                f"the table was created concurrently at {where}", winner.version
-            )
+            raise ProtocolChangedError(f"the table was created concurrently at {where}", winner.version)
         try:
             features.check_writable(winner.protocol, winner.metadata)
         except UnsupportedFeatureError as exc:
@@ -193,8 +192,7 @@ def check_conflicts(current: ReadSet, winner: WinningCommit) -> None:
     both = winner_removed & current.removed_paths
     if both:
         raise ConcurrentDeleteDeleteError(
-            f"file {sorted(both)[0]} was removed concurrently at {where}, and this transaction "
-            "removes it too",
+            f"file {sorted(both)[0]} was removed concurrently at {where}, and this transaction removes it too",
             winner.version,
         )
 
@@ -248,9 +246,7 @@ def _check_added_files(current: ReadSet, adds: list[AddFile], where: str, versio
     # against the partitions of added files), so stats are dropped.
     bare = [replace(a, stats=None, stats_parsed=None) for a in adds]
     for predicate in current.read_predicates:
-        hit = prune_files(
-            bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode
-        )
+        hit = prune_files(bare, predicate, current.schema, current.partition_columns, mapping_mode=current.mapping_mode)
         if hit:
             raise ConcurrentAppendError(
                 f"files were added concurrently at {where} to partition "

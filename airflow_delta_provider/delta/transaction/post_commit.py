@@ -37,7 +37,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from airflow_delta_provider.delta import symlink_manifest
+from airflow_delta_provider.delta import symlink_manifest, table_properties
 from airflow_delta_provider.delta.actions.model import CommitInfo, Metadata, serialize_commit
 from airflow_delta_provider.delta.checkpoint import log_cleanup, writer
 from airflow_delta_provider.delta.checksum import derive
@@ -208,7 +208,7 @@ class TableTransaction(Transaction):
         parameters: dict[str, Any],
         snapshot: Snapshot | None,
         *,
-        isolation_level: str = "Serializable",
+        isolation_level: str = table_properties.SERIALIZABLE,
         post_commit_hooks: PostCommitHookProperties | None = None,
     ) -> None:
         super().__init__(table, operation, parameters, snapshot, isolation_level=isolation_level)

@@ -120,9 +120,9 @@ class Transaction:
         parameters: dict[str, Any],
         snapshot: Snapshot | None,
         *,
-        isolation_level: str = "Serializable",
+        isolation_level: str = table_properties.SERIALIZABLE,
     ) -> None:
-        if isolation_level not in ("Serializable", "WriteSerializable", "SnapshotIsolation"):
+        if isolation_level not in table_properties.TRANSACTION_ISOLATION_LEVELS:
             raise InvalidInputError(f"unknown isolation level {isolation_level!r}")
         self.table = table
         self.operation = operation

@@ -25,10 +25,13 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.partition_sql import partitions_condition
 from airflow_delta_provider.delta.operations.optimize import target_file_size
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.result import CommandResult
@@ -56,7 +59,14 @@ def after_write(
     the table's ``configuration`` (as the write committed it) asks for auto
     compaction and they hold enough small files; ``result``, with
     ``autoCompactVersion`` in its metrics when a compaction committed."""
-    if result.version is None or not _enabled(configuration):
+    if result.version is None:
+        return result
+    try:
+        enabled = table_properties.auto_compact_enabled(configuration)
+    except InvalidInputError as exc:  # another engine's odd value: the write has committed, go on
+        log.warning("auto compaction of table %s skipped: %s", target.uri, exc)
+        return result
+    if not enabled:
         return result
     partitions = {_key(a.partition_values) for a in added}
     if not partitions:
@@ -74,11 +84,6 @@ def after_write(
     return result
 
 
-def _enabled(configuration: Mapping[str, str]) -> bool:
-    value = str(configuration.get(table_properties.AUTO_COMPACT, "false")).strip().lower()
-    return value == "true"
-
-
 def _key(partition_values: Mapping[str, str | None]) -> str:
     return json.dumps(dict(partition_values), sort_keys=True)
 
@@ -91,15 +96,24 @@ def _compact(spark: SparkSession, target: DeltaTable, partitions: set[str], io: 
     given = spark.conf.get(MAX_FILE_SIZE_CONF, None)
     size = target_file_size(snapshot.configuration, int(given) if given else None)
     minimum = int(spark.conf.get(MIN_NUM_FILES_CONF, str(DEFAULT_MIN_NUM_FILES)) or DEFAULT_MIN_NUM_FILES)
-    small: dict[str, list[AddFile]] = {}
-    for f in snapshot.files:
-        key = _key(f.partition_values)
-        if key in partitions and f.size < size // 2:
-            small.setdefault(key, []).append(f)
-    chosen = {k: files for k, files in small.items() if len(files) >= minimum}
+    # Counted on the columnar file list: no AddFile is built unless a partition qualifies.
+    keys = [snapshot.column_mapping.physical_column(c) for c in snapshot.metadata.partition_columns]
+    table = snapshot.add_table(keys)
+    table = table.filter(pc.less(table.column("size"), size // 2))
+    small: dict[str, list[str]] = {}
+    for row in table.select(["path", *keys]).to_pylist():
+        key = _key({k: row[k] for k in keys})
+        if key in partitions:
+            small.setdefault(key, []).append(row["path"])
+    chosen = {k: paths for k, paths in small.items() if len(paths) >= minimum}
     if not chosen:
         return None
-    files = [f for k in sorted(chosen) for f in chosen[k]]
+    wanted = {path for paths in chosen.values() for path in paths}
+    by_key: dict[str, list[AddFile]] = {}
+    for f in snapshot.files:
+        if f.path in wanted:
+            by_key.setdefault(_key(f.partition_values), []).append(f)
+    files = [f for k in sorted(chosen) for f in by_key.get(k, [])]
     predicate = _predicate([json.loads(k) for k in sorted(chosen)])
     compacted = optimize_files(spark, target, snapshot, files, size, predicate=predicate, auto=True, io=io)
     return compacted.version
@@ -107,17 +121,8 @@ def _compact(spark: SparkSession, target: DeltaTable, partitions: set[str], io: 
 
 def _predicate(partitions: list[dict[str, str | None]]) -> list[str]:
     """The chosen partitions as one SQL predicate, as delta-spark records them (none: unpartitioned)."""
-    if not partitions or not partitions[0]:
-        return []
-
-    def equals(column: str, value: str | None) -> str:
-        if value is None:
-            return f"`{column}` IS NULL"
-        escaped = value.replace("'", "\\'")
-        return f"`{column}` = '{escaped}'"
-
-    terms = ["(" + " AND ".join(equals(c, v) for c, v in sorted(p.items())) + ")" for p in partitions]
-    return [" OR ".join(terms)]
+    condition = partitions_condition(partitions)
+    return [condition] if condition else []
 
 
 __all__ = ["DEFAULT_MIN_NUM_FILES", "MIN_NUM_FILES_CONF", "VERSION_METRIC", "after_write"]

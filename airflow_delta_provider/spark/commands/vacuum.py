@@ -72,7 +72,7 @@ def run_vacuum(
     # Opening the transaction runs the writer-feature gate (vacuumProtocolCheck
     # and the rest) before anything is listed or deleted, dry runs included.
     start_txn = dt.transaction(
-        "VACUUM START", parameters=parameters, snapshot=snap, isolation_level="SnapshotIsolation"
+        "VACUUM START", parameters=parameters, snapshot=snap, isolation_level=table_properties.SNAPSHOT_ISOLATION
     )
 
     storage = dt.storage
@@ -113,7 +113,10 @@ def run_vacuum(
         # loading the table again.
         after_start = dt.snapshot_after(snap, started)
         end_txn = dt.transaction(
-            "VACUUM END", parameters={"status": status}, snapshot=after_start, isolation_level="SnapshotIsolation"
+            "VACUUM END",
+            parameters={"status": status},
+            snapshot=after_start,
+            isolation_level=table_properties.SNAPSHOT_ISOLATION,
         )
         end = end_txn.commit(metrics=end_metrics, token=token if status == "COMPLETED" else None)
     write_last_vacuum_info(dt.log_store, latest_outside_retention)

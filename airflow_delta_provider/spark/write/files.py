@@ -42,6 +42,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.file_stats import file_stats, stats_from_footer, stats_json
@@ -161,7 +162,7 @@ def write_files(
     if target_file_count:
         conformed = conformed.repartition(target_file_count)
     sizing: AbstractContextManager[None] = nullcontext()
-    if optimized and not target_file_count and optimized_write.enabled(configuration):
+    if optimized and not target_file_count and table_properties.optimize_write_enabled(configuration):
         conformed = optimized_write.rebalanced(conformed, partition_columns)
         sizing = optimized_write.advisory_size(df.sparkSession, optimized_write.bin_size(configuration))
     with sizing:

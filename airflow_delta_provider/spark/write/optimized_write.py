@@ -34,18 +34,15 @@ ADVISORY_SIZE_CONF = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 PARALLELISM_FIRST_CONF = "spark.sql.adaptive.coalescePartitions.parallelismFirst"
 
 
-def enabled(configuration: Mapping[str, str]) -> bool:
-    """Whether the table asks for optimized writes."""
-    return str(configuration.get(table_properties.AUTO_OPTIMIZE_WRITE, "false")).strip().lower() == "true"
-
-
 def bin_size(configuration: Mapping[str, str]) -> int:
     """The bytes each written file aims at: ``delta.targetFileSize``, else 512 MiB."""
     return table_properties.parse_byte_size(configuration.get(table_properties.TARGET_FILE_SIZE)) or DEFAULT_BIN_SIZE
 
 
 def rebalanced(frame: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
-    """``frame`` rebalanced by the partition columns (all columns' hash on an unpartitioned table)."""
+    """``frame`` rebalanced by the partition columns; on an unpartitioned table
+    (no columns) ``REBALANCE`` spreads the rows round-robin, and adaptive
+    execution then splits and coalesces them into partitions of the advisory size."""
     return frame.hint("rebalance", *partition_columns)
 
 
@@ -67,4 +64,4 @@ def advisory_size(spark: SparkSession, size: int) -> Iterator[None]:
                 spark.conf.set(key, old)
 
 
-__all__ = ["DEFAULT_BIN_SIZE", "advisory_size", "bin_size", "enabled", "rebalanced"]
+__all__ = ["DEFAULT_BIN_SIZE", "advisory_size", "bin_size", "rebalanced"]

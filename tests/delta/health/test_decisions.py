@@ -59,7 +59,7 @@ def test_the_hand_built_table_by_default_and_with_overrides(health_table):
     assert due_steps(decisions) == ["optimize", "vacuum", "checkpoint"]
     # Partition a has 6 small files, b 1, the null partition 1: only a is compacted.
     where = by_step["optimize"].arguments["where"]
-    assert where == "(day = 'a')"
+    assert where == "(`day` = 'a')"
     assert {f.partition_values["day"] for f in table.snapshot().files_matching(where)} == {"a"}
     assert by_step["vacuum"].arguments == {"mode": "full"}
 
@@ -70,10 +70,10 @@ def test_the_partition_condition_selects_exactly_those_partitions_nulls_and_quot
     report = health_report(DeltaTable(root))
     chosen = [p for p in report.partitions if p.values["day"] != "b"]
     where = partition_predicate(chosen)
-    assert where == "(day = 'a') OR (day IS NULL)"
+    assert where == "(`day` = 'a') OR (`day` IS NULL)"
     assert {f.partition_values["day"] for f in snapshot.files_matching(where)} == {"a", None}
     quoted = PartitionHealth({"day": "it's"}, 1, 1, 1, 1, 0, 0)
-    assert partition_predicate([quoted]) == "(day = 'it\\'s')"
+    assert partition_predicate([quoted]) == "(`day` = 'it\\'s')"
 
 
 def test_clustering_coverage_below_the_threshold_is_an_optimize(health_table):
@@ -95,3 +95,33 @@ def test_checkpoint_is_due_at_the_tables_interval(health_table):
     assert report.commits_since_checkpoint == 2 and report.checkpoint_interval == 10
     overdue = dataclasses.replace(report, checkpoint_version=None, version=12)
     assert [d.due for d in decide(overdue)][STEPS.index("checkpoint")]
+
+
+def test_vacuum_is_due_once_checkpointed_away_and_when_the_last_vacuum_is_old(health_table, data_file):
+    """The expired remove keeps VACUUM due after a commit and a checkpoint; young removes
+    alone make it due once the last VACUUM is older than ``max_days_since_vacuum``."""
+    import pyarrow as pa
+
+    from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
+
+    root, written = health_table
+    table = DeltaTable(root)
+    txn = table.transaction("WRITE", snapshot=table.snapshot())
+    txn.add(data_file(root, pa.table({"id": [900]}), {"day": "c"}))
+    txn.commit()
+    write_checkpoint(table, table.snapshot())
+    report, decisions = assess(DeltaTable(root))
+    vacuum = {d.step: d for d in decisions}["vacuum"]
+    assert vacuum.due and str(written["vacuumable"]) in vacuum.reason
+
+    young = dataclasses.replace(report, vacuumable_bytes=0)
+    assert not {d.step: d for d in decide(young)}["vacuum"].due  # the VACUUM END is minutes old
+    later = dataclasses.replace(young, generated_at=young.generated_at + 8 * 86400 * 1000)
+    vacuum = {d.step: d for d in decide(later)}["vacuum"]
+    assert vacuum.due and "2 removed files wait" in vacuum.reason and "> 7 days" in vacuum.reason
+    assert not {d.step: d for d in decide(later, MaintenanceThresholds.of({"max_days_since_vacuum": None}))}[
+        "vacuum"
+    ].due
+    assert not {d.step: d for d in decide(dataclasses.replace(later, num_pending_removes=0))}["vacuum"].due
+    with pytest.raises(InvalidInputError, match="max_days_since_vacuum"):
+        MaintenanceThresholds(max_days_since_vacuum=-1)

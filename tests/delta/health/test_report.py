@@ -8,7 +8,9 @@ import deltalake
 import pyarrow as pa
 import pytest
 
+from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.health.report import SIZE_BINS, health_report
+from airflow_delta_provider.delta.operations.vacuum_lite import write_last_vacuum_info
 from airflow_delta_provider.delta.table import DeltaTable
 from tests.delta.health.conftest import HIDDEN_ROWS
 
@@ -124,3 +126,38 @@ def _unpartitioned_clustered(root, written):
     )
     txn.commit()
     return table
+
+
+def test_an_expired_remove_stays_vacuumable_after_a_checkpoint_drops_its_tombstone(health_table, data_file):
+    """The confirmed scenario: the checkpoint writer keeps only unexpired tombstones, so the
+    8-day-old remove leaves the snapshot after one more commit and a checkpoint; its file is
+    still on disk, and the report still counts it (from the commit's ``remove`` action)."""
+    root, written = health_table
+    table = DeltaTable(root)
+    assert health_report(table).vacuumable_bytes == written["vacuumable"]
+    txn = table.transaction("WRITE", snapshot=table.snapshot())
+    txn.add(data_file(root, pa.table({"id": [900]}), {"day": "c"}))
+    txn.commit()
+    write_checkpoint(table, table.snapshot())
+    snapshot = DeltaTable(root).snapshot()
+    assert written["b"][1].path not in {r.path for r in snapshot.all_tombstones}  # the checkpoint dropped it
+    report = health_report(DeltaTable(root))
+    assert report.vacuumable_bytes == written["vacuumable"]
+    assert report.num_pending_removes == 2 and report.to_dict()["numPendingRemoves"] == 2
+
+
+def test_removes_a_recorded_lite_vacuum_covered_or_a_re_added_file_are_not_counted(health_table):
+    root, written = health_table
+    table = DeltaTable(root)
+    write_last_vacuum_info(table.log_store, 4)  # a LITE vacuum read every commit up to 4
+    report = health_report(table)
+    assert (report.vacuumable_bytes, report.num_pending_removes) == (
+        written["vacuumable"],
+        2,
+    )  # the snapshot still holds them
+    write_last_vacuum_info(table.log_store, 2)
+    txn = table.transaction("WRITE", snapshot=table.snapshot())
+    txn.add(written["b"][1])  # the removed file comes back
+    txn.commit()
+    report = health_report(DeltaTable(root))
+    assert report.vacuumable_bytes == 0

@@ -298,3 +298,99 @@ def test_drop_type_widening_without_type_changes_needs_no_engine(
     readers, writers = listed_features(table.snapshot().protocol)
     assert "typeWidening" not in readers | writers
     _readable_by_others(root, duckdb_delta)
+
+
+def test_a_concurrent_commit_adding_a_deletion_vector_makes_the_downgrade_conflict(
+    tmp_path: Path, new_table: Any, data_file: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The invariant holds at the version the downgrade reads; a writer that read
+    the table before the barrier commits a file with a vector just before the
+    downgrade commits. The downgrade must conflict, not leave the vector under a
+    protocol without deletionVectors."""
+    import dataclasses
+
+    from pyroaring import BitMap64
+
+    from airflow_delta_provider.delta.actions.deletion_vectors import inline_vector
+    from airflow_delta_provider.delta.errors import ConcurrentModificationError
+    from airflow_delta_provider.delta.operations import drop_feature as module
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableDeletionVectors": "true"})
+    real_barrier = module._barrier
+
+    def barrier_then_a_concurrent_delete(t: DeltaTable, snapshot: Any) -> Any:
+        read = real_barrier(t, snapshot)
+        live = read.files[0]
+        txn = t.transaction("DELETE", {"predicate": '["id = 1"]'}, read)
+        txn.read_files([live])
+        txn.add_all([live.remove(1), dataclasses.replace(live, deletion_vector=inline_vector(BitMap64([0])))])
+        txn.commit(metrics={})
+        return read  # the downgrade goes on from the version before that commit
+
+    monkeypatch.setattr(module, "_barrier", barrier_then_a_concurrent_delete)
+    with pytest.raises(ConcurrentModificationError):
+        alter_table(table, DropFeature("deletionVectors"))
+    snap = table.snapshot()
+    assert "deletionVectors" in listed_features(snap.protocol)[0]  # not dropped
+    assert any(f.deletion_vector is not None for f in snap.files)
+
+
+def _u_vector(prefix: str, file_id: Any) -> Any:
+    from airflow_delta_provider.delta.actions.deletion_vectors import z85_encode
+    from airflow_delta_provider.delta.actions.model import DeletionVector
+
+    return DeletionVector("u", prefix + z85_encode(file_id.bytes), 40, 1, offset=1)
+
+
+def test_deletion_vector_tombstone_paths_are_relative_and_encoded_as_restore_spells_them(tmp_path: Path) -> None:
+    import uuid
+
+    from airflow_delta_provider.delta.actions.model import DeletionVector
+    from airflow_delta_provider.delta.operations.drop_feature import _dv_tombstone_path
+
+    root = str(tmp_path / "t")
+    file_id = uuid.UUID(int=7)
+    name = f"deletion_vector_{file_id}.bin"
+    assert _dv_tombstone_path(root, _u_vector("x:y", file_id)) == f"x:y/{name}"  # encode_path keeps ':'
+    assert _dv_tombstone_path(root, _u_vector("", file_id)) == name
+    inside = DeletionVector("p", f"file://{root}/a%20b/{name}", 40, 1, offset=1)
+    assert _dv_tombstone_path(root, inside) == f"a%20b/{name}"  # relativized, as delta-spark does
+    outside = DeletionVector("p", f"file://{tmp_path}/other/{name}", 40, 1, offset=1)
+    assert _dv_tombstone_path(root, outside) == outside.path_or_inline_dv
+    assert (
+        _dv_tombstone_path(root, DeletionVector("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, 1))
+        is None
+    )
+
+
+def test_truncate_history_does_not_wait_for_a_commit_of_tombstones_only(
+    tmp_path: Path, new_table: Any, data_file: Any
+) -> None:
+    """No vector is live and the property is off: the preparation only adds
+    vector tombstones, which delta-spark does not count as a change
+    (``performedChanges = tracesFound``), so the drop goes straight to the
+    history check instead of asking for the 24-hour wait."""
+    import dataclasses
+    import time
+    import uuid
+
+    root = tmp_path / "t"
+    table = _table(root, new_table, data_file, {"delta.enableDeletionVectors": "true"})
+    live = table.snapshot().files[0]
+    with_dv = dataclasses.replace(live, deletion_vector=_u_vector("", uuid.uuid4()))
+    txn = table.transaction("DELETE", {}, table.snapshot())
+    txn.add_all([live.remove(1), with_dv])
+    txn.commit(metrics={})
+    rewritten = data_file(root, pa.table({"id": [1, 2, 3]}))
+    txn = table.transaction("REORG", {}, table.snapshot())
+    txn.add_all([with_dv.remove(int(time.time() * 1000)), rewritten])
+    txn.commit(metrics={})
+    alter_table(table, change_from_json({"unset_properties": ["delta.enableDeletionVectors"]}))
+    before = table.snapshot().version
+
+    truncating = change_from_json({"drop_feature": {"name": "deletionVectors", "truncate_history": True}})
+    with pytest.raises(InvalidInputError, match=r"of the history still uses it. Wait until it is 24 hours old"):
+        alter_table(table, truncating)
+    operations = [h["operation"] for h in table.history()][: table.snapshot().version - before]
+    assert operations == ["Empty Commit", "Deletion Vector Tombstones"]
