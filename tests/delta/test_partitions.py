@@ -390,3 +390,23 @@ def test_file_storage_opens_the_store_of_a_file_outside_the_root(tmp_path) -> No
     assert file_storage(table, "p=a/x%20y.parquet") == (table, "p=a/x y.parquet")
     holder, rel = file_storage(table, f"file:{tmp_path}/src/p=a/x%20y.parquet")
     assert holder is not table and holder.get(rel) == b"data"
+
+
+def test_absolute_object_store_paths_are_decoded_once():
+    """A clone's add names the source key ``ts=... 10%3A00`` as ``%253A``:
+    decoded once, and never parsed again as a URI."""
+    from airflow_delta_provider.delta.partitions import file_location, file_storage, relative_to_root
+    from airflow_delta_provider.delta.storage import TableLocation, open_storage, parse_location
+
+    add = "s3://bkt/src/ts=2024-01-01%2010%253A00%253A00/part-0.parquet"
+    found = file_location(parse_location("s3://bkt/clone"), add)
+    assert found == TableLocation("s3", "bkt", "src/ts=2024-01-01 10%3A00%3A00/part-0.parquet")
+    assert found.parent().path == "src/ts=2024-01-01 10%3A00%3A00" and found.name == "part-0.parquet"
+    assert relative_to_root("s3://bkt/src", add) == "ts=2024-01-01 10%3A00%3A00/part-0.parquet"
+    assert relative_to_root(parse_location("s3a://bkt/src"), add.replace("s3:", "s3a:")) == (
+        "ts=2024-01-01 10%3A00%3A00/part-0.parquet"
+    )
+    relative = file_location(parse_location("s3://bkt/t"), "p=a%253A/x.parquet")
+    assert relative.path == "t/p=a%3A/x.parquet"
+    storage, name = file_storage(open_storage("s3://bkt/clone", {"aws_region": "us-east-1"}), add)
+    assert (storage.root, name) == ("s3://bkt/src/ts=2024-01-01 10%3A00%3A00", "part-0.parquet")

@@ -87,13 +87,17 @@ class TableLocation:
             base = f"{self.scheme}://{self.bucket}"
         return f"{base}/{self.path}" if self.path else base
 
-    def relative(self, location: str) -> str | None:
-        """``location`` (any accepted spelling) relative to this root, decoded;
-        None when it lies outside the root."""
-        try:
-            other = parse_location(location)
-        except InvalidInputError:
-            return None
+    def relative(self, location: str | TableLocation) -> str | None:
+        """``location`` (any accepted spelling, URI-encoded, or an already
+        decoded :class:`TableLocation`, never parsed again) relative to this
+        root, decoded; None when it lies outside the root."""
+        if isinstance(location, TableLocation):
+            other = location
+        else:
+            try:
+                other = parse_location(location)
+            except InvalidInputError:
+                return None
         if (other.scheme, other.bucket) != (self.scheme, self.bucket):
             return None
         if self.account and other.account and self.account != other.account:
@@ -107,6 +111,17 @@ class TableLocation:
         else:
             return None
         return rel or None
+
+    def parent(self) -> TableLocation:
+        """The folder holding this location (a file's), built from the decoded
+        parts: never parsed again, so a ``%`` in a key stays a ``%``."""
+        head = self.path.rpartition("/")[0]
+        return TableLocation(self.scheme, self.bucket, (head or "/") if self.is_local else head, self.account)
+
+    @property
+    def name(self) -> str:
+        """The last segment of the path (a file's name), decoded."""
+        return self.path.rpartition("/")[2]
 
     def __str__(self) -> str:
         return self.uri
