@@ -24,9 +24,12 @@ Follows delta-spark's ``CloneTableBase`` / ``CloneTableCommand``
    own. The clustering domain is copied;
 5. one ``CLONE`` commit with delta-spark's ``operationParameters``
    (``source``, ``sourceVersion``) and ``operationMetrics``. With
-   ``replace``, the target's files the clone does not add again are removed
-   in the same commit (delta-spark refuses to replace a table that has
-   files; here ``numRemovedFiles`` and ``removedFilesSize`` count them).
+   ``replace``, the target's files the clone does not hold are removed in
+   the same commit, and the files it holds already (same path and deletion
+   vector, compared canonically) are neither removed nor added again: change
+   readers see no inserts for them and row ids stay (delta-spark refuses to
+   replace a table that has files; here ``numRemovedFiles`` and
+   ``removedFilesSize`` count the removed ones).
 
 No data file is read, copied or written. The clone's log names the source's
 files, so the clone reads them for as long as the source keeps them:
@@ -47,7 +50,7 @@ from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_pa
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedFeatureError
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
-from airflow_delta_provider.delta.partitions import absolute_uri
+from airflow_delta_provider.delta.partitions import absolute_uri, encode_path
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage.location import TableLocation
@@ -66,7 +69,9 @@ COPIED_DOMAINS = (clustering.DOMAIN,)
 
 @dataclasses.dataclass
 class ClonePlan:
-    """What a CLONE commits: the source version, the target's new state and the files it drops."""
+    """What a CLONE commits: the source version, the target's new state, the
+    files it adds (with ``replace``, only those not live in the target
+    already) and the files it drops."""
 
     source: Snapshot
     source_name: str
@@ -134,7 +139,7 @@ def plan_clone(
         target=existing,
         metadata=metadata,
         protocol=protocol_for(protocol, metadata),
-        adds=adds,
+        adds=adds if existing is None else _new(existing, target.root, adds),
         removed=[] if existing is None else _dropped(existing, target.root, adds),
         domains=[*copied.values(), *dropped],
     )
@@ -181,13 +186,33 @@ def _target_snapshot(target: DeltaTable, replace: bool) -> Snapshot | None:
     return None
 
 
-def _dropped(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
-    """The replaced table's files the clone does not add again (a file both
-    removed and added in one commit would be ambiguous: a clone replaced by
-    a later version of its source shares most of its files)."""
+def _file_key(f: AddFile, canonical: PathCanonicalizer) -> tuple[str, str | None]:
+    """One file's identity in the target, whatever spelling names it: its
+    canonical path, and its deletion vector's canonical location and offset
+    (an inline vector by its own id)."""
+    dv = f.deletion_vector
+    if dv is None or dv.storage_type == "i":
+        return canonical(f.path), f.dv_id
+    where = encode_path(relative_dv_path(dv)) if dv.storage_type == "u" else dv.path_or_inline_dv
+    return canonical(f.path), f"{canonical(where)}@{dv.offset}"
+
+
+def _new(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
+    """The clone's files not live in the replaced table already: a file it
+    holds with the same deletion vector stays as it is (re-adding it with
+    ``dataChange`` would show its rows to change readers as inserted again,
+    and give them new row ids)."""
     canonical = PathCanonicalizer(target_root)
-    kept = {(canonical(f.path), f.dv_id) for f in adds}
-    return [f for f in existing.files if (canonical(f.path), f.dv_id) not in kept]
+    live = {_file_key(f, canonical) for f in existing.files}
+    return [f for f in adds if _file_key(f, canonical) not in live]
+
+
+def _dropped(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
+    """The replaced table's files the clone does not hold (with the same
+    deletion vector): removed in the clone's commit."""
+    canonical = PathCanonicalizer(target_root)
+    kept = {_file_key(f, canonical) for f in adds}
+    return [f for f in existing.files if _file_key(f, canonical) not in kept]
 
 
 def _target_metadata(source: Metadata, existing: Snapshot | None, properties: dict[str, str]) -> Metadata:

@@ -267,3 +267,33 @@ def test_a_clone_of_timestamp_partitions_on_s3_reads_and_restores(moto_server, m
     _, plan = restore_table(clone, version=0)
     assert len(plan.restored) == 2
     assert ids_of(read_snapshot(clone.snapshot())) == [1, 2, 3]
+
+
+def test_replacing_a_clone_adds_only_the_files_it_does_not_hold(tmp_path, new_table, data_file):
+    """A clone replaced by a later version of its source keeps the files both
+    versions share: no add for them (so no insert in the change feed, no new
+    row ids), a remove for the ones the later version dropped."""
+    from airflow_delta_provider.delta.log.replay import PathCanonicalizer
+    from airflow_delta_provider.delta.table_changes import changes_between
+
+    source = _source(new_table, data_file, str(tmp_path / "src"))
+    clone = DeltaTable(str(tmp_path / "clone"))
+    clone_table(source, clone, version=1, properties={"delta.enableChangeDataFeed": "true"})
+    first = clone.snapshot()
+    kept = next(f for f in first.files if f.partition_values == {"p": "b"})
+
+    result, plan = clone_table(source, clone, replace=True, properties={"delta.enableChangeDataFeed": "true"})
+
+    canonical = PathCanonicalizer(clone.root)
+    assert plan.adds == [] and [f.partition_values for f in plan.removed] == [{"p": "a"}]
+    actions = [json.loads(line) for line in clone.storage.get(f"_delta_log/{result.version:020d}.json").splitlines()]
+    assert not [a for a in actions if "add" in a]
+    assert [canonical(a["remove"]["path"]) for a in actions if "remove" in a] == [
+        canonical(f.path) for f in first.files if f.partition_values == {"p": "a"}
+    ]
+    assert [canonical(f.path) for f in clone.snapshot().files] == [canonical(kept.path)]
+    changes = changes_between(clone, result.version)
+    assert changes.file_counts() == {"delete": 1}
+    # Replaced by the older version again: the dropped file comes back, the kept one is not re-added.
+    result, plan = clone_table(source, clone, version=1, replace=True)
+    assert [f.partition_values for f in plan.adds] == [{"p": "a"}] and plan.removed == []
