@@ -7,7 +7,8 @@ Follows delta-spark's ``CloneTableBase`` / ``CloneTableCommand``
    version or a folder that is not a Delta table is a typed error);
 2. the target must not be a Delta table, unless ``replace`` (a non-Delta
    folder holding files is refused either way: VACUUM of the clone would
-   take them for its own). A clone cannot replace its own source;
+   take them for its own). A clone cannot replace its own source, nor lie
+   inside it or hold it (same store, one root under the other);
 3. the metadata is the source's, with a new table id (the target's id when
    it is replaced, and its name and description) and the table properties
    overrides merged in; coordinated-commits properties are never copied,
@@ -119,8 +120,7 @@ def plan_clone(
         raise InvalidInputError("CLONE takes a version or a timestamp of the source, not both")
     if version is not None and int(version) < 0:
         raise InvalidInputError(f"cannot clone version {version}: versions start at 0")
-    if target.storage.location == source.storage.location:
-        raise InvalidInputError(f"cannot clone {source.uri} into itself")
+    _check_apart(source.storage.location, target.storage.location)
     snapshot = source.snapshot(version=None if version is None else int(version), timestamp=timestamp)
     existing = _target_snapshot(target, replace)
     metadata = _target_metadata(snapshot.metadata, existing, dict(properties or {}))
@@ -166,6 +166,26 @@ def clone_table(
     now = int(time.time() * 1000)
     txn.add_all([*(f.remove(now) for f in plan.removed), *plan.adds])
     return txn.commit(metrics=plan.metrics(), token=token), plan
+
+
+def _check_apart(source: TableLocation, target: TableLocation) -> None:
+    """Refuse a target that is the source, or lies inside it, or holds it:
+    each table would take the other's files (and log) for its own."""
+    same_store = (source.scheme, source.bucket) == (target.scheme, target.bucket) and (
+        not source.account or not target.account or source.account == target.account
+    )
+    if not same_store:
+        return
+    if source.path == target.path:
+        raise InvalidInputError(f"cannot clone {source.uri} into itself")
+    if source.relative(target) is not None:
+        raise InvalidInputError(
+            f"cannot clone {source.uri} into {target.uri}: the target lies inside the source table's folder"
+        )
+    if target.relative(source) is not None:
+        raise InvalidInputError(
+            f"cannot clone {source.uri} into {target.uri}: the source lies inside the target's folder"
+        )
 
 
 def _target_snapshot(target: DeltaTable, replace: bool) -> Snapshot | None:

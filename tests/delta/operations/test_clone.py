@@ -162,6 +162,14 @@ def test_bad_input_is_refused_and_writes_nothing(backend, new_table, data_file, 
         clone_table(DeltaTable(backend.uri("nothing_here")), empty)
     with pytest.raises(InvalidInputError, match="into itself"):
         clone_table(source, DeltaTable(backend.uri("src")), replace=True)
+    src_files = sorted(m.path for m in source.storage.list_tree(""))
+    inside = DeltaTable(backend.uri("src/clone"))
+    with pytest.raises(InvalidInputError, match=r"into .*src/clone: the target lies inside the source"):
+        clone_table(source, inside)
+    outer = DeltaTable(backend.uri(""))
+    with pytest.raises(InvalidInputError, match=r"cannot clone .*src into .*: the source lies inside the target"):
+        clone_table(source, outer, replace=True)
+    assert sorted(m.path for m in source.storage.list_tree("")) == src_files
     with pytest.raises(InvalidInputError, match="versions start at 0"):
         clone_table(source, empty, version=-1)
     assert not empty.exists() and not empty.storage.list_tree("")
