@@ -47,6 +47,7 @@ import time
 import uuid
 from collections.abc import Mapping
 
+from airflow_delta_provider.delta import symlink_manifest
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedFeatureError
@@ -125,6 +126,7 @@ def plan_clone(
     existing = _target_snapshot(target, replace)
     metadata = _target_metadata(snapshot.metadata, existing, dict(properties or {}))
     protocol = snapshot.protocol if existing is None else merge_protocols(existing.protocol, snapshot.protocol)
+    symlink_manifest.check_files(metadata, snapshot.files, f"cannot clone {source.uri}")
     root = source.storage.location
     adds = [_absolute_add(f, root) for f in snapshot.files]
     copied = {d: m for d, m in snapshot.domain_metadata.items() if d in COPIED_DOMAINS and not m.removed}

@@ -17,6 +17,7 @@ from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVector
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import (
     InvalidInputError,
+    SymlinkManifestUnsupportedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -219,6 +220,18 @@ def test_deletion_vectors_become_absolute_and_still_hide_rows(tmp_path, new_tabl
     assert json.loads(clone.storage.get("_delta_log/00000000000000000000.json").splitlines()[1])["protocol"] == (
         snapshot.protocol.to_json()
     )
+    # Symlink manifests cannot express the source's vectors: refused at clone time, nothing written.
+    manifest = DeltaTable(str(tmp_path / "manifest"))
+    with pytest.raises(SymlinkManifestUnsupportedError, match=r"cannot clone .* has a deletion vector"):
+        clone_table(
+            source,
+            manifest,
+            properties={
+                "delta.enableDeletionVectors": "false",
+                "delta.compatibility.symlinkFormatManifest.enabled": "true",
+            },
+        )
+    assert not (tmp_path / "manifest").exists()
 
 
 def test_a_clone_across_two_s3_buckets(moto_server, monkeypatch, new_table, data_file, snapshot_rows):
