@@ -43,7 +43,5 @@ def test_footers_of_a_table_and_of_its_clone(tmp_path: Path, new_table: Any, dat
     for table in (source, clone):
         snapshot = table.snapshot()
         (narrow,) = files_with_narrower_types(table.storage, snapshot)
-        assert narrow.num_records == 1 and narrow.path.endswith(
-            next(f.path for f in source.snapshot(version=0).files)
-        )
+        assert narrow.num_records == 1 and narrow.path.endswith(next(f.path for f in source.snapshot(version=0).files))
         assert files_with_extra_columns(table.storage, snapshot) == {narrow.path}
