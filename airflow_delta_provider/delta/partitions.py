@@ -207,7 +207,8 @@ def file_storage(
     """Where the file ``add_path`` (as the log of the table at ``storage``
     spells it) is read: the table's storage and the file's decoded path
     under its root, or, for a file outside the root (a shallow clone's), a
-    storage opened on the file's folder and its name: with
+    storage opened on the file's folder (locally) or bucket (an object
+    store: one client per bucket, reused) and the file's path there: with
     ``storage_options`` if given, else with the table storage's own options
     on the same kind of store (the credentials must reach both)."""
     rel = relative_to_root(storage.location, add_path)
@@ -216,9 +217,13 @@ def file_storage(
     from airflow_delta_provider.delta.storage.store import open_storage
 
     file = file_location(storage.location, add_path)
+    if file.is_local:
+        place, rel = file.parent(), file.name
+    else:  # the bucket's root and the key: one client per bucket, reused (storage_at caches it)
+        place, rel = TableLocation(file.scheme, file.bucket, "", file.account), file.path
     if storage_options is not None:
-        return open_storage(file.parent(), storage_options), file.name
-    return storage.storage_at(file.parent()), file.name
+        return open_storage(place, storage_options), rel
+    return storage.storage_at(place), rel
 
 
 def absolute_uri(root: TableLocation, add_path: str) -> str:

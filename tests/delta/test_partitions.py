@@ -409,4 +409,9 @@ def test_absolute_object_store_paths_are_decoded_once():
     relative = file_location(parse_location("s3://bkt/t"), "p=a%253A/x.parquet")
     assert relative.path == "t/p=a%3A/x.parquet"
     storage, name = file_storage(open_storage("s3://bkt/clone", {"aws_region": "us-east-1"}), add)
-    assert (storage.root, name) == ("s3://bkt/src/ts=2024-01-01 10%3A00%3A00", "part-0.parquet")
+    assert (storage.root, name) == ("s3://bkt", "src/ts=2024-01-01 10%3A00%3A00/part-0.parquet")
+    # One client per bucket: another file of the same bucket reuses the storage.
+    table = open_storage("s3://bkt/clone", {"aws_region": "us-east-1"})
+    first, _ = file_storage(table, add)
+    second, other = file_storage(table, "s3://bkt/src/p=b/part-1.parquet")
+    assert second is first and other == "src/p=b/part-1.parquet"
