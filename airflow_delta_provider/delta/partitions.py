@@ -198,7 +198,9 @@ def file_location(root: TableLocation, add_path: str) -> TableLocation:
     rel = posixpath.normpath(decode_path(add_path))
     if root.is_local:
         return TableLocation("file", "", posixpath.normpath(posixpath.join(root.path, rel)))
-    return TableLocation(root.scheme, root.bucket, f"{root.path}/{rel}" if root.path else rel, root.account)
+    return TableLocation(
+        root.scheme, root.bucket, f"{root.path}/{rel}" if root.path else rel, root.account, given=root.given
+    )
 
 
 def file_storage(
@@ -220,7 +222,7 @@ def file_storage(
     if file.is_local:
         place, rel = file.parent(), file.name
     else:  # the bucket's root and the key: one client per bucket, reused (storage_at caches it)
-        place, rel = TableLocation(file.scheme, file.bucket, "", file.account), file.path
+        place, rel = TableLocation(file.scheme, file.bucket, "", file.account, file.given), file.path
     if storage_options is not None:
         return open_storage(place, storage_options), rel
     return storage.storage_at(place), rel
@@ -230,8 +232,10 @@ def absolute_uri(root: TableLocation, add_path: str) -> str:
     """``add.path`` of the table at ``root`` as an absolute, URI-encoded
     location another table's log can name (a shallow clone's adds, as
     delta-spark's ``makePathsAbsolute`` writes them): ``file:/...`` for a
-    local file, ``s3://bucket/...``, ``gs://...``, ``abfss://c@account...``
-    (``az://c/...`` without the account). An absolute path stays as it is."""
+    local file, else in the scheme ``root`` was addressed with
+    (:meth:`TableLocation.qualified_uri`: ``s3a://`` or ``s3://`` as given,
+    ``gs://``, ``abfss://c@account...``; an Azure root without its account is
+    refused). An absolute path stays as it is."""
     split = urlsplit(add_path)
     if len(split.scheme) > 1 or add_path.startswith("/"):
         return add_path if len(split.scheme) > 1 else "file:" + add_path
@@ -240,8 +244,7 @@ def absolute_uri(root: TableLocation, add_path: str) -> str:
         raise InvalidInputError(f"{add_path!r} is not a path under the table root {root.uri}")
     if root.is_local:
         return "file:" + encode_path(root.child(rel))
-    base = root.spark_uri() if root.scheme == "az" and root.account else root.uri
-    scheme, _, rest = base.partition("://")
+    scheme, _, rest = root.qualified_uri().partition("://")
     authority, _, prefix = rest.partition("/")
     return f"{scheme}://{authority}/" + encode_path(f"{prefix}/{rel}" if prefix else rel)
 

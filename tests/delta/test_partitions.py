@@ -349,7 +349,8 @@ def test_parse_partition_values_is_case_insensitive_and_checks_the_schema():
     [
         ("/lake/src dir", "p=a%20b/part-0.parquet", "file:/lake/src%20dir/p=a%20b/part-0.parquet"),
         ("/lake/src", "100%25/x.parquet", "file:/lake/src/100%25/x.parquet"),
-        ("s3a://bucket/src", "day=1/x.parquet", "s3://bucket/src/day=1/x.parquet"),
+        # In the scheme the source was addressed with, as delta-spark qualifies it.
+        ("s3a://bucket/src", "day=1/x.parquet", "s3a://bucket/src/day=1/x.parquet"),
         ("s3://bucket", "x.parquet", "s3://bucket/x.parquet"),
         (
             "abfss://c@acct.dfs.core.windows.net/t",
@@ -378,6 +379,18 @@ def test_absolute_uri_refuses_a_path_above_the_root() -> None:
 
     with pytest.raises(InvalidInputError):
         absolute_uri(parse_location("/lake/t"), "../other/x.parquet")
+
+
+def test_absolute_uri_refuses_an_azure_root_without_its_account() -> None:
+    from airflow_delta_provider.delta.partitions import absolute_uri
+    from airflow_delta_provider.delta.storage import parse_location
+
+    with pytest.raises(InvalidInputError, match=r"az://c/t names no storage account.*abfss://<container>@<account>"):
+        absolute_uri(parse_location("az://c/t"), "x.parquet")
+    assert absolute_uri(parse_location("abfs://c@acct.dfs.core.windows.net/t"), "x.parquet") == (
+        "abfs://c@acct.dfs.core.windows.net/t/x.parquet"
+    )
+    assert parse_location("s3a://b/t") == parse_location("s3://b/t")  # the spelling is not the identity
 
 
 def test_file_storage_opens_the_store_of_a_file_outside_the_root(tmp_path) -> None:

@@ -122,6 +122,7 @@ def plan_clone(
     if version is not None and int(version) < 0:
         raise InvalidInputError(f"cannot clone version {version}: versions start at 0")
     _check_apart(source.storage.location, target.storage.location)
+    source.storage.location.qualified_uri()  # an Azure source without its account: refused before any read
     snapshot = source.snapshot(version=None if version is None else int(version), timestamp=timestamp)
     existing = _target_snapshot(target, replace)
     metadata = _target_metadata(snapshot.metadata, existing, dict(properties or {}))

@@ -6,6 +6,7 @@ buckets the table storage's credentials reach both."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -28,14 +29,20 @@ from airflow_delta_provider.delta.operations.restore import restore_table
 from airflow_delta_provider.delta.partitions import absolute_uri, to_absolute
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
+from tests.delta.conftest import read_snapshot
 from tests.delta.test_on_every_backend import SCHEMA, append, ids_of, rows
-from tests.storage_servers import s3_backend
+from tests.storage_servers import AZURITE_ACCOUNT, s3_backend
 
 
 @pytest.fixture
 def backend(storage_backend, monkeypatch):
+    """Each backend, its credentials in the environment; Azure named with its
+    account (a clone of an ``az://`` root without one is refused)."""
     for key, value in storage_backend.env.items():
         monkeypatch.setenv(key, value)
+    if storage_backend.name == "azure":
+        container = storage_backend.base.split("://", 1)[1].strip("/")
+        return dataclasses.replace(storage_backend, base=f"abfss://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net")
     return storage_backend
 
 
@@ -318,3 +325,37 @@ def test_replacing_a_clone_adds_only_the_files_it_does_not_hold(tmp_path, new_ta
     # Replaced by the older version again: the dropped file comes back, the kept one is not re-added.
     result, plan = clone_table(source, clone, version=1, replace=True)
     assert [f.partition_values for f in plan.adds] == [{"p": "a"}] and plan.removed == []
+
+
+def test_adds_keep_the_scheme_the_source_was_addressed_with(moto_server, azurite, monkeypatch, new_table, data_file):
+    """delta-spark qualifies a clone's paths with its source's scheme: a source
+    named ``s3a://`` gives ``s3a://`` adds (OSS Hadoop has no ``s3://``), which
+    our reader and delta-rs read too. An Azure source without its account is
+    refused, nothing written: no other engine could read ``az://c/...``."""
+    from tests.storage_servers import Backend
+
+    s3 = s3_backend(moto_server)
+    for key, value in s3.env.items():
+        monkeypatch.setenv(key, value)
+    _source(new_table, data_file, s3.uri("src"))
+    source = DeltaTable(s3.uri("src").replace("s3://", "s3a://"))
+    clone = DeltaTable(s3.uri("clone"))
+
+    clone_table(source, clone, version=1)
+
+    snap = clone.snapshot()
+    assert all(f.path.startswith(f"s3a://{s3.bucket}/src/") for f in snap.files)
+    assert ids_of(read_snapshot(snap)) == [1, 2, 3]
+    # delta-rs 1.x registers an object store for the table's own scheme only: it
+    # reads the ``s3://`` adds of a source named ``s3://`` (the tests above),
+    # not ``s3a://`` ones, as with delta-spark's clones (docs/clone.rst).
+
+    container = azurite.create_container()
+    azure = Backend("azure", f"az://{container}", azurite.settings(), azurite.settings(), azurite.endpoint)
+    for key, value in azure.env.items():
+        monkeypatch.setenv(key, value)
+    _source(new_table, data_file, azure.uri("src"))
+    target = DeltaTable(azure.uri("clone"))
+    with pytest.raises(InvalidInputError, match=r"names no storage account.*abfss://<container>@<account>"):
+        clone_table(DeltaTable(azure.uri("src")), target)
+    assert not target.storage.list_tree("")
