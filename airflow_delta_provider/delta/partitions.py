@@ -115,17 +115,22 @@ def _java_quotes_non_ascii(c: str) -> bool:
     return unicodedata.category(c) in ("Zs", "Zl", "Zp") or 0x80 <= ord(c) <= 0x9F
 
 
-def relative_to_root(table_root: str, add_path: str) -> str | None:
+def relative_to_root(table_root: str | TableLocation, add_path: str) -> str | None:
     """The decoded path under ``table_root`` of a file as the log spells it;
     None for a file outside the root.
 
     Relative log paths are URI-encoded; absolute ones are URIs (``file:/...``,
     ``s3://bucket/...``, any spelling of the root's scheme) or plain absolute
-    paths, resolved by :func:`to_absolute` first.
+    paths, resolved by :func:`file_location` (decoded once, never re-parsed).
     """
     scheme = urlsplit(add_path).scheme
     if (scheme and len(scheme) > 1) or add_path.startswith("/"):  # one letter: a Windows drive
-        rel = parse_location(table_root).relative(to_absolute(table_root, add_path))
+        root = table_root if isinstance(table_root, TableLocation) else parse_location(table_root)
+        try:
+            location = file_location(root, add_path)
+        except InvalidInputError:  # a scheme no storage reaches: not under the root
+            return None
+        rel = root.relative(location)
         return posixpath.normpath(rel) if rel is not None else None
     rel = posixpath.normpath(decode_path(add_path))
     return None if rel == ".." or rel.startswith("../") or rel.startswith("/") else rel
@@ -178,33 +183,59 @@ def to_absolute(table_root: str, add_path: str) -> str:
     return posixpath.normpath(posixpath.join(root, decode_path(add_path)))
 
 
+def file_location(root: TableLocation, add_path: str) -> TableLocation:
+    """The decoded location of the file ``add_path`` names in the log of the
+    table at ``root``. An absolute URI is parsed once, from its encoded form
+    (its encoding undone once: ``%253A`` is the key's ``%3A``); a relative
+    path is decoded and joined to ``root``'s parts. The result is never a
+    string parsed again. Raises :class:`InvalidInputError` for a URI of a
+    scheme no storage reaches."""
+    split = urlsplit(add_path)
+    if len(split.scheme) > 1:  # one letter would be a Windows drive
+        return parse_location(add_path)
+    if add_path.startswith("/"):
+        return TableLocation("file", "", posixpath.normpath(decode_path(add_path)))
+    rel = posixpath.normpath(decode_path(add_path))
+    if root.is_local:
+        return TableLocation("file", "", posixpath.normpath(posixpath.join(root.path, rel)))
+    return TableLocation(
+        root.scheme, root.bucket, f"{root.path}/{rel}" if root.path else rel, root.account, given=root.given
+    )
+
+
 def file_storage(
     storage: TableStorage, add_path: str, storage_options: Mapping[str, Any] | None = None
 ) -> tuple[TableStorage, str]:
     """Where the file ``add_path`` (as the log of the table at ``storage``
     spells it) is read: the table's storage and the file's decoded path
     under its root, or, for a file outside the root (a shallow clone's), a
-    storage opened on the file's folder and its name: with
+    storage opened on the file's folder (locally) or bucket (an object
+    store: one client per bucket, reused) and the file's path there: with
     ``storage_options`` if given, else with the table storage's own options
     on the same kind of store (the credentials must reach both)."""
-    rel = relative_to_root(storage.root, add_path)
+    rel = relative_to_root(storage.location, add_path)
     if rel is not None:
         return storage, rel
     from airflow_delta_provider.delta.storage.store import open_storage
 
-    folder, _, name = to_absolute(storage.root, add_path).rpartition("/")
-    location = parse_location(folder or "/")
+    file = file_location(storage.location, add_path)
+    if file.is_local:
+        place, rel = file.parent(), file.name
+    else:  # the bucket's root and the key: one client per bucket, reused (storage_at caches it)
+        place, rel = TableLocation(file.scheme, file.bucket, "", file.account, file.given), file.path
     if storage_options is not None:
-        return open_storage(location, storage_options), name
-    return storage.storage_at(location), name
+        return open_storage(place, storage_options), rel
+    return storage.storage_at(place), rel
 
 
 def absolute_uri(root: TableLocation, add_path: str) -> str:
     """``add.path`` of the table at ``root`` as an absolute, URI-encoded
     location another table's log can name (a shallow clone's adds, as
     delta-spark's ``makePathsAbsolute`` writes them): ``file:/...`` for a
-    local file, ``s3://bucket/...``, ``gs://...``, ``abfss://c@account...``
-    (``az://c/...`` without the account). An absolute path stays as it is."""
+    local file, else in the scheme ``root`` was addressed with
+    (:meth:`TableLocation.qualified_uri`: ``s3a://`` or ``s3://`` as given,
+    ``gs://``, ``abfss://c@account...``; an Azure root without its account is
+    refused). An absolute path stays as it is."""
     split = urlsplit(add_path)
     if len(split.scheme) > 1 or add_path.startswith("/"):
         return add_path if len(split.scheme) > 1 else "file:" + add_path
@@ -213,8 +244,7 @@ def absolute_uri(root: TableLocation, add_path: str) -> str:
         raise InvalidInputError(f"{add_path!r} is not a path under the table root {root.uri}")
     if root.is_local:
         return "file:" + encode_path(root.child(rel))
-    base = root.spark_uri() if root.scheme == "az" and root.account else root.uri
-    scheme, _, rest = base.partition("://")
+    scheme, _, rest = root.qualified_uri().partition("://")
     authority, _, prefix = rest.partition("/")
     return f"{scheme}://{authority}/" + encode_path(f"{prefix}/{rel}" if prefix else rel)
 
@@ -436,6 +466,7 @@ __all__ = [
     "decode_path",
     "encode_path",
     "escape_partition_value",
+    "file_location",
     "file_storage",
     "parse_partition_value",
     "parse_partition_values",

@@ -115,6 +115,15 @@ def check_properties(staged: Metadata, previous: Metadata | None, read_snapshot:
         _check_no_deletion_vectors(read_snapshot.files, f"{key}=true cannot be set")
 
 
+def check_files(metadata: Metadata, files: Iterable[AddFile], what: str) -> None:
+    """Refuse ``files`` with deletion vectors for a table whose ``metadata``
+    asks for manifests (a commit's adds: a shallow clone's come with the
+    source's vectors, whatever the clone's properties say); raises
+    :class:`SymlinkManifestUnsupportedError`. ``what`` names the change."""
+    if table_properties.symlink_manifest_enabled(metadata):
+        _check_no_deletion_vectors(files, f"{what} with {table_properties.SYMLINK_FORMAT_MANIFEST}=true")
+
+
 def _check_no_deletion_vectors(files: Iterable[AddFile], what: str) -> None:
     with_dv = next((f for f in files if f.deletion_vector is not None), None)
     if with_dv is not None:
@@ -334,6 +343,7 @@ __all__ = [
     "OPERATION",
     "STATE_FILE",
     "ManifestResult",
+    "check_files",
     "check_properties",
     "generate",
     "manifest_line",

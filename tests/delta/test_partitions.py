@@ -349,7 +349,8 @@ def test_parse_partition_values_is_case_insensitive_and_checks_the_schema():
     [
         ("/lake/src dir", "p=a%20b/part-0.parquet", "file:/lake/src%20dir/p=a%20b/part-0.parquet"),
         ("/lake/src", "100%25/x.parquet", "file:/lake/src/100%25/x.parquet"),
-        ("s3a://bucket/src", "day=1/x.parquet", "s3://bucket/src/day=1/x.parquet"),
+        # In the scheme the source was addressed with, as delta-spark qualifies it.
+        ("s3a://bucket/src", "day=1/x.parquet", "s3a://bucket/src/day=1/x.parquet"),
         ("s3://bucket", "x.parquet", "s3://bucket/x.parquet"),
         (
             "abfss://c@acct.dfs.core.windows.net/t",
@@ -380,6 +381,18 @@ def test_absolute_uri_refuses_a_path_above_the_root() -> None:
         absolute_uri(parse_location("/lake/t"), "../other/x.parquet")
 
 
+def test_absolute_uri_refuses_an_azure_root_without_its_account() -> None:
+    from airflow_delta_provider.delta.partitions import absolute_uri
+    from airflow_delta_provider.delta.storage import parse_location
+
+    with pytest.raises(InvalidInputError, match=r"az://c/t names no storage account.*abfss://<container>@<account>"):
+        absolute_uri(parse_location("az://c/t"), "x.parquet")
+    assert absolute_uri(parse_location("abfs://c@acct.dfs.core.windows.net/t"), "x.parquet") == (
+        "abfs://c@acct.dfs.core.windows.net/t/x.parquet"
+    )
+    assert parse_location("s3a://b/t") == parse_location("s3://b/t")  # the spelling is not the identity
+
+
 def test_file_storage_opens_the_store_of_a_file_outside_the_root(tmp_path) -> None:
     from airflow_delta_provider.delta.partitions import file_storage
     from airflow_delta_provider.delta.storage import open_storage
@@ -390,3 +403,28 @@ def test_file_storage_opens_the_store_of_a_file_outside_the_root(tmp_path) -> No
     assert file_storage(table, "p=a/x%20y.parquet") == (table, "p=a/x y.parquet")
     holder, rel = file_storage(table, f"file:{tmp_path}/src/p=a/x%20y.parquet")
     assert holder is not table and holder.get(rel) == b"data"
+
+
+def test_absolute_object_store_paths_are_decoded_once():
+    """A clone's add names the source key ``ts=... 10%3A00`` as ``%253A``:
+    decoded once, and never parsed again as a URI."""
+    from airflow_delta_provider.delta.partitions import file_location, file_storage, relative_to_root
+    from airflow_delta_provider.delta.storage import TableLocation, open_storage, parse_location
+
+    add = "s3://bkt/src/ts=2024-01-01%2010%253A00%253A00/part-0.parquet"
+    found = file_location(parse_location("s3://bkt/clone"), add)
+    assert found == TableLocation("s3", "bkt", "src/ts=2024-01-01 10%3A00%3A00/part-0.parquet")
+    assert found.parent().path == "src/ts=2024-01-01 10%3A00%3A00" and found.name == "part-0.parquet"
+    assert relative_to_root("s3://bkt/src", add) == "ts=2024-01-01 10%3A00%3A00/part-0.parquet"
+    assert relative_to_root(parse_location("s3a://bkt/src"), add.replace("s3:", "s3a:")) == (
+        "ts=2024-01-01 10%3A00%3A00/part-0.parquet"
+    )
+    relative = file_location(parse_location("s3://bkt/t"), "p=a%253A/x.parquet")
+    assert relative.path == "t/p=a%3A/x.parquet"
+    storage, name = file_storage(open_storage("s3://bkt/clone", {"aws_region": "us-east-1"}), add)
+    assert (storage.root, name) == ("s3://bkt", "src/ts=2024-01-01 10%3A00%3A00/part-0.parquet")
+    # One client per bucket: another file of the same bucket reuses the storage.
+    table = open_storage("s3://bkt/clone", {"aws_region": "us-east-1"})
+    first, _ = file_storage(table, add)
+    second, other = file_storage(table, "s3://bkt/src/p=b/part-1.parquet")
+    assert second is first and other == "src/p=b/part-1.parquet"

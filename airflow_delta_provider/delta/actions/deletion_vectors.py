@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.actions.model import DeletionVector
 from airflow_delta_provider.delta.errors import CorruptDeletionVectorError, InvalidInputError
-from airflow_delta_provider.delta.partitions import to_absolute
-from airflow_delta_provider.delta.storage import TableStorage, open_storage, parse_location
+from airflow_delta_provider.delta.partitions import encode_path, file_storage, to_absolute
+from airflow_delta_provider.delta.storage import TableStorage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -156,9 +156,7 @@ class DeletionVectorReader:
                 )
             bitmap = _parse_bitmap(raw[: dv.size_in_bytes], where)
         else:
-            location = dv_location(dv, self.storage.root)
-            assert location is not None
-            bitmap = _parse_bitmap(_frame(self._file(location, where), dv, where), where)
+            bitmap = _parse_bitmap(_frame(self._file(_log_path(dv), where), dv, where), where)
         if len(bitmap) != dv.cardinality:
             raise CorruptDeletionVectorError(
                 f"{where}: the bitmap holds {len(bitmap)} rows, the descriptor's cardinality is {dv.cardinality}"
@@ -169,27 +167,31 @@ class DeletionVectorReader:
         """Forget the DV files read so far."""
         self._files.clear()
 
-    def _file(self, location: str, where: str) -> bytes:
-        data = self._files.get(location)
+    def _file(self, path: str, where: str) -> bytes:
+        data = self._files.get(path)
         if data is None:
-            data = self._files[location] = self._fetch(location, where)
+            data = self._files[path] = self._fetch(path, where)
         return data
 
-    def _fetch(self, location: str, where: str) -> bytes:
-        rel = self.storage.location.relative(location)
-        storage = self.storage
-        if rel is None:  # an absolute path elsewhere (a shallow clone's): open its folder
-            folder, rel = location.rsplit("/", 1)
-            place = parse_location(folder or "/")
-            storage = (
-                self.storage.storage_at(place)
-                if self._storage_options is None
-                else open_storage(place, self._storage_options)
-            )
+    def _fetch(self, path: str, where: str) -> bytes:
+        """The DV file ``path`` (as the log spells it: URI-encoded), in the
+        table's storage or, for an absolute path elsewhere (a shallow
+        clone's), in a storage on its folder; decoded once, never twice."""
+        storage, rel = file_storage(self.storage, path, self._storage_options)
         try:
             return storage.get(rel)
         except FileNotFoundError as exc:
             raise CorruptDeletionVectorError(f"{where}: the file does not exist") from exc
+
+
+def _log_path(dv: DeletionVector) -> str:
+    """The DV file's path as a log would spell an add's: URI-encoded, relative
+    (``u``) or absolute (``p``)."""
+    if dv.storage_type == "u":
+        return encode_path(relative_dv_path(dv))
+    if dv.storage_type == "p":
+        return dv.path_or_inline_dv
+    raise CorruptDeletionVectorError(f"unknown deletion vector storage type {dv.storage_type!r}")
 
 
 def read_deletion_vector(storage: TableStorage, dv: DeletionVector, data_file: str | None = None) -> BitMap64:

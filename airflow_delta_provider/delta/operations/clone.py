@@ -7,7 +7,8 @@ Follows delta-spark's ``CloneTableBase`` / ``CloneTableCommand``
    version or a folder that is not a Delta table is a typed error);
 2. the target must not be a Delta table, unless ``replace`` (a non-Delta
    folder holding files is refused either way: VACUUM of the clone would
-   take them for its own). A clone cannot replace its own source;
+   take them for its own). A clone cannot replace its own source, nor lie
+   inside it or hold it (same store, one root under the other);
 3. the metadata is the source's, with a new table id (the target's id when
    it is replaced, and its name and description) and the table properties
    overrides merged in; coordinated-commits properties are never copied,
@@ -24,9 +25,12 @@ Follows delta-spark's ``CloneTableBase`` / ``CloneTableCommand``
    own. The clustering domain is copied;
 5. one ``CLONE`` commit with delta-spark's ``operationParameters``
    (``source``, ``sourceVersion``) and ``operationMetrics``. With
-   ``replace``, the target's files the clone does not add again are removed
-   in the same commit (delta-spark refuses to replace a table that has
-   files; here ``numRemovedFiles`` and ``removedFilesSize`` count them).
+   ``replace``, the target's files the clone does not hold are removed in
+   the same commit, and the files it holds already (same path and deletion
+   vector, compared canonically) are neither removed nor added again: change
+   readers see no inserts for them and row ids stay (delta-spark refuses to
+   replace a table that has files; here ``numRemovedFiles`` and
+   ``removedFilesSize`` count the removed ones).
 
 No data file is read, copied or written. The clone's log names the source's
 files, so the clone reads them for as long as the source keeps them:
@@ -43,11 +47,12 @@ import time
 import uuid
 from collections.abc import Mapping
 
+from airflow_delta_provider.delta import symlink_manifest
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedFeatureError
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
-from airflow_delta_provider.delta.partitions import absolute_uri
+from airflow_delta_provider.delta.partitions import absolute_uri, encode_path
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage.location import TableLocation
@@ -66,7 +71,9 @@ COPIED_DOMAINS = (clustering.DOMAIN,)
 
 @dataclasses.dataclass
 class ClonePlan:
-    """What a CLONE commits: the source version, the target's new state and the files it drops."""
+    """What a CLONE commits: the source version, the target's new state, the
+    files it adds (with ``replace``, only those not live in the target
+    already) and the files it drops."""
 
     source: Snapshot
     source_name: str
@@ -114,12 +121,13 @@ def plan_clone(
         raise InvalidInputError("CLONE takes a version or a timestamp of the source, not both")
     if version is not None and int(version) < 0:
         raise InvalidInputError(f"cannot clone version {version}: versions start at 0")
-    if target.storage.location == source.storage.location:
-        raise InvalidInputError(f"cannot clone {source.uri} into itself")
+    _check_apart(source.storage.location, target.storage.location)
+    source.storage.location.qualified_uri()  # an Azure source without its account: refused before any read
     snapshot = source.snapshot(version=None if version is None else int(version), timestamp=timestamp)
     existing = _target_snapshot(target, replace)
     metadata = _target_metadata(snapshot.metadata, existing, dict(properties or {}))
     protocol = snapshot.protocol if existing is None else merge_protocols(existing.protocol, snapshot.protocol)
+    symlink_manifest.check_files(metadata, snapshot.files, f"cannot clone {source.uri}")
     root = source.storage.location
     adds = [_absolute_add(f, root) for f in snapshot.files]
     copied = {d: m for d, m in snapshot.domain_metadata.items() if d in COPIED_DOMAINS and not m.removed}
@@ -134,7 +142,7 @@ def plan_clone(
         target=existing,
         metadata=metadata,
         protocol=protocol_for(protocol, metadata),
-        adds=adds,
+        adds=adds if existing is None else _new(existing, target.root, adds),
         removed=[] if existing is None else _dropped(existing, target.root, adds),
         domains=[*copied.values(), *dropped],
     )
@@ -163,6 +171,26 @@ def clone_table(
     return txn.commit(metrics=plan.metrics(), token=token), plan
 
 
+def _check_apart(source: TableLocation, target: TableLocation) -> None:
+    """Refuse a target that is the source, or lies inside it, or holds it:
+    each table would take the other's files (and log) for its own."""
+    same_store = (source.scheme, source.bucket) == (target.scheme, target.bucket) and (
+        not source.account or not target.account or source.account == target.account
+    )
+    if not same_store:
+        return
+    if source.path == target.path:
+        raise InvalidInputError(f"cannot clone {source.uri} into itself")
+    if source.relative(target) is not None:
+        raise InvalidInputError(
+            f"cannot clone {source.uri} into {target.uri}: the target lies inside the source table's folder"
+        )
+    if target.relative(source) is not None:
+        raise InvalidInputError(
+            f"cannot clone {source.uri} into {target.uri}: the source lies inside the target's folder"
+        )
+
+
 def _target_snapshot(target: DeltaTable, replace: bool) -> Snapshot | None:
     """The table the clone replaces, or None for a new one (whose folder must hold no file)."""
     if target.exists():
@@ -181,13 +209,33 @@ def _target_snapshot(target: DeltaTable, replace: bool) -> Snapshot | None:
     return None
 
 
-def _dropped(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
-    """The replaced table's files the clone does not add again (a file both
-    removed and added in one commit would be ambiguous: a clone replaced by
-    a later version of its source shares most of its files)."""
+def _file_key(f: AddFile, canonical: PathCanonicalizer) -> tuple[str, str | None]:
+    """One file's identity in the target, whatever spelling names it: its
+    canonical path, and its deletion vector's canonical location and offset
+    (an inline vector by its own id)."""
+    dv = f.deletion_vector
+    if dv is None or dv.storage_type == "i":
+        return canonical(f.path), f.dv_id
+    where = encode_path(relative_dv_path(dv)) if dv.storage_type == "u" else dv.path_or_inline_dv
+    return canonical(f.path), f"{canonical(where)}@{dv.offset}"
+
+
+def _new(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
+    """The clone's files not live in the replaced table already: a file it
+    holds with the same deletion vector stays as it is (re-adding it with
+    ``dataChange`` would show its rows to change readers as inserted again,
+    and give them new row ids)."""
     canonical = PathCanonicalizer(target_root)
-    kept = {(canonical(f.path), f.dv_id) for f in adds}
-    return [f for f in existing.files if (canonical(f.path), f.dv_id) not in kept]
+    live = {_file_key(f, canonical) for f in existing.files}
+    return [f for f in adds if _file_key(f, canonical) not in live]
+
+
+def _dropped(existing: Snapshot, target_root: str, adds: list[AddFile]) -> list[AddFile]:
+    """The replaced table's files the clone does not hold (with the same
+    deletion vector): removed in the clone's commit."""
+    canonical = PathCanonicalizer(target_root)
+    kept = {_file_key(f, canonical) for f in adds}
+    return [f for f in existing.files if _file_key(f, canonical) not in kept]
 
 
 def _target_metadata(source: Metadata, existing: Snapshot | None, properties: dict[str, str]) -> Metadata:

@@ -97,6 +97,7 @@ from airflow_delta_provider.delta.actions.model import (
 from airflow_delta_provider.delta.checkpoint import writer
 from airflow_delta_provider.delta.checkpoint.log_cleanup import cleanup_expired_logs
 from airflow_delta_provider.delta.errors import InvalidInputError, UnsupportedFeatureError
+from airflow_delta_provider.delta.operations.footers import files_with_narrower_types
 from airflow_delta_provider.delta.partitions import encode_path, relative_to_root
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.schema.widening import all_changes
@@ -309,10 +310,10 @@ def _narrow_type_widening(table: DeltaTable, snapshot: Snapshot, rewrite: FileRe
     """delta-spark's ``TypeWideningPreDowngradeCommand``: no new type changes,
     the files with a narrower Parquet type rewritten, then the
     ``delta.typeChanges`` metadata removed."""
-    narrow = type_widening.files_with_narrower_types(table.storage, snapshot)
+    narrow = files_with_narrower_types(table.storage, snapshot)
     _needs_engine(F.TYPE_WIDENING_FEATURE, narrow, "narrower than the table's types", rewrite)
     snapshot = _unset(table, snapshot, [table_properties.ENABLE_TYPE_WIDENING])
-    narrow = type_widening.files_with_narrower_types(table.storage, snapshot)
+    narrow = files_with_narrower_types(table.storage, snapshot)
     if narrow:
         assert rewrite is not None
         rewrite(snapshot, narrow)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -45,12 +45,16 @@ class TableLocation:
         without leading or trailing ``/`` (empty for a bucket's root).
     :param account: The Azure storage account, when the URI names it
         (``abfss://container@account.dfs.core.windows.net/...``).
+    :param given: The scheme the URI was written with (``s3a``, ``abfss``,
+        ...; empty when built from parts). Not part of the identity: every
+        spelling of one root compares equal.
     """
 
     scheme: str
     bucket: str
     path: str
     account: str | None = None
+    given: str = field(default="", compare=False, repr=False)
 
     @property
     def is_local(self) -> bool:
@@ -87,13 +91,41 @@ class TableLocation:
             base = f"{self.scheme}://{self.bucket}"
         return f"{base}/{self.path}" if self.path else base
 
-    def relative(self, location: str) -> str | None:
-        """``location`` (any accepted spelling) relative to this root, decoded;
-        None when it lies outside the root."""
-        try:
-            other = parse_location(location)
-        except InvalidInputError:
-            return None
+    def qualified_uri(self) -> str:
+        """The root as another engine's log can name it, in the scheme it was
+        addressed with, as delta-spark's shallow clone qualifies its source
+        (``s3a://`` stays ``s3a://``, ``s3://`` stays ``s3://``; Azure is
+        ``abfss://c@account.dfs.core.windows.net``, or ``abfs://`` if so
+        given; GCS is ``gs://``). Not encoded. Raises
+        :class:`InvalidInputError` for an Azure root without its account,
+        which no other engine could read."""
+        if self.is_local:
+            return self.path
+        if self.scheme == "s3":
+            base = f"{self.given if self.given in ('s3', 's3a', 's3n') else 's3'}://{self.bucket}"
+        elif self.scheme == "az":
+            if not self.account:
+                raise InvalidInputError(
+                    f"{self.uri} names no storage account, so no other engine could read a path into it; name "
+                    "it as abfss://<container>@<account>.dfs.core.windows.net/<path>"
+                )
+            scheme = self.given if self.given in ("abfs", "abfss") else "abfss"
+            base = f"{scheme}://{self.bucket}@{self.account}.dfs.core.windows.net"
+        else:
+            base = f"gs://{self.bucket}"
+        return f"{base}/{self.path}" if self.path else base
+
+    def relative(self, location: str | TableLocation) -> str | None:
+        """``location`` (any accepted spelling, URI-encoded, or an already
+        decoded :class:`TableLocation`, never parsed again) relative to this
+        root, decoded; None when it lies outside the root."""
+        if isinstance(location, TableLocation):
+            other = location
+        else:
+            try:
+                other = parse_location(location)
+            except InvalidInputError:
+                return None
         if (other.scheme, other.bucket) != (self.scheme, self.bucket):
             return None
         if self.account and other.account and self.account != other.account:
@@ -107,6 +139,18 @@ class TableLocation:
         else:
             return None
         return rel or None
+
+    def parent(self) -> TableLocation:
+        """The folder holding this location (a file's), built from the decoded
+        parts: never parsed again, so a ``%`` in a key stays a ``%``."""
+        head = self.path.rpartition("/")[0]
+        path = (head or "/") if self.is_local else head
+        return TableLocation(self.scheme, self.bucket, path, self.account, self.given)
+
+    @property
+    def name(self) -> str:
+        """The last segment of the path (a file's name), decoded."""
+        return self.path.rpartition("/")[2]
 
     def __str__(self) -> str:
         return self.uri
@@ -145,7 +189,7 @@ def parse_location(uri: str | os.PathLike[str]) -> TableLocation:
     path = posixpath.normpath(unquote(split.path)).strip("/") if split.path.strip("/") else ""
     if path in (".", ".."):
         path = ""
-    return TableLocation(canonical, netloc, path, account)
+    return TableLocation(canonical, netloc, path, account, given=scheme)
 
 
 def _local_path(text: str) -> str:

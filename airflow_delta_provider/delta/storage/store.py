@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import os
 import re
+import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -72,6 +73,8 @@ class TableStorage(ABC):
 
     def __init__(self, location: TableLocation) -> None:
         self.location = location
+        self._others: dict[TableLocation, TableStorage] = {}
+        self._others_lock = threading.Lock()
 
     @property
     def root(self) -> str:
@@ -95,7 +98,16 @@ class TableStorage(ABC):
     def storage_at(self, location: TableLocation) -> TableStorage:
         """The storage of another location, reached with this storage's options
         when it is on the same kind of store (a shallow clone's files in its
-        source's bucket); else with the environment's credential chain."""
+        source's bucket); else with the environment's credential chain.
+        Opened once per location for this storage (one client per bucket when
+        callers ask for a bucket's root, as ``file_storage`` does), then reused."""
+        with self._others_lock:
+            found = self._others.get(location)
+            if found is None:
+                found = self._others[location] = self._open_at(location)
+            return found
+
+    def _open_at(self, location: TableLocation) -> TableStorage:
         return open_storage(location)
 
     # --- listing ---------------------------------------------------------------
@@ -373,7 +385,7 @@ class ObjectStorage(TableStorage):
         self._options = options
         self._store = _make_store(location, options)
 
-    def storage_at(self, location: TableLocation) -> TableStorage:
+    def _open_at(self, location: TableLocation) -> TableStorage:
         if location.scheme == self.location.scheme:
             return ObjectStorage(location, self._options)
         return open_storage(location)

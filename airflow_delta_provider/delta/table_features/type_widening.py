@@ -17,7 +17,7 @@ from typing import Any
 
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Metadata, Protocol
-from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, UnsupportedTypeChangeError
+from airflow_delta_provider.delta.errors import SchemaMismatchError, UnsupportedTypeChangeError
 from airflow_delta_provider.delta.schema.fields import transform_fields, walk_fields
 from airflow_delta_provider.delta.schema.types import format_path, is_decimal, schema_string, type_name
 from airflow_delta_provider.delta.schema.widening import (
@@ -134,71 +134,3 @@ __all__ = [
     "stats_type",
     "strip",
 ]
-
-
-#: Footers read at once when looking for files with narrower types.
-FOOTER_READERS = 16
-
-
-def files_with_narrower_types(storage: Any, snapshot: Any) -> list[Any]:
-    """The live files of ``snapshot`` (on ``storage``, a TableStorage) whose
-    Parquet type of a column that records a type change differs from the
-    table's: the files written before the change, which dropping
-    ``typeWidening`` rewrites (delta-spark's ``fileHasDifferentTypes``,
-    checked on the widened columns only). Footers are read in parallel."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import pyarrow.parquet as pq
-
-    from airflow_delta_provider.delta.partitions import decode_path
-    from airflow_delta_provider.delta.schema.arrow import to_arrow_type
-
-    widened = {path[0] for path, _change in all_changes(snapshot.schema)}
-    if not widened:
-        return []
-    logical = snapshot.schema["fields"]
-    physical = snapshot.column_mapping.physical_schema()["fields"]
-    wanted = {
-        p["name"].lower(): _leaf_types(to_arrow_type(p["type"]))
-        for f, p in zip(logical, physical, strict=True)
-        if f["name"] in widened
-    }
-
-    def narrower(add: Any) -> bool:
-        with storage.open_input_file(decode_path(add.path)) as fh:
-            schema = pq.read_schema(fh)
-        for field in schema:
-            table_leaves = wanted.get(field.name.lower())
-            if table_leaves is None:
-                continue
-            file_leaves = _leaf_types(field.type)
-            if any(file_leaves.get(k, v) != v for k, v in table_leaves.items()):
-                return True
-        return False
-
-    files = list(snapshot.files)
-    with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:  # footer reads wait on storage
-        return [f for f, hit in zip(files, pool.map(narrower, files), strict=True) if hit]
-
-
-def _leaf_types(arrow_type: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
-    """Each primitive leaf of ``arrow_type`` by its path, as its Delta type name."""
-    import pyarrow as pa
-
-    from airflow_delta_provider.delta.schema.arrow import from_arrow_type
-
-    if pa.types.is_struct(arrow_type):
-        out: dict[tuple[str, ...], str] = {}
-        for i in range(arrow_type.num_fields):
-            child = arrow_type.field(i)
-            out.update(_leaf_types(child.type, (*path, child.name.lower())))
-        return out
-    if pa.types.is_map(arrow_type):
-        keys = _leaf_types(arrow_type.key_type, (*path, "key"))
-        return {**keys, **_leaf_types(arrow_type.item_type, (*path, "value"))}
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _leaf_types(arrow_type.value_type, (*path, "element"))
-    try:
-        return {path: str(from_arrow_type(arrow_type))}
-    except InvalidInputError:  # a type with no Delta equivalent: not compared
-        return {}

@@ -410,6 +410,9 @@ class Transaction:
             change_data_feed.check_column_names(self._metadata)
             constraints.check_resolvable(self._metadata)
             generated_columns.check_resolvable(self._metadata.schema_json)
+        symlink_manifest.check_files(
+            md, (a for a in self._actions if isinstance(a, AddFile)), f"{self.operation} cannot add files"
+        )
         # The table as it is decides (delta-spark's assertRemovable on the read
         # snapshot): staged metadata cannot switch the protection off, or on, for its own commit.
         current = self.read_snapshot.metadata if self.read_snapshot is not None else md

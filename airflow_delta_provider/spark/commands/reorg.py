@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -30,10 +29,9 @@ from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
-from airflow_delta_provider.delta.partitions import file_storage
+from airflow_delta_provider.delta.operations.footers import files_with_extra_columns
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.table_features.row_tracking import materialized_columns
 from airflow_delta_provider.delta.transaction.transaction import Transaction
 from airflow_delta_provider.spark.result import CommandResult
 from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
@@ -41,8 +39,6 @@ from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
 OPERATION = "REORG"
 #: delta-spark's REORG ... APPLY (PURGE) parameters: no predicate.
 _PARAMETERS = {"predicate": json.dumps([]), "applyPurge": True}
-#: Footers read at once when looking for files with extra columns.
-FOOTER_READERS = 16
 
 
 def run_reorg_purge(
@@ -62,7 +58,7 @@ def run_reorg_purge(
     target = DeltaTable(table, storage_options)
     snapshot = target.snapshot()
     txn = target.transaction(OPERATION, parameters=_PARAMETERS, snapshot=snapshot)
-    extra = _files_with_extra_columns(target, snapshot)
+    extra = files_with_extra_columns(target.storage, snapshot)
     purged = [f for f in snapshot.files if f.path in extra or _hides_more_than(f, float(min_deleted_ratio))]
     if not purged:
         return CommandResult(table, OPERATION, None, _metrics([], [], started))
@@ -135,23 +131,6 @@ def check_rows_kept(operation: str, rewritten: list[AddFile], adds: list[AddFile
             f"internal error: {operation} wrote {written} rows where the files it rewrote hold {sum(known)} live "
             "rows; nothing is committed"
         )
-
-
-def _files_with_extra_columns(target: DeltaTable, snapshot: Snapshot) -> set[str]:
-    """The paths of the files whose footer names a top-level column that the table's physical schema
-    (and its materialized row-tracking columns) do not: delta-spark's ``fileHasExtraColumns``."""
-    import pyarrow.parquet as pq
-
-    known = {f["name"].lower() for f in snapshot.column_mapping.physical_schema()["fields"]}
-    known.update(name.lower() for name in materialized_columns(snapshot.metadata) or ())
-
-    def extra(f: AddFile) -> bool:
-        storage, rel = file_storage(target.storage, f.path)
-        with storage.open_input_file(rel) as fh:
-            return any(name.lower() not in known for name in pq.read_schema(fh).names)
-
-    with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:  # footer reads wait on storage
-        return {f.path for f, has in zip(snapshot.files, pool.map(extra, snapshot.files), strict=True) if has}
 
 
 def _hides_more_than(f: AddFile, ratio: float) -> bool:

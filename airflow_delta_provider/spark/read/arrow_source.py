@@ -105,7 +105,7 @@ def arrow_read(
 
     entries = []
     for f in files:
-        rel = relative_to_root(location.uri, f.path)
+        rel = relative_to_root(location, f.path)
         entries.append(
             [
                 rel,

@@ -70,7 +70,10 @@ def read_files(spark: SparkSession, schema: StructType, paths: Sequence[str]) ->
     listing happens here, not when the frame runs). Remote paths keep
     Spark's parallel listing, and each bucket among them (a shallow clone's
     files may lie in its source's) gets the connector settings of the
-    table's own (:func:`apply_hadoop_store_settings`).
+    table's own (:func:`apply_hadoop_store_settings`). Those carry keys (and
+    a per-bucket credentials provider) only when the connection or the
+    environment holds explicit keys, and never replace a key the cluster
+    set: a cluster-wide provider chain (an instance role) stays in force.
     """
     if any("://" in p for p in paths):
         buckets = {(p.split("://", 1)[0], p.split("://", 1)[1].split("/", 1)[0]) for p in paths if "://" in p}

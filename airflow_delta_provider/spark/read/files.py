@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from airflow_delta_provider.delta.partitions import encode_path, to_absolute
+from airflow_delta_provider.delta.partitions import encode_path, file_location, to_absolute
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
 from airflow_delta_provider.spark.runtime.session import is_connect
 
@@ -112,13 +112,13 @@ def table_location(snapshot: Any) -> TableLocation:
 def hadoop_path(location: TableLocation, add_path: str) -> str:
     """The decoded absolute path of a data file as Spark's Hadoop FileSystem
     names it: a local path, or ``s3a://``, ``abfss://``, ``gs://``."""
-    absolute = to_absolute(location.uri, add_path)
     if location.is_local:
-        return absolute
-    rel = location.relative(absolute)
+        return to_absolute(location.uri, add_path)
+    file = file_location(location, add_path)  # decoded once, never parsed again
+    rel = location.relative(file)
     if rel is not None:
         return f"{location.spark_uri().rstrip('/')}/{rel}"
-    return parse_location(absolute).spark_uri()
+    return file.spark_uri()
 
 
 def file_keys(uris: dict[str, str]) -> tuple[dict[Any, str], bool]:

@@ -224,7 +224,7 @@ def delete_written_files(target: TableTarget, adds: Iterable[AddFile]) -> None:
     storage = storage_of(target)
     paths = []
     for add in adds:
-        rel = relative_to_root(storage.root, add.path)
+        rel = relative_to_root(storage.location, add.path)
         if rel is not None:
             paths.append(rel)
     storage.delete_many(paths)

@@ -6,6 +6,7 @@ buckets the table storage's credentials reach both."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -17,6 +18,7 @@ from airflow_delta_provider.delta.actions.deletion_vectors import DeletionVector
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import (
     InvalidInputError,
+    SymlinkManifestUnsupportedError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -27,14 +29,20 @@ from airflow_delta_provider.delta.operations.restore import restore_table
 from airflow_delta_provider.delta.partitions import absolute_uri, to_absolute
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
+from tests.delta.conftest import read_snapshot
 from tests.delta.test_on_every_backend import SCHEMA, append, ids_of, rows
-from tests.storage_servers import s3_backend
+from tests.storage_servers import AZURITE_ACCOUNT, s3_backend
 
 
 @pytest.fixture
 def backend(storage_backend, monkeypatch):
+    """Each backend, its credentials in the environment; Azure named with its
+    account (a clone of an ``az://`` root without one is refused)."""
     for key, value in storage_backend.env.items():
         monkeypatch.setenv(key, value)
+    if storage_backend.name == "azure":
+        container = storage_backend.base.split("://", 1)[1].strip("/")
+        return dataclasses.replace(storage_backend, base=f"abfss://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net")
     return storage_backend
 
 
@@ -162,6 +170,14 @@ def test_bad_input_is_refused_and_writes_nothing(backend, new_table, data_file, 
         clone_table(DeltaTable(backend.uri("nothing_here")), empty)
     with pytest.raises(InvalidInputError, match="into itself"):
         clone_table(source, DeltaTable(backend.uri("src")), replace=True)
+    src_files = sorted(m.path for m in source.storage.list_tree(""))
+    inside = DeltaTable(backend.uri("src/clone"))
+    with pytest.raises(InvalidInputError, match=r"into .*src/clone: the target lies inside the source"):
+        clone_table(source, inside)
+    outer = DeltaTable(backend.uri(""))
+    with pytest.raises(InvalidInputError, match=r"cannot clone .*src into .*: the source lies inside the target"):
+        clone_table(source, outer, replace=True)
+    assert sorted(m.path for m in source.storage.list_tree("")) == src_files
     with pytest.raises(InvalidInputError, match="versions start at 0"):
         clone_table(source, empty, version=-1)
     assert not empty.exists() and not empty.storage.list_tree("")
@@ -211,6 +227,18 @@ def test_deletion_vectors_become_absolute_and_still_hide_rows(tmp_path, new_tabl
     assert json.loads(clone.storage.get("_delta_log/00000000000000000000.json").splitlines()[1])["protocol"] == (
         snapshot.protocol.to_json()
     )
+    # Symlink manifests cannot express the source's vectors: refused at clone time, nothing written.
+    manifest = DeltaTable(str(tmp_path / "manifest"))
+    with pytest.raises(SymlinkManifestUnsupportedError, match=r"cannot clone .* has a deletion vector"):
+        clone_table(
+            source,
+            manifest,
+            properties={
+                "delta.enableDeletionVectors": "false",
+                "delta.compatibility.symlinkFormatManifest.enabled": "true",
+            },
+        )
+    assert not (tmp_path / "manifest").exists()
 
 
 def test_a_clone_across_two_s3_buckets(moto_server, monkeypatch, new_table, data_file, snapshot_rows):
@@ -231,3 +259,103 @@ def test_a_clone_across_two_s3_buckets(moto_server, monkeypatch, new_table, data
     # delta-rs 1.x registers an object store for the table's own bucket only:
     # it cannot read a clone across buckets (docs/clone.rst).
     assert source.root.startswith(f"s3://{first.bucket}/")
+
+
+def test_a_clone_of_timestamp_partitions_on_s3_reads_and_restores(moto_server, monkeypatch, new_table, data_file):
+    """Hive escapes ':' in a partition folder (``%3A``), which the log encodes
+    again (``%253A``): the clone's absolute adds are decoded once, so the
+    arrow reader, the deletion vector reader and RESTORE find the real keys."""
+    from airflow_delta_provider.delta.operations.restore import missing_files
+    from airflow_delta_provider.delta.partitions import file_storage
+    from tests.delta.conftest import read_snapshot
+
+    s3 = s3_backend(moto_server)
+    for key, value in s3.env.items():
+        monkeypatch.setenv(key, value)
+    stamp = "2024-01-01 10:00:00"
+    uri = s3.uri("src")
+    new_table(uri, SCHEMA, ["p"], adds=[rows(data_file, uri, [1, 2], stamp), rows(data_file, uri, [3], "a b:c")])
+    source = DeltaTable(uri)
+    assert any("%253A" in f.path for f in source.snapshot().files)
+    clone = DeltaTable(s3.uri("clone"))
+    clone_table(source, clone)
+
+    snap = clone.snapshot()
+    assert any("10%253A00%253A00" in f.path for f in snap.files)
+    for f in snap.files:
+        storage, name = file_storage(clone.storage, f.path)
+        assert storage.exists(name) and "%3A" in name
+    assert ids_of(read_snapshot(snap)) == [1, 2, 3]
+    assert sorted(read_snapshot(snap).column("p").to_pylist()) == ["2024-01-01 10:00:00"] * 2 + ["a b:c"]
+    assert missing_files(clone, snap.files) == []
+    # Remove everything, then RESTORE: the source's files are found present and re-added.
+    txn = clone.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snap)
+    txn.add_all([f.remove(int(time.time() * 1000)) for f in snap.files])
+    txn.commit(metrics={})
+    _, plan = restore_table(clone, version=0)
+    assert len(plan.restored) == 2
+    assert ids_of(read_snapshot(clone.snapshot())) == [1, 2, 3]
+
+
+def test_replacing_a_clone_adds_only_the_files_it_does_not_hold(tmp_path, new_table, data_file):
+    """A clone replaced by a later version of its source keeps the files both
+    versions share: no add for them (so no insert in the change feed, no new
+    row ids), a remove for the ones the later version dropped."""
+    from airflow_delta_provider.delta.log.replay import PathCanonicalizer
+    from airflow_delta_provider.delta.table_changes import changes_between
+
+    source = _source(new_table, data_file, str(tmp_path / "src"))
+    clone = DeltaTable(str(tmp_path / "clone"))
+    clone_table(source, clone, version=1, properties={"delta.enableChangeDataFeed": "true"})
+    first = clone.snapshot()
+    kept = next(f for f in first.files if f.partition_values == {"p": "b"})
+
+    result, plan = clone_table(source, clone, replace=True, properties={"delta.enableChangeDataFeed": "true"})
+
+    canonical = PathCanonicalizer(clone.root)
+    assert plan.adds == [] and [f.partition_values for f in plan.removed] == [{"p": "a"}]
+    actions = [json.loads(line) for line in clone.storage.get(f"_delta_log/{result.version:020d}.json").splitlines()]
+    assert not [a for a in actions if "add" in a]
+    assert [canonical(a["remove"]["path"]) for a in actions if "remove" in a] == [
+        canonical(f.path) for f in first.files if f.partition_values == {"p": "a"}
+    ]
+    assert [canonical(f.path) for f in clone.snapshot().files] == [canonical(kept.path)]
+    changes = changes_between(clone, result.version)
+    assert changes.file_counts() == {"delete": 1}
+    # Replaced by the older version again: the dropped file comes back, the kept one is not re-added.
+    result, plan = clone_table(source, clone, version=1, replace=True)
+    assert [f.partition_values for f in plan.adds] == [{"p": "a"}] and plan.removed == []
+
+
+def test_adds_keep_the_scheme_the_source_was_addressed_with(moto_server, azurite, monkeypatch, new_table, data_file):
+    """delta-spark qualifies a clone's paths with its source's scheme: a source
+    named ``s3a://`` gives ``s3a://`` adds (OSS Hadoop has no ``s3://``), which
+    our reader and delta-rs read too. An Azure source without its account is
+    refused, nothing written: no other engine could read ``az://c/...``."""
+    from tests.storage_servers import Backend
+
+    s3 = s3_backend(moto_server)
+    for key, value in s3.env.items():
+        monkeypatch.setenv(key, value)
+    _source(new_table, data_file, s3.uri("src"))
+    source = DeltaTable(s3.uri("src").replace("s3://", "s3a://"))
+    clone = DeltaTable(s3.uri("clone"))
+
+    clone_table(source, clone, version=1)
+
+    snap = clone.snapshot()
+    assert all(f.path.startswith(f"s3a://{s3.bucket}/src/") for f in snap.files)
+    assert ids_of(read_snapshot(snap)) == [1, 2, 3]
+    # delta-rs 1.x registers an object store for the table's own scheme only: it
+    # reads the ``s3://`` adds of a source named ``s3://`` (the tests above),
+    # not ``s3a://`` ones, as with delta-spark's clones (docs/clone.rst).
+
+    container = azurite.create_container()
+    azure = Backend("azure", f"az://{container}", azurite.settings(), azurite.settings(), azurite.endpoint)
+    for key, value in azure.env.items():
+        monkeypatch.setenv(key, value)
+    _source(new_table, data_file, azure.uri("src"))
+    target = DeltaTable(azure.uri("clone"))
+    with pytest.raises(InvalidInputError, match=r"names no storage account.*abfss://<container>@<account>"):
+        clone_table(DeltaTable(azure.uri("src")), target)
+    assert not target.storage.list_tree("")

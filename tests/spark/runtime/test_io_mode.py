@@ -46,6 +46,13 @@ def test_unknown_mode_is_bad_input():
         ("s3a://bkt", "f.parquet", "s3a://bkt/f.parquet"),
         ("abfss://c@acct.dfs.core.windows.net/t", "f.parquet", "abfss://c@acct.dfs.core.windows.net/t/f.parquet"),
         ("gs://bkt/t", "s3://other/x/f.parquet", "s3a://other/x/f.parquet"),  # an absolute path elsewhere
+        # Hive escapes ':' in a partition folder as %3A, which the log encodes as %253A: decoded once.
+        ("s3://b/t", "p=a%253A/x.parquet", "s3a://b/t/p=a%3A/x.parquet"),
+        (
+            "s3://bkt/clone",
+            "s3://bkt/src/ts=2024-01-01%2010%253A00%253A00/part-0.parquet",
+            "s3a://bkt/src/ts=2024-01-01 10%3A00%3A00/part-0.parquet",
+        ),
     ],
 )
 def test_hadoop_paths(root, add_path, expected):
