@@ -336,11 +336,11 @@ def test_health_prints_the_report_and_the_decisions(table, capsys, tmp_path):
     assert '<svg id="file-size-histogram"' in page.read_text()
     code, out, _err = run(capsys, "health", t.root, "--threshold", "min_small_files=2")
     optimize = out["decisions"][0]
-    assert optimize["due"] and optimize["arguments"] == {"where": "(p = 'x')"}
+    assert optimize["due"] and optimize["arguments"] == {"where": "(`p` = 'x')"}
     assert main(["health", t.root, "--format", "table", "--threshold", "min_small_files=2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["health", "value"]
-    assert any(line.startswith("optimize") and "DUE" in line and "where=(p = 'x')" in line for line in lines)
+    assert any(line.startswith("optimize") and "DUE" in line and "where=(`p` = 'x')" in line for line in lines)
 
 
 def test_health_refuses_an_unknown_threshold(table, capsys):

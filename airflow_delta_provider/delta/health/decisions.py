@@ -165,12 +165,14 @@ def _vacuum(report: HealthReport, t: MaintenanceThresholds) -> Decision:
         return Decision("vacuum", True, f"{freeable} bytes of removed files past the retention", {"mode": mode})
     age = report.age_seconds(report.last_vacuum)
     limit = t.max_days_since_vacuum
-    if limit is not None and report.num_pending_removes and (age is None or age > limit * 86400):
-        since = "no VACUUM in the recent history" if age is None else f"the last VACUUM was {age / 86400:.1f} days ago"
+    # With no VACUUM in the history, the removes counted from the commits are all there
+    # is: young ones alone free nothing yet.
+    if limit is not None and report.num_pending_removes and age is not None and age > limit * 86400:
         return Decision(
             "vacuum",
             True,
-            f"{report.num_pending_removes} removed files wait and {since} (> {limit:g} days)",
+            f"{report.num_pending_removes} removed files wait and the last VACUUM was {age / 86400:.1f} days ago"
+            f" (> {limit:g} days)",
             {"mode": mode},
         )
     return Decision("vacuum", False, f"{freeable} bytes to free (< {t.min_vacuum_bytes})", {})
