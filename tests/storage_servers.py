@@ -129,9 +129,9 @@ class MotoServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> MotoServer:
-        binary = Path(sys.executable).parent / "moto_server"
+        server = Path(__file__).with_name("moto_s3_server.py")  # conditional PUTs atomic, as S3's
         self.proc = subprocess.Popen(
-            [str(binary), "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, str(server), "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
