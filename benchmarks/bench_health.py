@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import json
 import os
 import platform
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,6 +36,9 @@ import pyarrow.compute as pc
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_snapshot_load import _time  # noqa: E402  (median of warm runs)
 
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, Metadata  # noqa: E402
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint  # noqa: E402
@@ -111,17 +111,6 @@ def delta_rs(path: Path) -> int:
         [("size_bytes", "sum"), ("size_bytes", "count"), ("small", "sum"), ("num_records", "sum")]
     )
     return sum(grouped["size_bytes_count"].to_pylist())
-
-
-def _time(fn: Callable[[Path], int], path: Path, reps: int) -> tuple[float, int]:
-    fn(path)  # warm-up: imports, page cache
-    times, n = [], 0
-    for _ in range(reps):
-        gc.collect()
-        start = time.perf_counter()
-        n = fn(path)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), n
 
 
 def main(argv: list[str] | None = None) -> int:
