@@ -47,6 +47,19 @@ def append(table: DeltaTable, add, token=None):
     return txn.commit(metrics={"numFiles": 1}, token=token)
 
 
+def history_with_a_delete(new_table, data_file, uri: str) -> DeltaTable:
+    """v0 [1, 2] (p=a) / v1 +[3] (p=b) / v2 [1, 2] removed."""
+    new_table(uri, SCHEMA, ["p"], adds=[rows(data_file, uri, [1, 2])])
+    table = DeltaTable(uri)
+    append(table, rows(data_file, uri, [3], "b"))
+    snapshot = table.snapshot()
+    first = next(f for f in snapshot.files if f.partition_values == {"p": "a"})
+    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
+    txn.add(first.remove(int(time.time() * 1000)))
+    txn.commit(metrics={"numDeletedRows": 2})
+    return table
+
+
 def ids_of(table: pa.Table) -> list[int]:
     return sorted(table.column("id").to_pylist())
 

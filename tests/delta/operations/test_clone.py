@@ -30,7 +30,7 @@ from airflow_delta_provider.delta.partitions import absolute_uri, to_absolute
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
 from tests.delta.conftest import read_snapshot
-from tests.delta.test_on_every_backend import SCHEMA, append, ids_of, rows
+from tests.delta.test_on_every_backend import SCHEMA, append, history_with_a_delete, ids_of, rows
 from tests.storage_servers import AZURITE_ACCOUNT, s3_backend
 
 
@@ -59,14 +59,7 @@ def rs_ids(uri: str, storage_options: dict[str, str] | None = None, version: int
 
 def _source(new_table, data_file, uri: str) -> DeltaTable:
     """v0 [1, 2] (p=a) / v1 +[3] (p=b) / v2 [1, 2] removed."""
-    new_table(uri, SCHEMA, ["p"], adds=[rows(data_file, uri, [1, 2])])
-    table = DeltaTable(uri)
-    append(table, rows(data_file, uri, [3], "b"))
-    snapshot = table.snapshot()
-    first = next(f for f in snapshot.files if f.partition_values == {"p": "a"})
-    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
-    txn.add(first.remove(int(time.time() * 1000)))
-    txn.commit(metrics={"numDeletedRows": 2})
+    table = history_with_a_delete(new_table, data_file, uri)
     return table
 
 

@@ -23,7 +23,7 @@ from airflow_delta_provider.delta.errors import (
 from airflow_delta_provider.delta.operations.restore import plan_restore, restore_table
 from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.table import DeltaTable
-from tests.delta.test_on_every_backend import SCHEMA, append, ids_of, rows
+from tests.delta.test_on_every_backend import SCHEMA, append, history_with_a_delete, ids_of, rows
 
 
 @pytest.fixture
@@ -35,14 +35,7 @@ def backend(storage_backend, monkeypatch):
 
 def _history(new_table, data_file, uri: str) -> DeltaTable:
     """v0 [1, 2] / v1 +[3] / v2 [1, 2] removed / v3 +[4]."""
-    new_table(uri, SCHEMA, ["p"], adds=[rows(data_file, uri, [1, 2])])
-    table = DeltaTable(uri)
-    append(table, rows(data_file, uri, [3], "b"))
-    snapshot = table.snapshot()
-    first = next(f for f in snapshot.files if f.partition_values == {"p": "a"})
-    txn = table.transaction("DELETE", parameters={"predicate": "[]"}, snapshot=snapshot)
-    txn.add(first.remove(int(time.time() * 1000)))
-    txn.commit(metrics={"numDeletedRows": 2})
+    table = history_with_a_delete(new_table, data_file, uri)
     append(table, rows(data_file, uri, [4]))
     return table
 
