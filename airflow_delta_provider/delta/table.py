@@ -30,12 +30,7 @@ from airflow_delta_provider.delta.log.store import LogFile, LogStore
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
 from airflow_delta_provider.delta.table_features import in_commit_timestamps
-from airflow_delta_provider.delta.transaction.post_commit import (
-    PostCommitHookProperties,
-    TableTransaction,
-    moved_on_by,
-)
-from airflow_delta_provider.delta.transaction.transaction import CommitResult
+from airflow_delta_provider.delta.transaction.post_commit import PostCommitHookProperties, TableTransaction
 
 log = logging.getLogger(__name__)
 
@@ -90,21 +85,6 @@ class DeltaTable:
             version, ts = self.version_at(timestamp)
             return self._load(version, ts)
         return self._load(version, None)
-
-    def snapshot_after(self, read_snapshot: Snapshot, result: CommitResult) -> Snapshot:
-        """The latest snapshot, just after ``result`` was committed on ``read_snapshot``.
-
-        When that commit was made at the very next version and changed no
-        state (VACUUM START: a ``commitInfo`` alone), ``read_snapshot``'s files
-        are loaded, and one listing of the log from that version shows no later
-        commit, it is ``read_snapshot`` moved to that version, with no
-        checkpoint or commit read again; otherwise the latest one, loaded
-        (:meth:`snapshot`)."""
-        if moved_on_by(read_snapshot, result):
-            commits = [f for f in self.log_store.list_from(result.version) if f.kind == "commit"]
-            if [f.version for f in commits] == [result.version]:
-                return read_snapshot.after_empty_commit(commits[0])
-        return self.snapshot()
 
     def _load(self, version: int | None, timestamp: int | None) -> Snapshot:
         store = self.log_store

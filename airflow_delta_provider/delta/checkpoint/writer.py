@@ -24,14 +24,17 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
 
 
-def write_checkpoint(table: TableLog, snapshot: Snapshot) -> dict[str, Any]:
+def write_checkpoint(table: TableLog, snapshot: Snapshot, *, just_committed: bool = False) -> dict[str, Any]:
     """Write the checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it.
+
+    Its version's commit must exist: checked with one request, unless the
+    caller has ``just_committed`` it (the post-commit work).
 
     Returns the ``_last_checkpoint`` content written (or that would have
     been, when a newer checkpoint is already advertised).
     """
     store = table.log_store
-    if not store.exists(commit_name(snapshot.version)):
+    if not just_committed and not store.exists(commit_name(snapshot.version)):
         raise InvalidInputError(f"cannot checkpoint version {snapshot.version}: its commit is missing")
     protected = protected_before(snapshot.protocol, snapshot.metadata)
     if snapshot.version < protected:

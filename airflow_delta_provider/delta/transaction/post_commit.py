@@ -160,7 +160,7 @@ def run_post_commit(
     cleanup = due.log_cleanup if properties.cleanup_expired_logs is None else properties.cleanup_expired_logs
     try:
         snapshot = snapshot_of(table, result, read_snapshot)
-        writer.write_checkpoint(table, snapshot)
+        writer.write_checkpoint(table, snapshot, just_committed=True)
         deleted = log_cleanup.cleanup_expired_logs(table, snapshot) if cleanup else 0
     except Exception as exc:  # the commit stands whatever happens to its checkpoint
         log.warning("version %d committed, but its checkpoint failed: %r", result.version, exc)

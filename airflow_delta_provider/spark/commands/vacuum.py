@@ -29,6 +29,7 @@ from airflow_delta_provider.delta.operations.vacuum import (
 from airflow_delta_provider.delta.operations.vacuum_lite import plan_vacuum_lite, write_last_vacuum_info
 from airflow_delta_provider.delta.storage import TableStorage
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.delta.transaction.post_commit import snapshot_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -108,10 +109,10 @@ def run_vacuum(
     finally:
         # delta-spark counts the folders it searched, not those it deleted.
         end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
-        # END reads the latest version. When that is START's own commit, which
-        # changed no state, it is the snapshot at hand: one listing instead of
-        # loading the table again.
-        after_start = dt.snapshot_after(snap, started)
+        # END is made on START's version, known without reading the log:
+        # START changed no state. A commit that came between is met by END's
+        # own commit, which then lands after it (SnapshotIsolation: no conflict).
+        after_start = snapshot_of(dt, started, snap)
         end_txn = dt.transaction(
             "VACUUM END",
             parameters={"status": status},

@@ -193,3 +193,29 @@ def test_snapshot_of_loads_the_version_after_a_commit_that_changed_the_state(tmp
     assert "new.parquet" in {f.path for f in post_commit.snapshot_of(table, result, snap).files}
     marker = table.transaction("VACUUM START", {}, table.snapshot()).commit()
     assert not post_commit.moved_on_by(snap, marker)  # not the next version of ``snap``
+
+
+def test_a_marker_commit_moves_the_snapshot_on_without_reading_the_log(tmp_path, monkeypatch):
+    """VACUUM END is made on START's version: the read snapshot moved on, with
+    no listing and no checkpoint, commit or ``.crc`` read."""
+    from tests.delta_logs import count_log_calls
+
+    table = _table(tmp_path / "t", 3, {})
+    snap = table.snapshot()
+    txn = table.transaction("DELETE", {}, snap)
+    txn.add(snap.files[0].remove(2))
+    txn.commit()
+    snap = table.snapshot()
+    assert snap.files and snap.all_tombstones  # loaded
+    result = table.transaction("VACUUM START", {}, snap, isolation_level="SnapshotIsolation").commit(
+        metrics={"numFilesToDelete": 0}
+    )
+    calls = count_log_calls(monkeypatch)
+    after = post_commit.snapshot_of(table, result, snap)
+    assert dict(calls) == {}
+    fresh = table.snapshot()
+    assert after.version == fresh.version == snap.version + 1
+    assert after.files == fresh.files and after.all_tombstones == fresh.all_tombstones
+    assert (after.protocol, after.metadata, after.txns) == (fresh.protocol, fresh.metadata, fresh.txns)
+    assert after.checksum().to_bytes() == fresh.checksum().to_bytes()
+    assert snap.version == result.version - 1  # the read snapshot is left as it was

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from airflow_delta_provider.delta.checksum.version_checksum import read_checksum
 from airflow_delta_provider.delta.errors import VacuumLiteUnavailableError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.commands.vacuum import run_vacuum
@@ -169,10 +170,8 @@ def test_a_real_lite_run_on_s3_reads_each_log_file_once_and_loads_no_snapshot_fo
 ):
     """The checkpoint is fetched once (its footer, actions and file actions
     from one GET); VACUUM END is committed on the version VACUUM START made,
-    known without loading the table again (one listing), with the same
-    commitInfo and a ``.crc`` that matches the table's state."""
-    from airflow_delta_provider.delta.checksum.version_checksum import read_checksum
-
+    known without reading the log again, with the same commitInfo and a
+    ``.crc`` that matches the table's state."""
     for key, value in stoppable_s3.env.items():
         monkeypatch.setenv(key, value)
     local = core_history(str(tmp_path / "t"))
@@ -189,7 +188,7 @@ def test_a_real_lite_run_on_s3_reads_each_log_file_once_and_loads_no_snapshot_fo
     first_put = next(i for i, (m, p) in enumerate(sent) if m == "PUT" and p.endswith(".json"))
     after_start = [p for _m, p in sent[first_put + 1 :]]
     assert not any("_last_checkpoint" in p or p.endswith(".parquet") for p in after_start), after_start
-    assert sum("list-type" in p for p in after_start) == 1
+    assert not any("list-type" in p or m in ("GET", "HEAD") for m, p in sent[first_put + 1 :]), after_start
     table = DeltaTable(uri)
     end, start = table.history(limit=2)
     assert (start["operation"], end["operation"]) == ("VACUUM START", "VACUUM END")
@@ -204,3 +203,34 @@ def test_a_real_lite_run_on_s3_reads_each_log_file_once_and_loads_no_snapshot_fo
     expected = snap.checksum()
     expected.txn_id = recorded.txn_id
     assert recorded.to_bytes() == expected.to_bytes()
+
+
+def test_a_commit_between_start_and_end_is_kept_and_end_lands_after_it(tmp_path, monkeypatch):
+    """END is made on START's version without reading the log; a writer that
+    committed meanwhile wins that version, and END lands after it."""
+    from airflow_delta_provider.delta.actions.model import AddFile
+    from airflow_delta_provider.spark.commands import vacuum as vacuum_command
+
+    root = core_history(str(tmp_path / "t"))
+    table = DeltaTable(root)
+    deleting = vacuum_command._delete_files
+
+    def a_writer_commits_then_delete(*args, **kwargs):
+        txn = table.transaction("WRITE", snapshot=table.snapshot())
+        txn.add(AddFile("late.parquet", {}, 1, int(time.time() * 1000), True))
+        txn.commit()
+        return deleting(*args, **kwargs)
+
+    monkeypatch.setattr(vacuum_command, "_delete_files", a_writer_commits_then_delete)
+    result = run_vacuum(None, root, retention_hours=0, enforce_retention=False, lite=True)
+    end, write, start = table.history(limit=3)
+    assert (start["operation"], write["operation"], end["operation"]) == ("VACUUM START", "WRITE", "VACUUM END")
+    assert end["version"] == result.version == start["version"] + 2
+    assert int(result.metrics["numDeletedFiles"]) == 3
+    snap = table.snapshot()
+    assert "late.parquet" in {f.path for f in snap.files}
+    recorded = read_checksum(table.log_store, result.version)
+    expected = snap.checksum()
+    assert recorded is not None
+    expected.txn_id = recorded.txn_id
+    assert recorded.to_bytes() == expected.to_bytes()  # END's .crc counts the late file
