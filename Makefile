@@ -26,11 +26,13 @@ maven: java
 
 # The suite in two pytest processes at once, as their work waits on different JVMs
 # and processes: the tests that talk to delta-spark (tests/delta_spark, the interop
-# matrix among them: one delta-spark server) with the example DAGs and the Airflow
-# deployment (spark-submit and Airflow's own processes), and the rest, of about the
-# same length. Each has its own AIRFLOW_HOME. The first's output follows the second's.
+# matrix among them: one delta-spark server) with the example DAGs, the Airflow
+# deployment and the S3A runs (spark-submit, Airflow's own processes, a Spark with
+# hadoop-aws), and the rest, of about the same length. Each has its own
+# AIRFLOW_HOME. The first's output follows the second's.
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15
-FIRST  := tests/delta_spark tests/dags_examples tests/deployment
+FIRST  := tests/delta_spark tests/dags_examples tests/deployment \
+          tests/spark/runtime/test_hadoop_s3a.py tests/operators/test_delta_on_s3.py
 test: $(STAMP) java test-jars
 	@log=$$(mktemp); \
 	$(PYTEST) $(FIRST) >$$log 2>&1 & first=$$!; \
