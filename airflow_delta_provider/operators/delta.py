@@ -940,32 +940,59 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       ``deletionVectors`` and ``typeWidening`` likewise, after their
       preparation rewrites the files that still use them (a Spark job: not
       with ``engine="python"``). Other reader-writer features are refused.
+      ``drop_feature="inCommitTimestamp"`` (with ``truncate_history``) says
+      the same in short, as the CLI's ``--drop-feature NAME [--truncate-history]``.
 
     :param change: The change, as above. (templated)
+    :param drop_feature: Instead of ``change``: the table feature to drop. (templated)
+    :param truncate_history: With ``drop_feature``: wait for the history
+        retention, then truncate the history (``DROP FEATURE ... TRUNCATE HISTORY``).
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in
         the same commit when a rename or drop needs it. Readers of the table
         then need column mapping support (reader version 2).
     """
 
     request_class = requests.AlterRequest
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change")
+    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change", "drop_feature")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
         "change": "json",
     }
 
-    def __init__(self, *, change: Mapping[str, Any], enable_column_mapping: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        change: Mapping[str, Any] | None = None,
+        drop_feature: str | None = None,
+        truncate_history: bool = False,
+        enable_column_mapping: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        kinds = [k for k in change if k in ALTER_CHANGES]
-        if len(kinds) != 1:
-            raise ValueError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
-        if kinds == ["add_constraint"] and self.engine == "python":
-            raise ValueError("adding a CHECK constraint checks the table's rows: it needs Spark, not engine='python'")
-        self.change = dict(change)
+        if (change is None) == (drop_feature is None):
+            raise ValueError("give change or drop_feature, not both or neither")
+        if truncate_history and drop_feature is None:
+            raise ValueError("truncate_history goes with drop_feature")
+        if change is not None:
+            kinds = [k for k in change if k in ALTER_CHANGES]
+            if len(kinds) != 1:
+                raise ValueError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
+            if kinds == ["add_constraint"] and self.engine == "python":
+                raise ValueError(
+                    "adding a CHECK constraint checks the table's rows: it needs Spark, not engine='python'"
+                )
+        self.change = None if change is None else dict(change)
+        self.drop_feature = drop_feature
+        self.truncate_history = truncate_history
         self.enable_column_mapping = enable_column_mapping
 
     def _request_fields(self) -> dict[str, Any]:
-        return {"change": json.dumps(self.change), "enable_column_mapping": bool(self.enable_column_mapping)}
+        return {
+            "change": None if self.change is None else json.dumps(self.change),
+            "drop_feature": self.drop_feature,
+            "truncate_history": bool(self.truncate_history),
+            "enable_column_mapping": bool(self.enable_column_mapping),
+        }
 
 
 class DeltaRestoreOperator(DeltaSparkOperator):
@@ -1008,8 +1035,8 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
     rewritten sorted by the Z-order of those columns, so filters on any of
     them skip more files. On a liquid-clustered table (see
     ``DeltaAppendOperator``'s ``cluster_by``) it clusters the files not yet
-    clustered by the table's clustering columns; ``full=True`` reclusters every
-    file (``OPTIMIZE FULL``). The rows do not change: the commit's files carry
+    clustered by the table's clustering columns; ``full=True`` also reclusters
+    those clustered by other columns (``OPTIMIZE FULL``). The rows do not change: the commit's files carry
     ``dataChange=false``, and a concurrent append does not conflict with it.
     With nothing to rewrite nothing is committed, and ``version`` is None.
 
@@ -1018,8 +1045,8 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
     :param zorder_by: Columns to Z-order by, as a list or one comma-separated
         string (integral, decimal, date, timestamp or string, with statistics; not
         partition columns; never on a clustered table). (templated)
-    :param full: On a clustered table, recluster every file, not only those
-        written since the last clustering (``OPTIMIZE FULL``).
+    :param full: On a clustered table, also recluster the files clustered by
+        other columns or another provider (``OPTIMIZE FULL``, as delta-spark's).
     """
 
     request_class = requests.OptimizeRequest

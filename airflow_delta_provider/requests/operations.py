@@ -184,7 +184,7 @@ class OptimizeRequest(OperationRequest):
     where: str | None = option(help="a condition on partition columns: only those partitions")
     target_size: int | None = option(parse=int, help="bytes per file (default: delta.targetFileSize, else 128 MiB)")
     zorder_by: tuple[str, ...] = joined(metavar="C1,C2", help="Z-order by these columns")
-    full: bool = switch(help="OPTIMIZE FULL: on a clustered table, recluster every file, not only the new ones")
+    full: bool = switch(help="OPTIMIZE FULL: on a clustered table, also recluster the files clustered by other columns")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -205,9 +205,9 @@ class AlterRequest(OperationRequest):
     operation = "alter"
     summary = "ALTER TABLE: one schema or property change"
     runs_without_spark = True  # except to add a CHECK constraint (needs_spark)
+    exactly_one_of = ("change", "drop_feature")
 
-    change: str = option(
-        required=True,
+    change: str | None = option(
         help='the change as JSON, e.g. {"rename_column": {"column": "a", "to": "b"}}, {"drop_columns": ["a"]}, '
         '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
         '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
@@ -217,15 +217,31 @@ class AlterRequest(OperationRequest):
         "(checkConstraints, inCommitTimestamp, vacuumProtocolCheck, rowTracking, v2Checkpoint; "
         "deletionVectors and typeWidening rewrite data files: need Spark)",
     )
+    drop_feature: str | None = option(
+        metavar="NAME",
+        help="drop a table feature (ALTER TABLE ... DROP FEATURE NAME): "
+        '--change \'{"drop_feature": {"name": NAME}}\' in short',
+    )
+    truncate_history: bool = switch(
+        help="with --drop-feature: wait for the history retention, then truncate the history "
+        "(DROP FEATURE ... TRUNCATE HISTORY) instead of protecting it with checkpointProtection"
+    )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"
     )
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.truncate_history and self.drop_feature is None:
+            raise ValueError("alter: truncate_history goes with drop_feature")
+
     def needs_spark(self) -> bool:
         """Adding a CHECK constraint (Spark checks the table's rows), and
         dropping a feature whose preparation rewrites data files."""
+        if self.drop_feature is not None:
+            return self.drop_feature in REWRITING_DROPS
         try:
-            change = json.loads(self.change)
+            change = json.loads(self.change or "")
         except json.JSONDecodeError:
             return False  # the command refuses it, with no Spark
         if not isinstance(change, dict):

@@ -794,6 +794,19 @@ def test_adding_a_constraint_needs_spark() -> None:
     assert drop.engine == "python"
 
 
+def test_the_alter_operator_drops_a_feature_by_name() -> None:
+    drop = DeltaAlterTableOperator(
+        task_id="d", table_path="/t", drop_feature="v2Checkpoint", truncate_history=True, engine="python"
+    )
+    assert drop.cli_arguments() == ["--drop-feature", "v2Checkpoint", "--truncate-history"]
+    with pytest.raises(ValueError, match="not both or neither"):
+        DeltaAlterTableOperator(task_id="d", table_path="/t")
+    with pytest.raises(ValueError, match="not both or neither"):
+        DeltaAlterTableOperator(task_id="d", table_path="/t", change={"cluster_by": "none"}, drop_feature="x")
+    with pytest.raises(ValueError, match="truncate_history goes with drop_feature"):
+        DeltaAlterTableOperator(task_id="d", table_path="/t", change={"cluster_by": "none"}, truncate_history=True)
+
+
 def test_append_operator_passes_a_declared_table_schema():
     """``table_schema`` reaches the application as ``--table-schema`` JSON,
     which its parser takes back (generated and identity columns on create)."""

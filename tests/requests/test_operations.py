@@ -17,3 +17,19 @@ def test_alter_needs_spark_for_the_drops_that_rewrite_files() -> None:
     assert needs('{"drop_feature": {"name": "typeWidening", "truncate_history": true}}')
     assert not needs('{"drop_feature": {"name": "inCommitTimestamp"}}')
     assert needs('{"add_constraint": {"name": "p", "expression": "a > 0"}}')
+
+
+def test_alter_drop_feature_is_the_drop_feature_change_in_short() -> None:
+    import pytest
+
+    from airflow_delta_provider.requests.operations import AlterRequest
+
+    assert AlterRequest(table="/t", drop_feature="deletionVectors").needs_spark()
+    assert not AlterRequest(table="/t", drop_feature="inCommitTimestamp").needs_spark()
+    request = AlterRequest(table="/t", drop_feature="v2Checkpoint", truncate_history=True)
+    assert request.operation_arguments() == ["--drop-feature", "v2Checkpoint", "--truncate-history"]
+    for wrong in ({}, {"change": "{}", "drop_feature": "x"}):
+        with pytest.raises(ValueError, match="exactly one of change, drop_feature"):
+            AlterRequest(table="/t", **wrong)
+    with pytest.raises(ValueError, match="truncate_history goes with drop_feature"):
+        AlterRequest(table="/t", change="{}", truncate_history=True)

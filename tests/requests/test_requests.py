@@ -137,6 +137,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         DeltaAlterTableOperator,
         {"change": {"rename_column": {"column": "a", "to": "b"}}, "enable_column_mapping": True},
     ),
+    (DeltaAlterTableOperator, {"drop_feature": "v2Checkpoint", "truncate_history": True}),
     (DeltaRestoreOperator, {"version": 3}),
     (DeltaRestoreOperator, {"timestamp": "2026-11-26T10:00:00+01:00"}),
     (
@@ -173,9 +174,10 @@ _ONE_OF = {
 _ALTERNATIVES = {
     "append": (("source", "format", "options"), ("source_sql", "source_views")),
     "merge": (("source", "source_format", "source_version", "source_options"), ("source_sql", "source_views")),
+    "alter": (("change", "enable_column_mapping"), ("drop_feature", "truncate_history")),
 }
 #: The least each operation needs beyond its required fields: a source.
-_MINIMAL = {"append": {"source": "x", "format": "parquet"}, "merge": {"source": "x"}}
+_MINIMAL = {"append": {"source": "x", "format": "parquet"}, "merge": {"source": "x"}, "alter": {"change": "{}"}}
 
 
 def _ids(case: tuple[type, dict[str, Any]]) -> str:
@@ -372,7 +374,7 @@ def test_template_fields_are_unchanged() -> None:
         DeltaVacuumOperator: (*base, "retention_hours"),
         DeltaPurgeDeletionVectorsOperator: (*base, "min_deleted_ratio"),
         DeltaOptimizeOperator: (*base, "where", "target_size", "zorder_by"),
-        DeltaAlterTableOperator: (*base, "change"),
+        DeltaAlterTableOperator: (*base, "change", "drop_feature"),
         DeltaRestoreOperator: (*base, "version", "timestamp"),
         DeltaChangesOperator: (*base, "start_version", "end_version", "version_range", "output_path"),
         DeltaConvertOperator: (*base, "partition_by", "table_properties"),

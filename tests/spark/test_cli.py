@@ -142,6 +142,39 @@ def test_alter_needs_no_spark_and_refuses_bad_changes_in_one_line(make_table, ca
     assert DeltaTable(path).latest_version() == 1
 
 
+def test_alter_drops_a_feature_by_name_with_no_spark(make_table, capsys):
+    """``alter TABLE --drop-feature NAME [--truncate-history]``, the issue's
+    form of ``--change '{"drop_feature": ...}'``; its misuses change nothing."""
+    from airflow_delta_provider.delta.table_features.features import listed_features
+
+    path = make_table(pa.table({"id": [1]}))
+
+    def no_session(conf):
+        raise AssertionError("dropping a writer feature must not start Spark")
+
+    enable = json.dumps({"set_properties": {"delta.enableInCommitTimestamps": "true"}})
+    assert main(["alter", path, "--change", enable], no_session) == 0
+    assert "inCommitTimestamp" in listed_features(DeltaTable(path).snapshot().protocol)[1]
+    capsys.readouterr()
+    before = disk_files(path)
+    for bad, message in [
+        (["--change", enable, "--truncate-history"], "truncate_history goes with drop_feature"),
+        (["--change", enable, "--drop-feature", "inCommitTimestamp"], "not allowed with argument --change"),
+        (["--drop-feature", "inCommitTimestamp", "--truncate-history"], "dropped at once"),
+        (["--drop-feature", "domainMetadata"], "domainMetadata"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["alter", path, *bad], no_session)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == 2 and len(err) == 1 and message in err[0], (bad, err)
+    assert disk_files(path) == before
+
+    assert main(["alter", path, "--drop-feature", "inCommitTimestamp"], no_session) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["operation"] == "DROP FEATURE"
+    assert "inCommitTimestamp" not in listed_features(DeltaTable(path).snapshot().protocol)[1]
+
+
 def test_cast_error_on_update_is_bad_input_and_changes_nothing(spark, make_table, capsys):
     """Spark 4 ANSI mode fails a bad cast at run time ([CAST_INVALID_INPUT],
     SQLSTATE 22018): that is bad input too, and the rewrite it broke is undone."""

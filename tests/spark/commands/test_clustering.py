@@ -1,8 +1,8 @@
 """Liquid clustering through the Spark commands: APPEND creates a clustered
 table, OPTIMIZE clusters it (Hilbert order over the clustering columns) so a
 point filter on any of them reads few files, later OPTIMIZE runs cluster only
-the files written since, ``full`` reclusters all, and delta-rs and DuckDB read
-every version."""
+the files written since, ``full`` reclusters the files clustered by other
+columns, and delta-rs and DuckDB read every version."""
 
 from __future__ import annotations
 
@@ -105,8 +105,8 @@ def test_optimize_clusters_incrementally_and_point_filters_skip_most_files(spark
     """60 files of random x and y: a point filter on either may read every
     file. After OPTIMIZE clusters by (x, y) into about as many files, at most
     30%. With the first ZCube complete (delta-spark's minCubeSize lowered
-    below its size), new files are then clustered alone; with the default
-    (100 GiB) both ZCubes are partial, and ``full`` reclusters them all."""
+    below its size), new files are then clustered alone. After CLUSTER BY
+    (y), only ``full`` reclusters the files clustered by (x, y)."""
     table = _unclustered_files(tmp_path / "t", files=60, rows=200, seed=3)
     alter_table(DeltaTable(table), change_from_json({"cluster_by": ["x", "y"]}))
     assert _share_of_files_read(table, "x", 500_000) > 0.9 and _share_of_files_read(table, "y", "k50000") > 0.9
@@ -142,11 +142,22 @@ def test_optimize_clusters_incrementally_and_point_filters_skip_most_files(spark
     assert removed == new and incremental.metrics["numRemovedFiles"] == 3  # only the new files
     assert clustered <= {f.path for f in DeltaTable(table).snapshot().files}
 
+    # FULL is for new clustering columns, as delta-spark's applyMinZCube has
+    # it: files clustered by (x, y) are left alone under CLUSTER BY (y) until
+    # OPTIMIZE FULL reclusters them.
+    before = {f.path for f in DeltaTable(table).snapshot().files}
+    alter_table(DeltaTable(table), change_from_json({"cluster_by": ["y"]}))
+    assert run_optimize(spark, table, target_size=size // 60).version is None
+
     everything = run_optimize(spark, table, target_size=size // 60, full=True)
 
-    assert everything.metrics["numRemovedFiles"] == len(clustered) + incremental.metrics["numAddedFiles"]
+    assert {a["remove"]["path"] for a in commit_actions(table) if "remove" in a} == before
+    assert everything.metrics["numRemovedFiles"] == len(before)
+    files = DeltaTable(table).snapshot().files
+    assert all(f.tags["ZCUBE_ZORDER_BY"] == '["y"]' for f in files)
     info = next(a["commitInfo"] for a in commit_actions(table) if "commitInfo" in a)
-    assert info["operationParameters"]["isFull"] is True
+    assert info["operationParameters"]["isFull"] is True and info["operationParameters"]["clusterBy"] == '["y"]'
+    assert _share_of_files_read(table, "y", "k50000") < 0.30
     assert len(rows_rs(table)) == 60 * 200 + 300 == len(rows_duckdb(duckdb_delta, table))
 
 

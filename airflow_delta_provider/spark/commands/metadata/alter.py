@@ -30,14 +30,24 @@ if TYPE_CHECKING:
 def run_alter(
     spark: SparkSession | None,
     table: str,
-    change: str | dict[str, Any],
+    change: str | dict[str, Any] | None = None,
     enable_column_mapping: bool = False,
     token: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    drop_feature: str | None = None,
+    truncate_history: bool = False,
 ) -> CommandResult:
-    """Apply ``change`` (JSON text or its dict) to ``table``. ``spark`` may be
-    None, except to add a CHECK constraint. ``version`` is None when nothing
-    changed (dropping a constraint that is not there, with ``if_exists``)."""
+    """Apply ``change`` (JSON text or its dict) to ``table``; ``drop_feature``
+    (with ``truncate_history``) is the change ``{"drop_feature": {...}}`` in
+    short. ``spark`` may be None, except to add a CHECK constraint. ``version``
+    is None when nothing changed (dropping a constraint that is not there,
+    with ``if_exists``)."""
+    if (change is None) == (drop_feature is None):
+        raise InvalidInputError("give a change or a feature to drop, not both or neither")
+    if drop_feature is not None:
+        change = {"drop_feature": {"name": drop_feature, "truncate_history": truncate_history}}
+    elif truncate_history:
+        raise InvalidInputError("truncate_history goes with drop_feature")
     if isinstance(change, str):
         try:
             change = json.loads(change)
