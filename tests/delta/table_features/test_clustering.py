@@ -168,3 +168,40 @@ def test_files_clustered_by_other_columns_wait_for_full():
     new = _file("new", 10)
     assert _names(clustering.files_to_cluster([other, foreign, new], ["id"])) == ["new"]
     assert _names(clustering.files_to_cluster([other, foreign, new], ["id"], full=True)) == ["foreign", "new", "other"]
+
+
+def test_delta_rs_liquid_clustering_test_table_reads_and_refuses_writes_by_name(tmp_path, snapshot_rows, duckdb_delta):
+    """delta-rs's ``table_with_liquid_clustering`` (tests/delta-rs/README.md):
+    Databricks' preview ``liquid`` writer feature, clustering columns in a
+    property and no ``delta.clustering`` domain. Its rows read as delta-rs and
+    DuckDB read them, its ``.crc`` validates, it is not clustered in the
+    protocol's sense, and a write is refused naming ``liquid`` (delta-spark
+    does not write it either), with nothing written."""
+    import shutil
+    from pathlib import Path
+
+    from deltalake import DeltaTable as RsTable
+    from deltalake import QueryBuilder
+
+    from airflow_delta_provider.delta.errors import UnsupportedFeatureError
+    from airflow_delta_provider.delta.health.report import health_report
+
+    source = Path(__file__).resolve().parents[2] / "delta-rs" / "table_with_liquid_clustering"
+    root = tmp_path / "t"
+    shutil.copytree(source, root)
+    table = DeltaTable(str(root))
+    snap = table.snapshot()
+    assert snap.segment.checksum is not None and len(snap.files) == 10  # the files check against the .crc
+    ours = sorted(snapshot_rows(snap).column("id").to_pylist())
+    theirs = QueryBuilder().register("t", RsTable(str(root))).execute("SELECT id FROM t").read_all()
+    assert ours == sorted(pa.table(theirs).column("id").to_pylist()) and len(ours) == 10
+    assert ours == sorted(r[0] for r in duckdb_delta.execute(f"SELECT id FROM delta_scan('{root}')").fetchall())
+    assert not is_clustered(snap.domain_metadata) and clustering.clustering_columns(snap) == []
+    assert health_report(table).num_files == 10
+
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+    with pytest.raises(UnsupportedFeatureError, match=r"writer feature\(s\): liquid"):
+        table.transaction("WRITE", snapshot=snap)  # refused before anything is staged
+    with pytest.raises(UnsupportedFeatureError, match="liquid"):
+        alter_table(table, change_from_json({"cluster_by": ["id"]}))
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == before
