@@ -36,7 +36,8 @@ from airflow_delta_provider.delta.operations.restore import restore_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.transaction.post_commit import PostCommitHookProperties
 
-GOLDEN = Path("/work/shared/delta-golden")
+#: The vendored golden tables of delta-spark: tests/golden (delta-io/delta's) and tests/golden-4.4 (ours, by delta-spark 4.4).
+GOLDEN = [Path(__file__).resolve().parents[2] / name for name in ("golden", "golden-4.4")]
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string())])
 
 
@@ -260,10 +261,17 @@ def test_log_cleanup_removes_checksums_with_their_commits(tmp_path: Path, new_ta
     assert table.snapshot().num_files == 4 and table.snapshot(3).num_files == 3  # both still validate
 
 
-GOLDEN_WITH_CRC = sorted(p.parent.parent for p in GOLDEN.glob("*/_delta_log/*.crc") if not p.name.startswith("."))
+GOLDEN_WITH_CRC = sorted(
+    {p.parent.parent for folder in GOLDEN for p in folder.glob("*/_delta_log/*.crc") if not p.name.startswith(".")}
+)
 
 
-@pytest.mark.parametrize("golden", GOLDEN_WITH_CRC, ids=lambda p: p.name)
+def test_the_golden_tables_with_checksums_are_found() -> None:
+    """Both vendored folders hold tables with ``.crc`` files: the test below is not empty."""
+    assert {p.parent.name for p in GOLDEN_WITH_CRC} == {"golden", "golden-4.4"}
+
+
+@pytest.mark.parametrize("golden", GOLDEN_WITH_CRC, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_golden_checksums_validate(golden: Path, tmp_path: Path) -> None:
     """delta-spark's own ``.crc`` files agree with our replay, and tampering
     with one is caught: the validation really ran."""
