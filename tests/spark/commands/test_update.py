@@ -273,6 +273,38 @@ def test_update_racing_an_append_into_its_partition_fails(spark, tmp_path):
     assert after[2] == before[2] - {unquote(p) for p in written}  # our files are gone
 
 
+def test_update_at_write_serializable_lets_a_blind_append_through(spark, tmp_path):
+    """``delta.isolationLevel=WriteSerializable``: the race above commits, as
+    delta-spark lets a blind append through at that level, and the commit
+    records the level; a concurrent UPDATE of the partition read still conflicts."""
+    from deltalake import DeltaTable as RsTable
+    from deltalake import write_deltalake
+
+    path = deltalake_table(tmp_path / "t", ["part"])
+    RsTable(path).alter.set_table_properties({"delta.isolationLevel": "WriteSerializable"})
+    cmd = UpdateCommand(spark, path, "part = 'b' AND id < 30", {"val": "0"}, None)
+    cmd.prepare()
+    cmd.rewrite()
+    write_deltalake(path, pa.table({"id": [999], "name": ["x"], "part": ["b"], "val": [1.0]}), mode="append")
+    before = state(path)
+    result = cmd.commit()
+    assert result.version == before[0] + 1
+    assert last_commit(path)["isolationLevel"] == "WriteSerializable"
+    rows = RsTable(path).to_pyarrow_table().to_pylist()
+    assert any(r["id"] == 999 and r["val"] == 1.0 for r in rows)
+    assert all(r["val"] == 0 for r in rows if r["part"] == "b" and r["id"] < 30)
+
+    cmd = UpdateCommand(spark, path, "part = 'b' AND id < 30", {"val": "1"}, None)
+    cmd.prepare()
+    cmd.rewrite()
+    run_update(spark, path, "part = 'b' AND id >= 30", {"val": "2"}, None)
+    before = state(path)
+    with pytest.raises(ConcurrentAppendError, match="partition part=b"):
+        cmd.commit()
+    cmd.abort()
+    assert state(path)[:2] == before[:2]
+
+
 def test_update_after_an_append_elsewhere_commits(spark, tmp_path):
     """An append into a partition the UPDATE did not read does not conflict."""
     from deltalake import write_deltalake
