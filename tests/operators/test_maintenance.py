@@ -2,7 +2,8 @@
 
 Two scenarios of issue 25: a table of many small files with 30% of its rows
 hidden by deletion vectors gets OPTIMIZE (of the crowded partition only) and
-REORG, and nothing else; a healthy table gets nothing. The steps run the
+REORG, and nothing else; a healthy table gets nothing; files removed past
+the retention get VACUUM LITE, and nothing else. The steps run the
 ordinary operators on real Spark (spark-submit), each with its own commit.
 """
 
@@ -142,6 +143,50 @@ def test_small_files_and_30_percent_deleted_rows_get_optimize_and_reorg_only(tmp
     # delta-kernel-rs (DuckDB's delta extension) reads the rows that are left.
     (count,) = duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{table}')").fetchone()
     assert count == rows * 7 // 10
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_files_removed_past_the_retention_get_vacuum_lite_only(tmp_path: Path) -> None:
+    """Two files removed eight days ago, in commits made then, and no VACUUM
+    yet: VACUUM LITE is due (the log holds every commit), runs as its own
+    step, deletes exactly those files and records its state for the next one."""
+    import os
+
+    from airflow_delta_provider.delta.operations.vacuum_lite import LAST_VACUUM_INFO, read_last_vacuum_info
+
+    table = tmp_path / "removed"
+    _table(table, {"2024-01-01": 3})
+    dt = DeltaTable(table)
+    snap = dt.snapshot()
+    eight_days_ago = time.time() - 8 * 86_400
+    victims = sorted(snap.files, key=lambda f: f.path)[:2]
+    txn = dt.transaction("DELETE", snapshot=snap)
+    txn.read_files(victims)
+    txn.add_all(f.remove(int(eight_days_ago * 1000)) for f in victims)
+    txn.commit()
+    for log_file in (table / "_delta_log").iterdir():  # the commits were made then too
+        os.utime(log_file, (eight_days_ago, eight_days_ago))
+    assert all((table / f.path).exists() for f in victims)
+
+    dag_run = run_dag(_autopilot_dag("delta_autopilot_vacuum", table, tmp_path / "reports"))
+
+    states = task_states(dag_run)
+    assert {t: states[f"maintenance.{t}"] for t in STEP_TASKS} == {
+        "optimize": "skipped",
+        "reorg": "skipped",
+        "vacuum_lite": "success",
+        "vacuum": "skipped",
+        "checkpoint": "skipped",
+    }
+    decisions = xcom(dag_run, "maintenance.decide", key="decisions")
+    assert decisions["due"] == ["vacuum"] and decisions["steps"]["vacuum"]["arguments"] == {"mode": "lite"}
+    vacuum = xcom(dag_run, "maintenance.vacuum_lite")
+    assert (vacuum["operation"], vacuum["version"]) == ("VACUUM END", 3)
+    assert [h["operation"] for h in DeltaTable(table).history(limit=2)] == ["VACUUM END", "VACUUM START"]
+    assert not any((table / f.path).exists() for f in victims)
+    assert len(DeltaTable(table).snapshot().files) == 1
+    assert (table / "_delta_log" / LAST_VACUUM_INFO).exists()
+    assert read_last_vacuum_info(DeltaTable(table).log_store) == 1
 
 
 @pytest.mark.usefixtures("airflow_db")
