@@ -70,3 +70,29 @@ def test_optimized_write_gives_fewer_larger_files_with_the_same_rows(
 def test_bin_size_is_the_target_file_size_else_delta_sparks_default():
     assert bin_size({}) == DEFAULT_BIN_SIZE == 512 * 1024 * 1024
     assert bin_size({"delta.targetFileSize": "64mb"}) == 64 * 1024 * 1024
+
+
+def test_a_small_target_file_size_gives_several_files_per_partition(spark, tmp_path, one_task_per_file):
+    """The bins are ``delta.targetFileSize``: at 16 KiB, each partition's 40 KB
+    of rows are split into several files of about that size, still fewer than
+    a plain write's one per task and partition."""
+    import random
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    rng = random.Random(7)
+    for n in range(8):  # 8 files of 100 rows of 100 random characters: about 80 KB that do not compress
+        ids = list(range(n * 100, n * 100 + 100))
+        text = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz0123456789", k=100)) for _ in ids]
+        pq.write_table(
+            pa.table({"id": ids, "text": text, "part": ["a" if i % 2 else "b" for i in ids]}), folder / f"{n}.parquet"
+        )
+    table = str(tmp_path / "t")
+    properties = {"delta.autoOptimize.optimizeWrite": "true", "delta.targetFileSize": "16kb"}
+    run_append(spark, table, str(folder), partition_by=["part"], table_properties=properties)
+    files = DeltaTable(table).snapshot().files
+    per_partition = {p: sum(f.partition_values["part"] == p for f in files) for p in ("a", "b")}
+    assert all(1 < n < 8 for n in per_partition.values()), per_partition
+    # Bins are shuffle bytes, so the (compressed) files come out at or a little under the target.
+    assert all(16 * 1024 // 2 <= f.size <= 16 * 1024 for f in files), sorted(f.size for f in files)
+    assert sum(f.num_records for f in files) == 800
