@@ -10,15 +10,17 @@ consecutive cells adjacent, so the files cut from its order hold tighter
 boxes than a Z-order's, which jumps.
 
 delta-spark walks precomputed state tables (``HilbertStates``) one level at a
-time; so does this module, with the tables of Hamilton's compact Hilbert index
-("Compact Hilbert Indices", 2006) computed once here (:func:`state_tables`),
-and each level one projection of native Spark expressions (an array lookup by
-state and cell), like Z-order's range ids: no Python UDF runs per row.
+time; so does this module, with delta-spark's own tables, generated as its
+``HilbertIndex.getStateGenerator`` does (:func:`state_tables`), so that the
+index is delta-spark's; each level is one projection of native Spark
+expressions (an array lookup by state and cell), like Z-order's range ids: no
+Python UDF runs per row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from pyspark.sql import DataFrame
@@ -27,62 +29,82 @@ from pyspark.sql import functions as F
 from airflow_delta_provider.spark.write.zorder import with_range_ids, with_zorder_key
 
 
-def _gray(i: int) -> int:
-    return i ^ (i >> 1)
-
-
-def _trailing_ones(i: int) -> int:
-    count = 0
-    while i & 1:
-        i >>= 1
-        count += 1
-    return count
+def _rotate_left(x: int, r: int, n: int) -> int:
+    return ((x << r) | (x >> (n - r))) & ((1 << n) - 1)
 
 
 def _rotate_right(x: int, r: int, n: int) -> int:
-    r %= n
     return ((x >> r) | (x << (n - r))) & ((1 << n) - 1)
 
 
-def _rotate_left(x: int, r: int, n: int) -> int:
-    return _rotate_right(x, n - r % n, n)
+@dataclass(frozen=True)
+class _Matrix:
+    """delta-spark's ``HilbertMatrix``: a reflection (``x2``) and a rotation (``dy``) of the cells."""
+
+    n: int
+    x2: int
+    dy: int
+
+    def transform(self, e: int) -> int:
+        return _rotate_left(e ^ self.x2, self.dy, self.n)
+
+    def multiply(self, other: _Matrix) -> _Matrix:
+        return _Matrix(self.n, _rotate_right(self.x2, other.dy, self.n) ^ other.x2, (self.dy + other.dy) % self.n)
 
 
-def _entry(w: int) -> int:
-    return 0 if w == 0 else _gray(2 * ((w - 1) // 2))
-
-
-def _direction(w: int, n: int) -> int:
-    if w == 0:
-        return 0
-    return (_trailing_ones(w - 1) if w % 2 == 0 else _trailing_ones(w)) % n
-
-
-def _gray_inverse(g: int) -> int:
-    i = 0
-    while g:
-        i ^= g
-        g >>= 1
-    return i
+def _x2_gray_codes(n: int) -> list[int]:
+    """delta-spark's ``getX2GrayCodes``: the first and last points of each
+    sub-curve of the second-order curve."""
+    if n == 1:
+        return [0, 1, 0, 1]
+    mask = 1 << (n - 1)
+    base = _x2_gray_codes(n - 1)
+    base[-1] = base[-2] + mask
+    return base + [code ^ mask for code in reversed(base)]
 
 
 @cache
 def state_tables(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """For ``n`` dimensions, indexed by ``state * 2**n + cell`` (a state is an
-    entry corner ``e`` and direction ``d``: ``e * n + d``; a cell holds bit
-    ``j`` of dimension ``j``): the cell's ``n`` bits of the Hilbert index, and
-    the state of the next level down."""
+    """For ``n`` dimensions, indexed by ``state * 2**n + cell`` (a cell holds
+    bit ``n - 1 - j`` of dimension ``j``): the cell's ``n`` bits of the Hilbert
+    index, and the state of the next level down. The states are delta-spark's
+    (``HilbertIndex.getStateGenerator(n).generateStateList()``), so the index
+    is delta-spark's ``hilbert_index``."""
     cells = 1 << n
-    digits, following = [], []
-    for e in range(cells):
-        for d in range(n):
-            for cell in range(cells):
-                w = _gray_inverse(_rotate_right(cell ^ e, d + 1, n))
-                e2 = e ^ _rotate_left(_entry(w), d + 1, n)
-                d2 = (d + _direction(w, n) + 1) % n
-                digits.append(w)
-                following.append(e2 * n + d2)
-    return tuple(digits), tuple(following)
+    x2s = _x2_gray_codes(n)
+    rows = []  # (y, x1, matrix) of the first-order curve
+    for y in range(cells):
+        dy = x2s[2 * y] ^ x2s[2 * y + 1]
+        set_column = n - 1 - ((dy & -dy).bit_length() - 1)
+        rows.append((y, y ^ (y >> 1), _Matrix(n, x2s[2 * y], set_column)))
+    matrices: list[_Matrix] = [_Matrix(n, 0, 0)]  # state id -> its matrix; 0 is the identity
+    ids: dict[_Matrix, int] = {matrices[0]: 0}
+
+    def state_of(matrix: _Matrix) -> int:
+        if matrix not in ids:
+            ids[matrix] = len(matrices)
+            matrices.append(matrix)
+        return ids[matrix]
+
+    initial = {x1: (y, state_of(m)) for y, x1, m in rows}  # cell -> (index digits, next state)
+    table = [initial]
+    while len(table) < len(matrices):  # each new state in the order found, as delta-spark's queue
+        current = matrices[len(table)]
+        table.append(
+            {
+                i: (y, state_of(matrices[then].multiply(current)))
+                for i in range(cells)
+                for y, then in [initial[current.transform(i)]]
+            }
+        )
+    digits = tuple(state[c][0] for state in table for c in range(cells))
+    following = tuple(state[c][1] for state in table for c in range(cells))
+    return digits, following
+
+
+def _cell(point: Sequence[int], level: int) -> int:
+    n = len(point)
+    return sum(((p >> level) & 1) << (n - 1 - j) for j, p in enumerate(point))
 
 
 def hilbert_index(point: Sequence[int], bits: int) -> int:
@@ -92,8 +114,7 @@ def hilbert_index(point: Sequence[int], bits: int) -> int:
     digits, following = state_tables(n)
     state, index = 0, 0
     for level in range(bits - 1, -1, -1):
-        cell = sum(((p >> level) & 1) << j for j, p in enumerate(point))
-        at = state * (1 << n) + cell
+        at = state * (1 << n) + _cell(point, level)
         index = (index << n) | digits[at]
         state = following[at]
     return index
@@ -115,7 +136,7 @@ def with_hilbert_key(frame: DataFrame, columns: Sequence[str], name: str) -> Dat
     for level in range(bits - 1, -1, -1):
         cell = sum(
             (
-                F.shiftleft(F.shiftright(F.col(r), level).bitwiseAND(F.lit(1).cast("long")), j)
+                F.shiftleft(F.shiftright(F.col(r), level).bitwiseAND(F.lit(1).cast("long")), n - 1 - j)
                 for j, r in enumerate(ranks)
             ),
             F.lit(0).cast("long"),
