@@ -39,6 +39,7 @@ from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYP
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
 from airflow_delta_provider.operators.rendered import number as _number
+from airflow_delta_provider.requests.operations import REWRITING_DROPS
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -936,17 +937,21 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
       commit when the feature has traces to remove, then the protocol
       downgrade (for ``v2Checkpoint`` behind three checkpointed empty
       commits and ``checkpointProtection``; with ``"truncate_history": True``,
-      delta-spark's drop that waits 24 hours and then truncates the history).
+      delta-spark's drop with history truncation, in two runs: the first
+      removes the feature's traces and fails asking to run again once
+      ``delta.dropFeatureTruncateHistory.retentionDuration`` (24 hours) has
+      passed; that run truncates the history and downgrades).
       ``deletionVectors`` and ``typeWidening`` likewise, after their
       preparation rewrites the files that still use them (a Spark job: not
       with ``engine="python"``). Other reader-writer features are refused.
-      ``drop_feature="inCommitTimestamp"`` (with ``truncate_history``) says
-      the same in short, as the CLI's ``--drop-feature NAME [--truncate-history]``.
+      ``drop_feature="v2Checkpoint"`` (with ``truncate_history``) says the
+      same in short, as the CLI's ``--drop-feature NAME [--truncate-history]``.
 
-    :param change: The change, as above. (templated)
+    :param change: The change, as above, or its JSON text (a Jinja template
+        of it too). (templated)
     :param drop_feature: Instead of ``change``: the table feature to drop. (templated)
-    :param truncate_history: With ``drop_feature``: wait for the history
-        retention, then truncate the history (``DROP FEATURE ... TRUNCATE HISTORY``).
+    :param truncate_history: With ``drop_feature``: the drop with history
+        truncation (``DROP FEATURE ... TRUNCATE HISTORY``), in two runs as above.
     :param enable_column_mapping: Turn column mapping on (mode ``name``) in
         the same commit when a rename or drop needs it. Readers of the table
         then need column mapping support (reader version 2).
@@ -962,7 +967,7 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
     def __init__(
         self,
         *,
-        change: Mapping[str, Any] | None = None,
+        change: Mapping[str, Any] | str | None = None,
         drop_feature: str | None = None,
         truncate_history: bool = False,
         enable_column_mapping: bool = False,
@@ -972,8 +977,11 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         if (change is None) == (drop_feature is None):
             raise ValueError("give change or drop_feature, not both or neither")
         if truncate_history and drop_feature is None:
-            raise ValueError("truncate_history goes with drop_feature")
-        if change is not None:
+            raise ValueError(
+                "truncate_history goes with drop_feature (with change, it is the drop_feature change's own "
+                'key: {"drop_feature": {"name": ..., "truncate_history": true}})'
+            )
+        if isinstance(change, Mapping):  # JSON text (a template, say) is checked when the task runs
             kinds = [k for k in change if k in ALTER_CHANGES]
             if len(kinds) != 1:
                 raise ValueError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
@@ -981,14 +989,19 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
                 raise ValueError(
                     "adding a CHECK constraint checks the table's rows: it needs Spark, not engine='python'"
                 )
-        self.change = None if change is None else dict(change)
+        dropping = drop_feature
+        if isinstance(change, Mapping) and isinstance(change.get("drop_feature"), Mapping):
+            dropping = change["drop_feature"].get("name")
+        if dropping in REWRITING_DROPS and self.engine == "python":
+            raise ValueError(f"dropping {dropping} rewrites data files: it needs Spark, not engine='python'")
+        self.change = dict(change) if isinstance(change, Mapping) else change
         self.drop_feature = drop_feature
         self.truncate_history = truncate_history
         self.enable_column_mapping = enable_column_mapping
 
     def _request_fields(self) -> dict[str, Any]:
         return {
-            "change": None if self.change is None else json.dumps(self.change),
+            "change": json.dumps(self.change) if isinstance(self.change, Mapping) else self.change,
             "drop_feature": self.drop_feature,
             "truncate_history": bool(self.truncate_history),
             "enable_column_mapping": bool(self.enable_column_mapping),

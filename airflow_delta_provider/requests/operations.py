@@ -223,8 +223,9 @@ class AlterRequest(OperationRequest):
         '--change \'{"drop_feature": {"name": NAME}}\' in short',
     )
     truncate_history: bool = switch(
-        help="with --drop-feature: wait for the history retention, then truncate the history "
-        "(DROP FEATURE ... TRUNCATE HISTORY) instead of protecting it with checkpointProtection"
+        help="with --drop-feature: truncate the history (DROP FEATURE ... TRUNCATE HISTORY) instead of "
+        "protecting it with checkpointProtection, in two runs: the first removes the feature's traces and asks "
+        "to run again after delta.dropFeatureTruncateHistory.retentionDuration (24 hours)"
     )
     enable_column_mapping: bool = switch(
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"
@@ -233,7 +234,10 @@ class AlterRequest(OperationRequest):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.truncate_history and self.drop_feature is None:
-            raise ValueError("alter: truncate_history goes with drop_feature")
+            raise ValueError(
+                "alter: truncate_history goes with drop_feature (with change, it is the drop_feature change's "
+                'own key: {"drop_feature": {"name": ..., "truncate_history": true}})'
+            )
 
     def needs_spark(self) -> bool:
         """Adding a CHECK constraint (Spark checks the table's rows), and

@@ -803,8 +803,15 @@ def test_the_alter_operator_drops_a_feature_by_name() -> None:
         DeltaAlterTableOperator(task_id="d", table_path="/t")
     with pytest.raises(ValueError, match="not both or neither"):
         DeltaAlterTableOperator(task_id="d", table_path="/t", change={"cluster_by": "none"}, drop_feature="x")
-    with pytest.raises(ValueError, match="truncate_history goes with drop_feature"):
+    with pytest.raises(ValueError, match=r"truncate_history goes with drop_feature .*own key"):
         DeltaAlterTableOperator(task_id="d", table_path="/t", change={"cluster_by": "none"}, truncate_history=True)
+    for rewriting in ({"drop_feature": "deletionVectors"}, {"change": {"drop_feature": {"name": "typeWidening"}}}):
+        with pytest.raises(ValueError, match="rewrites data files: it needs Spark"):
+            DeltaAlterTableOperator(task_id="d", table_path="/t", engine="python", **rewriting)
+    # JSON text, a template of it too, is passed on as it is; the command checks it when the task runs.
+    templated = DeltaAlterTableOperator(task_id="d", table_path="/t", change="{{ params.change }}")
+    templated.change = '{"set_properties": {"k": "v"}}'  # as rendered
+    assert templated.cli_arguments() == ["--change", '{"set_properties": {"k": "v"}}']
 
 
 def test_append_operator_passes_a_declared_table_schema():

@@ -147,6 +147,9 @@ class Transaction:
         supported = snapshot is not None and row_tracking.is_supported(snapshot.protocol)
         self._row_id_mark = row_tracking.high_water_mark(snapshot.domain_metadata) if snapshot and supported else -1
         self._winner_protocol: Protocol | None = None
+        #: The metadata a winner left in force (a change the conflict checks let
+        #: through, or any change before an empty commit such as VACUUM END).
+        self._winner_metadata: Metadata | None = None
         #: Whether every row this commit copies or updates keeps its stable row
         #: id (and every copied row its commit version): the commitInfo tag
         #: ``delta.rowTracking.preserved`` on a table with row tracking enabled.
@@ -223,9 +226,12 @@ class Transaction:
 
     @property
     def metadata(self) -> Metadata | None:
-        """The metadata the commit will leave in force."""
+        """The metadata the commit will leave in force: the staged one, else
+        the one a winning commit left, else the read snapshot's."""
         if self._metadata is not None:
             return self._metadata
+        if self._winner_metadata is not None:
+            return self._winner_metadata
         return self.read_snapshot.metadata if self.read_snapshot is not None else None
 
     @property
@@ -305,7 +311,7 @@ class Transaction:
             if self.metadata is not None and row_tracking.enabled(in_force, self.metadata):
                 flag = "true" if self.row_tracking_preserved else "false"
                 info["tags"] = {**info.get("tags", {}), row_tracking.PRESERVED_TAG: flag}
-            ict = self._in_commit_timestamp(version, info["timestamp"], self._protocol_in_force(protocol, winner=False))
+            ict = self._in_commit_timestamp(version, info["timestamp"], in_force)
             if ict is not None:
                 info = {"timestamp": info["timestamp"], "inCommitTimestamp": ict, **info}
             actions: list[Action] = [CommitInfo(info)]
@@ -510,6 +516,8 @@ class Transaction:
             self._row_id_mark = max(self._row_id_mark, mark)
             if winner.protocol is not None:
                 self._winner_protocol = winner.protocol
+            if winner.metadata is not None:
+                self._winner_metadata = winner.metadata
             expected += 1
         if expected == attempted:
             raise CommitFailedError(f"version {attempted} of {self.table.uri} is taken but cannot be listed")

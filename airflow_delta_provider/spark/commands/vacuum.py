@@ -109,9 +109,11 @@ def run_vacuum(
     finally:
         # delta-spark counts the folders it searched, not those it deleted.
         end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
-        # END is made on START's version, known without reading the log:
-        # START changed no state. A commit that came between is met by END's
-        # own commit, which then lands after it (SnapshotIsolation: no conflict).
+        # END is made on START's version, known without loading the table
+        # again: START changed no state (with in-commit timestamps, END still
+        # reads START's time). A commit that came between is met by END's own
+        # commit, which then lands after it, under the metadata that commit
+        # left (SnapshotIsolation: no conflict).
         after_start = snapshot_of(dt, started, snap)
         end_txn = dt.transaction(
             "VACUUM END",

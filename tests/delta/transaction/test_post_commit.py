@@ -175,6 +175,7 @@ def test_the_checkpoint_after_a_marker_commit_is_written_from_the_state_in_memor
     result = marker.commit(metrics={"numFilesToDelete": 0})
     assert result.version == 5 and marker.post_commit_outcome == PostCommitOutcome(checkpoint_version=5)
     assert calls.get("get", 0) <= 1 and calls.listings <= 1  # _last_checkpoint, the cleanup's listing
+    assert calls.get("exists", 0) == calls.get("head", 0) == 0  # the commit just written is not looked for
     path = local_log_path(table, checkpoint_name(5))
     from_memory = pq.read_table(path)
     monkeypatch.undo()

@@ -234,3 +234,29 @@ def test_a_commit_between_start_and_end_is_kept_and_end_lands_after_it(tmp_path,
     assert recorded is not None
     expected.txn_id = recorded.txn_id
     assert recorded.to_bytes() == expected.to_bytes()  # END's .crc counts the late file
+
+
+def test_end_after_a_commit_that_turned_in_commit_timestamps_on_carries_one(tmp_path, monkeypatch):
+    """END, made on START's version, lands after a writer's SET TBLPROPERTIES
+    that turned in-commit timestamps on: it commits under the table as the
+    writer left it, so with an ``inCommitTimestamp`` after the writer's
+    (PROTOCOL.md: every commit once they are on has one)."""
+    from airflow_delta_provider.delta.operations.alter import alter_table, change_from_json
+    from airflow_delta_provider.spark.commands import vacuum as vacuum_command
+
+    root = core_history(str(tmp_path / "t"))
+    table = DeltaTable(root)
+    deleting = vacuum_command._delete_files
+
+    def ict_turned_on_then_delete(*args, **kwargs):
+        alter_table(table, change_from_json({"set_properties": {"delta.enableInCommitTimestamps": "true"}}))
+        return deleting(*args, **kwargs)
+
+    monkeypatch.setattr(vacuum_command, "_delete_files", ict_turned_on_then_delete)
+    result = run_vacuum(None, root, retention_hours=0, enforce_retention=False, lite=True)
+    end, alter, start = table.history(limit=3)
+    assert (start["operation"], alter["operation"], end["operation"]) == (
+        "VACUUM START", "SET TBLPROPERTIES", "VACUUM END",
+    )  # fmt: skip
+    assert end["version"] == result.version
+    assert end["inCommitTimestamp"] > alter["inCommitTimestamp"]

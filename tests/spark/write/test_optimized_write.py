@@ -93,6 +93,7 @@ def test_a_small_target_file_size_gives_several_files_per_partition(spark, tmp_p
     files = DeltaTable(table).snapshot().files
     per_partition = {p: sum(f.partition_values["part"] == p for f in files) for p in ("a", "b")}
     assert all(1 < n < 8 for n in per_partition.values()), per_partition
-    # Bins are shuffle bytes, so the (compressed) files come out at or a little under the target.
-    assert all(16 * 1024 // 2 <= f.size <= 16 * 1024 for f in files), sorted(f.size for f in files)
+    # Bins are shuffle bytes, so the (compressed) files come out at or under the target; adaptive
+    # execution merges a split smaller than a fifth of it into its neighbour.
+    assert all(16 * 1024 // 5 <= f.size <= 16 * 1024 for f in files), sorted(f.size for f in files)
     assert sum(f.num_records for f in files) == 800
