@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import (
     AddFile,
+    CommitInfo,
     DomainMetadata,
     Metadata,
     Protocol,
@@ -41,6 +42,7 @@ from airflow_delta_provider.delta.log.replay import FileState, LogReplay
 from airflow_delta_provider.delta.log.segment import LogSegment
 from airflow_delta_provider.delta.log.store import LogFile, LogStore, commit_name
 from airflow_delta_provider.delta.table_features import gate as features
+from airflow_delta_provider.delta.table_features import in_commit_timestamps
 from airflow_delta_provider.delta.table_features.column_mapping import NONE as NO_MAPPING
 from airflow_delta_provider.delta.table_features.column_mapping import ColumnMapping
 from airflow_delta_provider.delta.table_features.features import listed_features
@@ -88,15 +90,18 @@ class Snapshot:
     def load(cls, store: LogStore, segment: LogSegment, timestamp: int | None = None) -> Snapshot:
         replay = LogReplay(store.table_root)
         checkpoint_files = apply_checkpoint_state(store, segment.checkpoint_files, replay)
+        last_info: CommitInfo | None = None
         for commit in segment.commits:
             try:
-                replay.apply(parse_commit(store.read(commit.name)))
+                actions = list(parse_commit(store.read(commit.name)))
             except FileNotFoundError as exc:
                 raise CorruptLogError(f"commit {commit.name} disappeared while reading the log") from exc
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptLogError(f"commit {commit.name} cannot be parsed: {exc!r}") from exc
+            replay.apply(actions)
+            last_info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         if timestamp is None:
-            timestamp = _commit_time(store, segment)
+            timestamp = _in_commit_time(replay, last_info) or _commit_time(store, segment)
         return cls(store, segment, replay, timestamp, checkpoint_files)
 
     def after_empty_commit(self, commit: LogFile) -> Snapshot:
@@ -333,6 +338,17 @@ class Snapshot:
 #: The cached properties :meth:`Snapshot.after_empty_commit` keeps: they
 #: depend on the state alone, which a commit with no actions leaves as it was.
 _SAME_AFTER_EMPTY_COMMIT = ("schema", "files", "all_tombstones", "size_in_bytes", "num_records", "column_mapping")
+
+
+def _in_commit_time(replay: LogReplay, info: CommitInfo | None) -> int | None:
+    """The version's in-commit timestamp, when the table has them on and its
+    commit was read: the version's time, not the file's (PROTOCOL.md)."""
+    if info is None or replay.protocol is None or replay.metadata is None:
+        return None
+    if in_commit_timestamps.enabled_since(replay.protocol, replay.metadata) is None:
+        return None
+    value = info.raw.get("inCommitTimestamp")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _commit_time(store: LogStore, segment: LogSegment) -> int:

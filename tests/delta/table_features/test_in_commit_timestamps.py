@@ -112,6 +112,11 @@ def test_time_travel_and_history_use_them_not_file_times(tmp_path):
     assert table.version_at(stamps[2] + 0)[1] == stamps[2]
     assert table.snapshot(timestamp=stamps[3] + 5).version == 3
     assert [(h["version"], h["timestamp"]) for h in table.history()] == [(v, stamps[v]) for v in (3, 2, 1, 0)]
+    # A version's own time is its in-commit timestamp too: the snapshot's, DESCRIBE DETAIL's lastModified.
+    from airflow_delta_provider.delta.table_info import detail
+
+    assert [table.snapshot(v).timestamp for v in range(4)] == [stamps[v] for v in range(4)]
+    assert detail(table.snapshot())["lastModified"] == stamps[3]
 
 
 def test_turning_them_off_drops_the_enablement_properties(tmp_path):
