@@ -347,8 +347,7 @@ def _in_commit_time(replay: LogReplay, info: CommitInfo | None) -> int | None:
         return None
     if in_commit_timestamps.enabled_since(replay.protocol, replay.metadata) is None:
         return None
-    value = info.raw.get("inCommitTimestamp")
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return in_commit_timestamps.carried_by(info)
 
 
 def _commit_time(store: LogStore, segment: LogSegment) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,17 @@ def _table(root: Path, files_per_day: dict[str, int], hidden_per_file: int = 0) 
     return len(adds) * ROWS_PER_FILE
 
 
+def _steps(dag_run: Any) -> dict[str, str]:
+    """The state of each step task of the maintenance group."""
+    states = task_states(dag_run)
+    return {t: states[f"maintenance.{t}"] for t in STEP_TASKS}
+
+
+def _only(*ran: str) -> dict[str, str]:
+    """Step states where exactly ``ran`` ran and the rest were skipped."""
+    return {t: "success" if t in ran else "skipped" for t in STEP_TASKS}
+
+
 def _autopilot_dag(dag_id: str, table: Path, reports: Path, **kwargs: Any) -> Any:
     from airflow.sdk import DAG
 
@@ -93,7 +105,7 @@ def test_a_healthy_table_gets_nothing(tmp_path: Path) -> None:
 
     states = task_states(dag_run)
     assert states["maintenance.decide"] == "success" and states["health"] == "success"
-    assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"skipped"}
+    assert _steps(dag_run) == _only()
     decisions = xcom(dag_run, "maintenance.decide", key="decisions")
     assert decisions["due"] == [] and set(decisions["steps"]) == {"optimize", "reorg", "vacuum", "checkpoint"}
     assert not xcom(dag_run, "maintenance.decide")  # follows no task
@@ -117,14 +129,7 @@ def test_small_files_and_30_percent_deleted_rows_get_optimize_and_reorg_only(tmp
 
     dag_run = run_dag(_autopilot_dag("delta_autopilot_tired", table, tmp_path / "reports"))
 
-    states = task_states(dag_run)
-    assert {t: states[f"maintenance.{t}"] for t in STEP_TASKS} == {
-        "optimize": "success",
-        "reorg": "success",
-        "vacuum_lite": "skipped",
-        "vacuum": "skipped",
-        "checkpoint": "skipped",
-    }
+    assert _steps(dag_run) == _only("optimize", "reorg")
     decisions = xcom(dag_run, "maintenance.decide", key="decisions")
     assert decisions["due"] == ["optimize", "reorg"]
     assert decisions["steps"]["optimize"]["arguments"] == {"where": "(`day` = '2024-01-01')"}
@@ -150,8 +155,6 @@ def test_files_removed_past_the_retention_get_vacuum_lite_only(tmp_path: Path) -
     """Two files removed eight days ago, in commits made then, and no VACUUM
     yet: VACUUM LITE is due (the log holds every commit), runs as its own
     step, deletes exactly those files and records its state for the next one."""
-    import os
-
     from airflow_delta_provider.delta.operations.vacuum_lite import LAST_VACUUM_INFO, read_last_vacuum_info
 
     table = tmp_path / "removed"
@@ -170,14 +173,7 @@ def test_files_removed_past_the_retention_get_vacuum_lite_only(tmp_path: Path) -
 
     dag_run = run_dag(_autopilot_dag("delta_autopilot_vacuum", table, tmp_path / "reports"))
 
-    states = task_states(dag_run)
-    assert {t: states[f"maintenance.{t}"] for t in STEP_TASKS} == {
-        "optimize": "skipped",
-        "reorg": "skipped",
-        "vacuum_lite": "success",
-        "vacuum": "skipped",
-        "checkpoint": "skipped",
-    }
+    assert _steps(dag_run) == _only("vacuum_lite")
     decisions = xcom(dag_run, "maintenance.decide", key="decisions")
     assert decisions["due"] == ["vacuum"] and decisions["steps"]["vacuum"]["arguments"] == {"mode": "lite"}
     vacuum = xcom(dag_run, "maintenance.vacuum_lite")
@@ -201,7 +197,7 @@ def test_an_unknown_threshold_fails_the_branch_and_nothing_runs(tmp_path: Path) 
 
     states = task_states(dag_run)
     assert states["maintenance.decide"] == "failed"
-    assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"upstream_failed"}
+    assert set(_steps(dag_run).values()) == {"upstream_failed"}
     assert not reports.exists() and DeltaTable(table).latest_version() == 0
 
 
@@ -244,7 +240,7 @@ def test_a_page_that_cannot_be_written_is_a_warning_and_the_branch_goes_on(tmp_p
 
     states = task_states(dag_run)
     assert states["maintenance.decide"] == "success"
-    assert {states[f"maintenance.{t}"] for t in STEP_TASKS} == {"skipped"}
+    assert _steps(dag_run) == _only()
     assert xcom(dag_run, "maintenance.decide", key="decisions")["due"] == []
     assert not xcom(dag_run, "maintenance.decide", key=DeltaHealthReportLink().xcom_key)
     out, err = capfd.readouterr()

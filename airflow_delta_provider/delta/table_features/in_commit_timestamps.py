@@ -39,9 +39,13 @@ def read(store: LogStore, commit: LogFile) -> int | None:
         first = store.read(commit.name).split(b"\n", 1)[0]
     except FileNotFoundError:
         return None
-    info = next((a for a in parse_commit(first) if isinstance(a, CommitInfo)), None)
+    return carried_by(next((a for a in parse_commit(first) if isinstance(a, CommitInfo)), None))
+
+
+def carried_by(info: CommitInfo | None) -> int | None:
+    """The ``inCommitTimestamp`` a ``commitInfo`` carries, or None."""
     value = info.raw.get("inCommitTimestamp") if info is not None else None
-    return value if isinstance(value, int) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def next_timestamp(store: LogStore, version: int, now_ms: int) -> int:

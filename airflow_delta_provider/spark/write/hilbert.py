@@ -90,13 +90,11 @@ def state_tables(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     table = [initial]
     while len(table) < len(matrices):  # each new state in the order found, as delta-spark's queue
         current = matrices[len(table)]
-        table.append(
-            {
-                i: (y, state_of(matrices[then].multiply(current)))
-                for i in range(cells)
-                for y, then in [initial[current.transform(i)]]
-            }
-        )
+        row = {}
+        for i in range(cells):
+            y, then = initial[current.transform(i)]
+            row[i] = (y, state_of(matrices[then].multiply(current)))
+        table.append(row)
     digits = tuple(state[c][0] for state in table for c in range(cells))
     following = tuple(state[c][1] for state in table for c in range(cells))
     return digits, following
