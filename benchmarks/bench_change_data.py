@@ -45,8 +45,8 @@ SET = {"val": "val + 1"}
 
 def with_change_data_feed(base: Path, home: Path) -> Path:
     """A copy of ``base`` with the change data feed on (a metadata-only commit)."""
-    from airflow_delta_provider.delta.operations.alter import SetProperties, alter_table
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.operations.alter.plan import SetProperties, alter_table
 
     target = home / "table-cdf"
     if not (target / "_delta_log").exists():
@@ -60,7 +60,7 @@ def update_case(spark, args, ds, cdf_table: Path, rows: int, scattered: bool) ->
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.spark.commands.update import run_update
+    from airflow_delta_provider.operations.update.spark import run_update
     from airflow_delta_provider.spark.read.table_changes import read_changes
 
     condition = "id % 100 = 0" if scattered else f"id < {rows // 100}"

@@ -66,8 +66,8 @@ def build_folder(root: Path, files: int, partitions: int) -> Path:
 
 
 def ours(path: Path, files: int) -> None:
-    from airflow_delta_provider.delta.operations.convert import convert_to_delta
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.operations.convert.plan import convert_to_delta
 
     result, plan = convert_to_delta(DeltaTable(path), "day date")
     assert result.version == 0 and len(plan.adds) == files, (result.version, len(plan.adds))

@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> dict:
     from pyspark.sql import functions as F
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.spark.commands.delete import run_delete
-    from airflow_delta_provider.spark.commands.update import run_update
+    from airflow_delta_provider.operations.delete.spark import run_delete
+    from airflow_delta_provider.operations.update.spark import run_update
     from airflow_delta_provider.spark.read.scan import scan
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
@@ -114,8 +114,12 @@ def run(args: argparse.Namespace) -> dict:
         else:
             table.update(updates={"val": "val + 1"}, predicate=CONDITION)
 
-    contenders = {"ours (deletion vectors)": (ours_dv, base_dv), "ours (copy-on-write)": (ours_cow, ds.table),
-                  "plain Spark": (plain_spark, ds.table), "delta-rs": (delta_rs, ds.table)}
+    contenders = {
+        "ours (deletion vectors)": (ours_dv, base_dv),
+        "ours (copy-on-write)": (ours_cow, ds.table),
+        "plain Spark": (plain_spark, ds.table),
+        "delta-rs": (delta_rs, ds.table),
+    }
     out: dict = {"rows": rows, "files": files, "repeat": args.repeat, "results": {}}
     for op in ("delete", "update"):
         times: dict[str, list[float]] = {name: [] for name in contenders}
@@ -138,9 +142,9 @@ def run(args: argparse.Namespace) -> dict:
     def with_row_index(path: Path) -> None:
         """The floor of a row-index filter: the plain read plus the row index."""
         df = spark.read.schema(schema).parquet(str(path))
-        df.withColumn("_row_index", df.metadataColumn("_metadata").getField("row_index")).write.format(
-            "noop"
-        ).mode("overwrite").save()
+        df.withColumn("_row_index", df.metadataColumn("_metadata").getField("row_index")).write.format("noop").mode(
+            "overwrite"
+        ).save()
 
     scans = {
         "without vectors": lambda: full_scan(base_dv),

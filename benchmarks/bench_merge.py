@@ -75,7 +75,7 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.spark.commands.merge.command import run_merge
+    from airflow_delta_provider.operations.merge.spark import run_merge
 
     case = "scattered" if scattered else "narrow"
     source = write_source(args.data_dir / f"merge-source-{case}", rows, source_rows, scattered)
@@ -110,7 +110,9 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
 
     contenders = {"ours": ours, "plain Spark": plain, "delta-rs": delta_rs}
     median = ops.time_contenders(contenders, ds.table, work, args.repeat)
-    return ops.ratio_rows(f"{case}: {source_rows:,} source rows into {rows:,} ({touched['files']} of {ds.files} files rewritten)", median)
+    return ops.ratio_rows(
+        f"{case}: {source_rows:,} source rows into {rows:,} ({touched['files']} of {ds.files} files rewritten)", median
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

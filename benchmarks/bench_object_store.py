@@ -168,7 +168,10 @@ def run(quick: bool, reps: int, data_dir: Path) -> dict:
             for what, after in (("nothing new", latest), ("one new version", latest - 1)):
                 with RequestCounter() as counter:
                     poke(probe, after)
-                row[what] = {"requests": counter.count, "seconds": median_time(lambda p=probe, a=after: poke(p, a), reps)}
+                row[what] = {
+                    "requests": counter.count,
+                    "seconds": median_time(lambda p=probe, a=after: poke(p, a), reps),
+                }
             out["poke"][label] = row
         out["filtered_pokes"] = filtered_pokes(endpoint, data_dir, reps, (100, 1_000 if quick else 10_000))
     return out

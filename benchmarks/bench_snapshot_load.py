@@ -173,7 +173,13 @@ _MAPPED_METADATA = {
         {
             "type": "struct",
             "fields": [
-                {**f, "metadata": {"delta.columnMapping.id": n + 1, "delta.columnMapping.physicalName": _PHYSICAL[f["name"]]}}
+                {
+                    **f,
+                    "metadata": {
+                        "delta.columnMapping.id": n + 1,
+                        "delta.columnMapping.physicalName": _PHYSICAL[f["name"]],
+                    },
+                }
                 for n, f in enumerate(json.loads(SCHEMA_STRING)["fields"])
             ],
         }
@@ -223,7 +229,12 @@ def _checkpoint(log: Path, version: int, all_adds: pa.Array, n_live: int) -> Non
     cols = {f.name: (adds if f.name == "add" else pa.nulls(n_live, f.type)) for f in CHECKPOINT_SCHEMA}
     table = pa.concat_tables([_header_table(), pa.table(cols, schema=CHECKPOINT_SCHEMA)])
     pq.write_table(table, log / f"{version:020d}.checkpoint.parquet", compression="snappy")
-    last = {"version": version, "size": table.num_rows, "sizeInBytes": (log / f"{version:020d}.checkpoint.parquet").stat().st_size, "numOfAddFiles": n_live}
+    last = {
+        "version": version,
+        "size": table.num_rows,
+        "sizeInBytes": (log / f"{version:020d}.checkpoint.parquet").stat().st_size,
+        "numOfAddFiles": n_live,
+    }
     (log / "_last_checkpoint").write_text(json.dumps(last))
 
 
@@ -316,7 +327,9 @@ def run(quick: bool, reps: int, only: set[str] | None, data_dir: Path, results_d
         theirs, n_theirs = _time(_delta_rs, path, reps)
         expected = case.files
         if not n_ours == n_theirs == expected:
-            raise SystemExit(f"case {case.key}: file counts differ: ours {n_ours}, delta-rs {n_theirs}, expected {expected}")
+            raise SystemExit(
+                f"case {case.key}: file counts differ: ours {n_ours}, delta-rs {n_theirs}, expected {expected}"
+            )
         results.append(
             {
                 "case": case.key,

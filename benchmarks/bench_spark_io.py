@@ -35,8 +35,8 @@ MODES = ("hadoop", "arrow")
 
 def run(args: argparse.Namespace) -> dict:
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.spark.commands.append import run_append
-    from airflow_delta_provider.spark.commands.update import run_update
+    from airflow_delta_provider.operations.append.spark import run_append
+    from airflow_delta_provider.operations.update.spark import run_update
     from airflow_delta_provider.spark.read.scan import scan
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
@@ -57,7 +57,11 @@ def run(args: argparse.Namespace) -> dict:
         result = run_append(spark, str(path), str(ds.append_source), "parquet", io=io)
         assert result.metrics["numOutputRows"] == append_rows, result.metrics
 
-    operations = {"read (full scan)": read, "update touching all files": update_all, f"append of {append_rows:,} rows": append}
+    operations = {
+        "read (full scan)": read,
+        "update touching all files": update_all,
+        f"append of {append_rows:,} rows": append,
+    }
     out: dict = {"rows": rows, "files": files, "repeat": args.repeat, "results": {}}
     for name, fn in operations.items():
         times: dict[str, list[float]] = {m: [] for m in MODES}

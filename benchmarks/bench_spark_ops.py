@@ -159,7 +159,7 @@ def build_dataset(spark: Any, root: Path, rows: int, files: int, append_rows: in
     exactly one data file per source file, with disjoint id ranges.
     """
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.spark.commands.append import run_append
+    from airflow_delta_provider.operations.append.spark import run_append
 
     home = root / f"spark_ops-{rows}r-{files}f"
     ds = Dataset(home / "table", home / f"append-source-{append_rows}r", rows, files, append_rows)
@@ -198,7 +198,10 @@ def build_dataset(spark: Any, root: Path, rows: int, files: int, append_rows: in
 class _one_partition_per_file:
     """Make Spark read each parquet file as one partition (no packing, no splitting)."""
 
-    KEYS: ClassVar[dict[str, str]] = {"spark.sql.files.maxPartitionBytes": str(1 << 40), "spark.sql.files.openCostInBytes": str(1 << 40)}
+    KEYS: ClassVar[dict[str, str]] = {
+        "spark.sql.files.maxPartitionBytes": str(1 << 40),
+        "spark.sql.files.openCostInBytes": str(1 << 40),
+    }
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
@@ -311,19 +314,19 @@ class Runner:
 
     # ours
     def ours_update(self, op: str, path: Path) -> dict[str, Any]:
-        from airflow_delta_provider.spark.commands.update import run_update
+        from airflow_delta_provider.operations.update.spark import run_update
 
         result = run_update(self.spark, str(path), self.condition(op), {"val": "val + 1"})
         return {"version": result.version, **result.metrics}
 
     def ours_append(self, op: str, path: Path) -> dict[str, Any]:
-        from airflow_delta_provider.spark.commands.append import run_append
+        from airflow_delta_provider.operations.append.spark import run_append
 
         result = run_append(self.spark, str(path), str(self.ds.append_source), format="parquet", mode="append")
         return {"version": result.version, **result.metrics}
 
     def ours_vacuum(self, op: str, path: Path) -> dict[str, Any]:
-        from airflow_delta_provider.spark.commands.vacuum import run_vacuum
+        from airflow_delta_provider.operations.vacuum.run import run_vacuum
 
         result = run_vacuum(self.spark, str(path), retention_hours=0, dry_run=False, enforce_retention=False)
         return {"version": result.version, **result.metrics}
@@ -359,7 +362,9 @@ class Runner:
         cond = F.expr(self.condition(op))
         df = self.spark.read.schema(self.schema).parquet(str(path))
         df.select(
-            "id", "content", F.when(F.coalesce(cond, F.lit(False)), F.col("val") + 1).otherwise(F.col("val")).alias("val")
+            "id",
+            "content",
+            F.when(F.coalesce(cond, F.lit(False)), F.col("val") + 1).otherwise(F.col("val")).alias("val"),
         ).write.mode("overwrite").parquet(str(out))
         return {"output": str(out)}
 
@@ -393,7 +398,9 @@ def _old_files(root: Path, cutoff: float) -> list[str]:
     return found
 
 
-def expected_checks(op: str, contender: str, out: dict[str, Any], sizes: Sizes, ds: Dataset, updated_all: int) -> list[str]:
+def expected_checks(
+    op: str, contender: str, out: dict[str, Any], sizes: Sizes, ds: Dataset, updated_all: int
+) -> list[str]:
     """What a run must have done; the list of problems (empty when right)."""
     problems = []
 
@@ -470,11 +477,18 @@ def measure(runner: Runner, sizes: Sizes, ops: list[str], work: Path) -> tuple[l
                 times[contender].append(took)
                 last[contender] = out
                 problems += expected_checks(op, contender, out, sizes, runner.ds, updated_all)
-                print(f"  {op:<10} {contender:<11} run {rep + 1}/{sizes.repeat}: {took:8.3f} s", file=sys.stderr, flush=True)
+                print(
+                    f"  {op:<10} {contender:<11} run {rep + 1}/{sizes.repeat}: {took:8.3f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         med = {c: statistics.median(t) for c, t in times.items()}
         load = (load_before, os.getloadavg()[0])
         if max(load) > 1.5 * (os.cpu_count() or 1):  # this run alone keeps about one load per core
-            print(f"  note: load average {load[0]:.1f} -> {load[1]:.1f} during {op}: other work shares the CPUs", file=sys.stderr)
+            print(
+                f"  note: load average {load[0]:.1f} -> {load[1]:.1f} during {op}: other work shares the CPUs",
+                file=sys.stderr,
+            )
         results.append(
             {
                 "op": op,
@@ -572,7 +586,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--orphans", type=int, help="orphan files the vacuum deletes (default 10,000; quick 1,000)")
     parser.add_argument("--only", action="append", choices=OPS, help="run only these operations")
     parser.add_argument(
-        "--all-condition", default="id % 2 = 0", help="update_all's condition (default 'id %% 2 = 0': every file, half the rows)"
+        "--all-condition",
+        default="id % 2 = 0",
+        help="update_all's condition (default 'id %% 2 = 0': every file, half the rows)",
     )
     parser.add_argument(
         "--plain-vacuum",

@@ -50,10 +50,11 @@ sys.path.insert(0, str(HERE))
 from bench_object_store import moto_server, options  # noqa: E402
 
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata  # noqa: E402
-from airflow_delta_provider.delta.operations.vacuum_lite import LAST_VACUUM_INFO, write_last_vacuum_info  # noqa: E402
+from airflow_delta_provider.delta.log.last_vacuum_info import LAST_VACUUM_INFO  # noqa: E402
 from airflow_delta_provider.delta.storage import open_storage  # noqa: E402
 from airflow_delta_provider.delta.table import DeltaTable  # noqa: E402
-from airflow_delta_provider.spark.commands.vacuum import run_vacuum  # noqa: E402
+from airflow_delta_provider.operations.vacuum.lite import write_last_vacuum_info  # noqa: E402
+from airflow_delta_provider.operations.vacuum.run import run_vacuum  # noqa: E402
 from tests.storage_servers import FaultProxy  # noqa: E402
 
 PER_COMMIT = 1000

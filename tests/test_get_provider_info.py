@@ -20,8 +20,8 @@ def test_the_description_names_every_operation_of_the_operators() -> None:
     """Each operator's operation, as the Spark CLI names it, and those that run with no Spark."""
     import re
 
+    from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
     from airflow_delta_provider.operators import delta as operators
-    from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
 
     description = get_provider_info()["description"]
     operations = {

@@ -39,7 +39,7 @@ TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
 #: Writes rebalance their rows by partition (spark/write/optimized_write.py); :func:`optimize_write_enabled`.
 AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
 #: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``);
-#: writes compact the partitions they touched (spark/commands/auto_compact.py); :func:`auto_compact_enabled`.
+#: writes compact the partitions they touched (operations/optimize/auto_compact.py); :func:`auto_compact_enabled`.
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 
 
@@ -356,3 +356,22 @@ def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) ->
     if all(metadata.configuration.get(k) == v for k, v in wanted.items()):
         return metadata
     return replace(metadata, configuration={**metadata.configuration, **wanted})
+
+
+#: The target size of written and compacted files when ``delta.targetFileSize`` is not set.
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+
+
+def target_file_size(configuration: Mapping[str, str], given: int | None = None) -> int:
+    """The target size in bytes: ``given``, else ``delta.targetFileSize``, else 128 MiB."""
+    if given is not None:
+        if int(given) <= 0:
+            raise InvalidInputError(f"the target file size must be positive, not {given}")
+        return int(given)
+    text = configuration.get(TARGET_FILE_SIZE)
+    if text is None:
+        return DEFAULT_TARGET_FILE_SIZE
+    size = parse_byte_size(text)
+    if not size:
+        raise InvalidInputError(f"{TARGET_FILE_SIZE}={text!r} is not a size in bytes (e.g. 134217728 or 128mb)")
+    return size

@@ -30,7 +30,7 @@ from airflow.sdk.bases.hook import BaseHook
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, task_error
-from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.utils.package_zip import build_package_zip
 
 #: The connection type of a Spark Connect server (apache-airflow-providers-apache-spark's).

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from airflow_delta_provider.requests import OPERATIONS
+from airflow_delta_provider.operations.registry import OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -58,7 +58,7 @@ from airflow_delta_provider.hooks.delta_operation import (
     is_permanent,
     operation_token,
 )
-from airflow_delta_provider.requests.progress_line import is_progress_line
+from airflow_delta_provider.spark.runtime.progress_line import is_progress_line
 from airflow_delta_provider.utils.package_zip import build_package_zip, package_root
 
 if TYPE_CHECKING:

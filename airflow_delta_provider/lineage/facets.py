@@ -34,7 +34,9 @@ _ELEMENT, _KEY, _VALUE = "_element", "key", "value"
 
 def table_facets(version: int | None = None, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The dataset facets of a Delta table, at ``version`` when known."""
-    facets: dict[str, Any] = {"storage": storage_dataset.StorageDatasetFacet(storageLayer="delta", fileFormat="parquet")}
+    facets: dict[str, Any] = {
+        "storage": storage_dataset.StorageDatasetFacet(storageLayer="delta", fileFormat="parquet")
+    }
     if version is not None:
         facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=str(version))
     if schema is not None:
@@ -100,7 +102,9 @@ def output_statistics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def column_lineage_facet(lineage: ColumnLineage, source: DatasetName) -> column_lineage_dataset.ColumnLineageDatasetFacet:
+def column_lineage_facet(
+    lineage: ColumnLineage, source: DatasetName
+) -> column_lineage_dataset.ColumnLineageDatasetFacet:
     """``lineage`` as OpenLineage's facet, every input column belonging to ``source``."""
 
     def inputs(edges: tuple[Edge, ...]) -> list[column_lineage_dataset.InputField]:
@@ -131,4 +135,6 @@ def input_dataset(name: DatasetName, facets: dict[str, Any] | None = None) -> In
 def output_dataset(
     name: DatasetName, facets: dict[str, Any] | None = None, output_facets: dict[str, Any] | None = None
 ) -> OutputDataset:
-    return OutputDataset(namespace=name.namespace, name=name.name, facets=facets or {}, outputFacets=output_facets or {})
+    return OutputDataset(
+        namespace=name.namespace, name=name.name, facets=facets or {}, outputFacets=output_facets or {}
+    )

@@ -32,14 +32,36 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_delta_provider import requests
 from airflow_delta_provider.assets.events import emit_commit_event, table_alias
-from airflow_delta_provider.delta.operations.alter_changes import ALTER_CHANGES
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
+from airflow_delta_provider.operations.alter.changes import ALTER_CHANGES
+from airflow_delta_provider.operations.alter.spec import REWRITING_DROPS, AlterSpec
+from airflow_delta_provider.operations.append.spec import (
+    APPEND_MODES,
+    DYNAMIC_OVERWRITE,
+    PARTITION_OVERWRITE_MODES,
+    STATIC_OVERWRITE,
+    AppendSpec,
+)
+from airflow_delta_provider.operations.changes.spec import CHANGES_OUTPUT_FORMATS, ChangesSpec
+from airflow_delta_provider.operations.checkpoint.spec import CheckpointSpec
+from airflow_delta_provider.operations.clone.spec import CloneSpec
+from airflow_delta_provider.operations.convert.spec import ConvertSpec
+from airflow_delta_provider.operations.delete.spec import DeleteSpec
+from airflow_delta_provider.operations.generate.spec import GENERATE_MODES, GenerateSpec
+from airflow_delta_provider.operations.merge.spec import MergeSpec
+from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.operations.reorg.spec import ReorgSpec
+from airflow_delta_provider.operations.restore.spec import RestoreSpec
+from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, parse_source_views, views_json
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.update.spec import UpdateSpec
+from airflow_delta_provider.operations.vacuum.spec import LITE_VACUUM, VACUUM_MODES, VacuumSpec
 from airflow_delta_provider.operators.rendered import number as _number
-from airflow_delta_provider.requests.operations import REWRITING_DROPS
+from airflow_delta_provider.spark.runtime.io_modes import IO_MODES
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -107,7 +129,7 @@ class DeltaSparkOperator(BaseOperator):
     """
 
     #: The request this operator builds (one frozen dataclass per operation).
-    request_class: ClassVar[type[requests.OperationRequest]]
+    request_class: ClassVar[type[OperationSpec]]
     #: The Spark CLI command this operator runs: its request's operation.
     operation: ClassVar[str]
     #: Whether a run commits a table version (and then emits an asset event for the table).
@@ -145,13 +167,13 @@ class DeltaSparkOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if io not in requests.IO_MODES:
-            raise ValueError(f"io must be one of {requests.IO_MODES}, not {io!r}")
+        if io not in IO_MODES:
+            raise ValueError(f"io must be one of {IO_MODES}, not {io!r}")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-        if engine == "python" and getattr(self, "operation", None) not in requests.PYTHON_ENGINE_OPERATIONS:
+        if engine == "python" and getattr(self, "operation", None) not in PYTHON_ENGINE_OPERATIONS:
             raise ValueError(
-                f"engine='python' runs only {', '.join(requests.PYTHON_ENGINE_OPERATIONS)}; {self.operation} needs Spark"
+                f"engine='python' runs only {', '.join(PYTHON_ENGINE_OPERATIONS)}; {self.operation} needs Spark"
             )
         self.table_path = table_path
         self.conn_id = conn_id
@@ -177,7 +199,7 @@ class DeltaSparkOperator(BaseOperator):
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
 
-    def request(self, token: str | None = None) -> requests.OperationRequest:
+    def request(self, token: str | None = None) -> OperationSpec:
         """The request of this task, from its (rendered) arguments; ``token`` names its change."""
         return self.request_class(
             table=self.table_path, io=self.io, debug=self.debug, token=token, **self._request_fields()
@@ -303,7 +325,7 @@ class DeltaUpdateOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    request_class = requests.UpdateRequest
+    request_class = UpdateSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "updates", "condition")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -331,7 +353,7 @@ class DeltaDeleteOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    request_class = requests.DeleteRequest
+    request_class = DeleteSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "condition")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -402,7 +424,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         the source's rows fall in. (templated)
     """
 
-    request_class = requests.AppendRequest
+    request_class = AppendSpec
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
@@ -424,7 +446,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         "source_views": "json",
         "replace_where": "sql",
     }
-    _MODES = requests.APPEND_MODES
+    _MODES = APPEND_MODES
 
     def __init__(
         self,
@@ -444,7 +466,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         table_properties: Mapping[str, str] | None = None,
         table_schema: Mapping[str, Any] | str | None = None,
         replace_where: str | None = None,
-        partition_overwrite_mode: str = requests.STATIC_OVERWRITE,
+        partition_overwrite_mode: str = STATIC_OVERWRITE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -481,7 +503,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
             "source": self.source,
             "format": self.source_format if self.source is not None else None,
             "source_sql": self.source_sql,
-            "source_views": requests.views_json(self.source_views),
+            "source_views": views_json(self.source_views),
             "mode": self.mode,
             "table_schema": schema if schema is None or isinstance(schema, str) else json.dumps(schema),
             "merge_schema": bool(self.merge_schema),
@@ -492,7 +514,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
             "txn_version": _number(self.txn_version, "txn_version"),
             "replace_where": self.replace_where,
             "partition_overwrite_mode": None
-            if self.partition_overwrite_mode == requests.STATIC_OVERWRITE
+            if self.partition_overwrite_mode == STATIC_OVERWRITE
             else self.partition_overwrite_mode,
             "options": _pairs(self.options),
             "table_properties": _pairs(self.table_properties),
@@ -501,19 +523,17 @@ class DeltaAppendOperator(DeltaSparkOperator):
     def _check_overwrite(self, mode: str, overwrite_schema: bool) -> None:
         """The selective-overwrite rules, when the DAG is parsed (a template is checked once rendered)."""
         from airflow_delta_provider.delta.errors import InvalidInputError
-        from airflow_delta_provider.delta.operations.selective_overwrite import check_overwrite_arguments
+        from airflow_delta_provider.operations.append.plan import check_overwrite_arguments
 
         overwrite_mode = self.partition_overwrite_mode
         if "{{" in overwrite_mode:
             return
-        if overwrite_mode not in requests.PARTITION_OVERWRITE_MODES:
+        if overwrite_mode not in PARTITION_OVERWRITE_MODES:
             raise ValueError(
-                f"partition_overwrite_mode must be one of {requests.PARTITION_OVERWRITE_MODES}, not {overwrite_mode!r}"
+                f"partition_overwrite_mode must be one of {PARTITION_OVERWRITE_MODES}, not {overwrite_mode!r}"
             )
         try:
-            check_overwrite_arguments(
-                mode, self.replace_where, overwrite_mode == requests.DYNAMIC_OVERWRITE, overwrite_schema
-            )
+            check_overwrite_arguments(mode, self.replace_where, overwrite_mode == DYNAMIC_OVERWRITE, overwrite_schema)
         except InvalidInputError as exc:
             raise ValueError(f"DeltaAppendOperator: {exc}") from None
 
@@ -555,7 +575,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
     :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
     """
 
-    request_class = requests.MergeRequest
+    request_class = MergeSpec
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source",
@@ -598,7 +618,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
             raise ValueError("source_version needs source_format='delta'")
         if not isinstance(clauses, str) or "{{" not in clauses:  # a template is checked once rendered
             from airflow_delta_provider.delta.errors import InvalidInputError
-            from airflow_delta_provider.delta.operations.merge_clauses import parse_clauses
+            from airflow_delta_provider.operations.merge.clauses import parse_clauses
 
             try:
                 parse_clauses(clauses)
@@ -621,7 +641,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
             "source": self.source,
             "source_format": self.source_format,
             "source_sql": self.source_sql,
-            "source_views": requests.views_json(self.source_views),
+            "source_views": views_json(self.source_views),
             "on": self.on,
             "clauses": self.clauses if isinstance(self.clauses, str) else json.dumps(list(self.clauses)),
             "target_alias": self.target_alias,
@@ -645,7 +665,7 @@ class DeltaCheckpointOperator(DeltaSparkOperator):
         table's log retention (``delta.logRetentionDuration``).
     """
 
-    request_class = requests.CheckpointRequest
+    request_class = CheckpointSpec
     commits_versions = False
 
     def __init__(self, *, cleanup_logs: bool = False, **kwargs: Any) -> None:
@@ -671,7 +691,7 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         removed the commits it needs: run a full VACUUM then.
     """
 
-    request_class = requests.VacuumRequest
+    request_class = VacuumSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "retention_hours")
 
     def __init__(
@@ -684,8 +704,8 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if mode not in requests.VACUUM_MODES:
-            raise ValueError(f"mode must be one of {requests.VACUUM_MODES}, not {mode!r}")
+        if mode not in VACUUM_MODES:
+            raise ValueError(f"mode must be one of {VACUUM_MODES}, not {mode!r}")
         self.retention_hours = retention_hours
         self.dry_run = dry_run
         self.retention_check = retention_check
@@ -696,7 +716,7 @@ class DeltaVacuumOperator(DeltaSparkOperator):
             "retention_hours": _number(self.retention_hours, "retention_hours", float),
             "dry_run": bool(self.dry_run),
             "enforce_retention": bool(self.retention_check),
-            "lite": self.mode == requests.LITE_VACUUM,
+            "lite": self.mode == LITE_VACUUM,
         }
 
 
@@ -713,15 +733,15 @@ def _check_source(
     source_views: Mapping[str, Any] | str | None,
 ) -> None:
     """A source path or a query, with views whose description holds (a template is checked once rendered)."""
-    if source_format not in requests.SOURCE_FORMATS:
-        raise ValueError(f"source_format must be one of {requests.SOURCE_FORMATS}, not {source_format!r}")
+    if source_format not in SOURCE_FORMATS:
+        raise ValueError(f"source_format must be one of {SOURCE_FORMATS}, not {source_format!r}")
     if (source is None) == (source_sql is None):
         raise ValueError(f"{type(operator).__name__} needs a source path (source) or a query (source_sql), exactly one")
     if source_views is not None and source_sql is None:
         raise ValueError("source_views name the views of source_sql: give source_sql too")
     if source_views is not None and "{{" not in str(source_views):
         try:
-            requests.parse_source_views(source_views)
+            parse_source_views(source_views)
         except ValueError as exc:
             raise ValueError(f"{type(operator).__name__}: {exc}") from None
 
@@ -733,7 +753,7 @@ def _lineage_sources(
     if source is not None:
         return [(source, source_format)]
     try:
-        return [(view.path, view.format) for view in requests.parse_source_views(views)]
+        return [(view.path, view.format) for view in parse_source_views(views)]
     except ValueError:  # the task fails on it; lineage has nothing to say
         return []
 
@@ -782,7 +802,7 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
         this share of their rows (default 0: every file with a vector). (templated)
     """
 
-    request_class = requests.ReorgRequest
+    request_class = ReorgSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "min_deleted_ratio")
 
     def __init__(self, *, min_deleted_ratio: float | str = 0.0, **kwargs: Any) -> None:
@@ -825,7 +845,7 @@ class DeltaChangesOperator(DeltaSparkOperator):
         (``parquet`` only with ``io="arrow"``).
     """
 
-    request_class = requests.ChangesRequest
+    request_class = ChangesSpec
     commits_versions = False
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
@@ -846,8 +866,8 @@ class DeltaChangesOperator(DeltaSparkOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if output_format not in requests.CHANGES_OUTPUT_FORMATS:
-            raise ValueError(f"output_format must be one of {requests.CHANGES_OUTPUT_FORMATS}, not {output_format!r}")
+        if output_format not in CHANGES_OUTPUT_FORMATS:
+            raise ValueError(f"output_format must be one of {CHANGES_OUTPUT_FORMATS}, not {output_format!r}")
         if version_range is not None and (start_version is not None or end_version is not None):
             raise ValueError("give version_range, or start_version and end_version, not both")
         if version_range is None and start_version is None:
@@ -889,7 +909,7 @@ class DeltaChangesOperator(DeltaSparkOperator):
             nothing: DeltaOperationResult = {
                 "table": self.table_path,
                 "version": None,
-                "operation": requests.ChangesRequest.operation.upper(),
+                "operation": ChangesSpec.operation.upper(),
                 "metrics": {},
             }
             context["ti"].xcom_push(key=VERSION_XCOM_KEY, value=None)
@@ -957,7 +977,7 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         then need column mapping support (reader version 2).
     """
 
-    request_class = requests.AlterRequest
+    request_class = AlterSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change", "drop_feature")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -1021,7 +1041,7 @@ class DeltaRestoreOperator(DeltaSparkOperator):
         this time (ISO 8601; UTC unless it has a zone). (templated)
     """
 
-    request_class = requests.RestoreRequest
+    request_class = RestoreSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "version", "timestamp")
 
     def __init__(self, *, version: int | str | None = None, timestamp: str | None = None, **kwargs: Any) -> None:
@@ -1062,7 +1082,7 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         other columns or another provider (``OPTIMIZE FULL``, as delta-spark's).
     """
 
-    request_class = requests.OptimizeRequest
+    request_class = OptimizeSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "target_size", "zorder_by")
     template_fields_renderers: ClassVar[dict[str, str]] = {
         **DeltaSparkOperator.template_fields_renderers,
@@ -1115,7 +1135,7 @@ class DeltaConvertOperator(DeltaSparkOperator):
         driver of a Spark application.
     """
 
-    request_class = requests.ConvertRequest
+    request_class = ConvertSpec
     template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "partition_by", "table_properties")
 
     def __init__(
@@ -1156,13 +1176,13 @@ class DeltaGenerateManifestOperator(DeltaSparkOperator):
         the driver of a Spark application.
     """
 
-    request_class = requests.GenerateRequest
+    request_class = GenerateSpec
     commits_versions = False
 
-    def __init__(self, *, mode: str = requests.GENERATE_MODES[0], engine: str = "python", **kwargs: Any) -> None:
+    def __init__(self, *, mode: str = GENERATE_MODES[0], engine: str = "python", **kwargs: Any) -> None:
         super().__init__(engine=engine, **kwargs)
-        if mode not in requests.GENERATE_MODES:
-            raise ValueError(f"mode must be one of {requests.GENERATE_MODES}, not {mode!r}")
+        if mode not in GENERATE_MODES:
+            raise ValueError(f"mode must be one of {GENERATE_MODES}, not {mode!r}")
         self.mode = mode
 
     def _request_fields(self) -> dict[str, Any]:
@@ -1194,7 +1214,7 @@ class DeltaCloneOperator(DeltaSparkOperator):
         a Spark application.
     """
 
-    request_class = requests.CloneRequest
+    request_class = CloneSpec
     template_fields: Sequence[str] = (
         *DeltaSparkOperator.template_fields,
         "source_path",

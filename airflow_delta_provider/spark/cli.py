@@ -3,10 +3,10 @@
 ``python -m airflow_delta_provider.spark <operation> TABLE [options]``: the
 operations and their options are the request dataclasses of
 :mod:`airflow_delta_provider.requests`, which generate this parser; each
-request runs the command :mod:`~airflow_delta_provider.spark.commands.dispatch`
+request runs the command :mod:`~airflow_delta_provider.operations.runners`
 maps its type to.
 
-``--io`` (one of :data:`~airflow_delta_provider.requests.IO_MODES`) picks how
+``--io`` (one of :data:`~airflow_delta_provider.IO_MODES`) picks how
 data files are read and written (:mod:`airflow_delta_provider.spark.runtime.io_mode`);
 commands that touch no data file accept it and ignore it.
 
@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from airflow_delta_provider import requests
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError, first_line
-from airflow_delta_provider.requests import OperationRequest
-from airflow_delta_provider.spark.commands.dispatch import run_request
+from airflow_delta_provider.operations import argv as argv_codec
+from airflow_delta_provider.operations.runners import run_spec
+from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.spark.runtime.progress import Report, reporting_progress
 
 EXIT_OK = 0
@@ -52,11 +52,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The CLI's parser, generated from the request dataclasses (:mod:`airflow_delta_provider.requests`)."""
-    return requests.build_parser(_Parser, description=__doc__.splitlines()[0])
+    """The CLI's parser, generated from the operations' specs (:mod:`airflow_delta_provider.operations.argv`)."""
+    return argv_codec.build_parser(_Parser, description=__doc__.splitlines()[0])
 
 
-def parse_request(argv: Sequence[str] | None = None) -> OperationRequest:
+def parse_request(argv: Sequence[str] | None = None) -> OperationSpec:
     """The request ``argv`` describes (default ``sys.argv[1:]``); InvalidInputError for bad usage."""
     return _as_request(build_parser().parse_args(None if argv is None else list(argv)))
 
@@ -65,11 +65,11 @@ def parse_request(argv: Sequence[str] | None = None) -> OperationRequest:
 SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-def _as_request(args: OperationRequest | argparse.Namespace) -> OperationRequest:
+def _as_request(args: OperationSpec | argparse.Namespace) -> OperationSpec:
     """A request, also from :func:`build_parser`'s namespace."""
     if isinstance(args, argparse.Namespace):
         try:
-            return requests.request_from_namespace(args)
+            return argv_codec.request_from_namespace(args)
         except ValueError as exc:  # a rule of the request that argparse cannot express
             raise InvalidInputError(str(exc)) from None
     return args
@@ -100,7 +100,7 @@ def main(
 
 
 def execute(
-    request: OperationRequest | argparse.Namespace,
+    request: OperationSpec | argparse.Namespace,
     spark: Any,
     storage_options: Mapping[str, str] | None = None,
     report_progress: Report | None = None,
@@ -164,12 +164,10 @@ def spark_error_records(enabled: bool) -> Iterator[None]:
                     logger.disabled = disabled
 
 
-def _run_translating_spark_errors(
-    request: OperationRequest, spark: Any, storage_options: Mapping[str, str] | None
-) -> Any:
+def _run_translating_spark_errors(request: OperationSpec, spark: Any, storage_options: Mapping[str, str] | None) -> Any:
     """Run the command; Spark errors the input caused become InvalidInputError."""
     try:
-        return run_request(spark, request, storage_options)
+        return run_spec(spark, request, storage_options)
     except DeltaError:
         raise
     except Exception as exc:

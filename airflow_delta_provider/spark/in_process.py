@@ -33,7 +33,7 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     OperationInterruptedError,
 )
-from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.spark.cli import execute, parse_request
 from airflow_delta_provider.spark.runtime.progress import Report
 

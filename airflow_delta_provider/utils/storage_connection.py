@@ -123,7 +123,11 @@ def _azure(conn: Connection, extra: Mapping[str, Any]) -> dict[str, str]:
     out = {"AZURE_STORAGE_ACCOUNT_NAME": account, "AZURE_STORAGE_ENDPOINT": extra.get("endpoint")}
     if tenant:
         out.update(
-            {"AZURE_STORAGE_TENANT_ID": tenant, "AZURE_STORAGE_CLIENT_ID": conn.login, "AZURE_STORAGE_CLIENT_SECRET": conn.password}
+            {
+                "AZURE_STORAGE_TENANT_ID": tenant,
+                "AZURE_STORAGE_CLIENT_ID": conn.login,
+                "AZURE_STORAGE_CLIENT_SECRET": conn.password,
+            }
         )
     elif extra.get("sas_token"):
         out["AZURE_STORAGE_SAS_TOKEN"] = extra["sas_token"]

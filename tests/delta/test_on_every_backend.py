@@ -22,8 +22,8 @@ from airflow_delta_provider.delta.errors import (
     VersionNotFoundError,
 )
 from airflow_delta_provider.delta.log.version_probe import VersionProbe
-from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.operations.vacuum.plan import list_table, plan_vacuum
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 DAY_MS = 86_400_000

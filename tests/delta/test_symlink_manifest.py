@@ -18,12 +18,12 @@ import pytest
 
 from airflow_delta_provider.delta import symlink_manifest
 from airflow_delta_provider.delta.errors import SymlinkManifestUnsupportedError
-from airflow_delta_provider.delta.operations.alter import SetProperties, alter_table
-from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
 from airflow_delta_provider.delta.transaction.transaction import Transaction
+from airflow_delta_provider.operations.alter.plan import SetProperties, alter_table
+from airflow_delta_provider.operations.vacuum.plan import list_table, plan_vacuum
 from tests.symlink_manifests import INLINE_DV, as_delta_rs, delta_rs_manifests, manifests, remove_partition
 from tests.symlink_manifests import current as current_manifests
 

@@ -106,7 +106,7 @@ FILE_SIZE_PROPERTIES = {
 
 
 def test_file_size_and_auto_optimize_properties_are_accepted_and_optimize_reads_the_target():
-    from airflow_delta_provider.delta.operations.optimize import target_file_size
+    from airflow_delta_provider.delta.table_properties import target_file_size
 
     got = table_properties.with_properties(md(), FILE_SIZE_PROPERTIES)
     assert got.configuration == {

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.metadata.clone import run_clone
+from airflow_delta_provider.operations.clone.run import run_clone
 from tests.delta.conftest import read_snapshot
 
 PROPERTIES = (

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_delta_provider.delta import symlink_manifest
-from airflow_delta_provider.delta.operations.alter import SetProperties, alter_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
+from airflow_delta_provider.operations.alter.plan import SetProperties, alter_table
 from tests.symlink_manifests import current, delta_rs_manifests, manifests, remove_partition
 
 VALUES = ["a b", "x:y", None, "100%", "a b", "é", "dropped"]

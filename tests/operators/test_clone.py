@@ -12,8 +12,8 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operators.delta import DeltaCloneOperator
 from tests.airflow_env import run_dag, task_states, xcom
 from tests.delta.conftest import create_table, read_snapshot, write_data_file
+from tests.operations.dml.dml_support import rows_rs
 from tests.operators.s3_connection import CONN_ID
-from tests.spark.commands.dml_support import rows_rs
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

@@ -155,7 +155,7 @@ def test_files_removed_past_the_retention_get_vacuum_lite_only(tmp_path: Path) -
     """Two files removed eight days ago, in commits made then, and no VACUUM
     yet: VACUUM LITE is due (the log holds every commit), runs as its own
     step, deletes exactly those files and records its state for the next one."""
-    from airflow_delta_provider.delta.operations.vacuum_lite import LAST_VACUUM_INFO, read_last_vacuum_info
+    from airflow_delta_provider.delta.log.last_vacuum_info import LAST_VACUUM_INFO, read_last_vacuum_info
 
     table = tmp_path / "removed"
     _table(table, {"2024-01-01": 3})

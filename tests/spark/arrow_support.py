@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .commands.dml_support import commit_actions
+from tests.operations.dml.dml_support import commit_actions
 
 #: Commit metrics that depend on file sizes or timing, not on the change.
 _SIZE_OR_TIME = ("Bytes", "TimeMs")

@@ -1,9 +1,9 @@
 """Tables with the change data feed on, and their changes as we and delta-rs read them.
 
 Shared by the tests of the commands that write change data
-(``tests/spark/commands/test_change_data.py``), of reading table changes
+(``tests/operations/dml/test_change_data.py``), of reading table changes
 (``tests/spark/read/test_table_changes.py``) and of CHANGES
-(``tests/spark/commands/test_changes.py``).
+(``tests/operations/changes/test_spark.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.spark.commands.append import run_append
+from airflow_delta_provider.operations.append.spark import run_append
 from airflow_delta_provider.spark.read.table_changes import read_changes
 
 CDF = {"delta.enableChangeDataFeed": "true"}

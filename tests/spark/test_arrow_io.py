@@ -20,19 +20,17 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.errors import InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.operations.append.spark import run_append
+from airflow_delta_provider.operations.delete.spark import run_delete
+from airflow_delta_provider.operations.merge.spark import run_merge
+from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.cli import build_parser, main
-from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.merge.command import run_merge
-from airflow_delta_provider.spark.commands.update import run_update
 from airflow_delta_provider.spark.read.arrow_source import arrow_read, plan_splits
 from airflow_delta_provider.spark.read.file_reads import read_files
 from airflow_delta_provider.spark.read.files import table_location
 from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, scan
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
-
-from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
-from .commands.dml_support import (
+from tests.operations.dml.dml_support import (
     SHADOWING_KINDS,
     SHADOWING_LAYOUTS,
     commit_actions,
@@ -43,7 +41,8 @@ from .commands.dml_support import (
     state,
     twin,
 )
-from .conftest import table_rows
+from tests.spark.arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
+from tests.spark.conftest import table_rows
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")
 
@@ -121,7 +120,7 @@ def test_delete_is_the_same_in_both_modes(tmp_path, spark, partition_by, conditi
 
 @pytest.mark.parametrize("partition_by", [None, ["part"]], ids=["unpartitioned", "partitioned"])
 def test_merge_is_the_same_in_both_modes(tmp_path, spark, partition_by):
-    from .commands.test_merge import CASES, ON, source_rows, write_source
+    from tests.operations.merge.test_spark import CASES, ON, source_rows, write_source
 
     src = deltalake_table(tmp_path / "src", partition_by=partition_by)
     source = write_source(tmp_path, source_rows([3, 4, 17, 40, 41, 60, 61, 62]))
@@ -209,7 +208,9 @@ def test_append_creating_a_partitioned_table(tmp_path, spark):
 )
 def test_append_modes(tmp_path, spark, mode, merge_schema, data):
     existing = deltalake_table(tmp_path / "existing", partition_by=["part"])
-    hadoop, arrow = _append_twice(tmp_path, spark, existing, _source(tmp_path, data), mode=mode, merge_schema=merge_schema)
+    hadoop, arrow = _append_twice(
+        tmp_path, spark, existing, _source(tmp_path, data), mode=mode, merge_schema=merge_schema
+    )
     _assert_same_change(hadoop, arrow)
 
 
@@ -352,10 +353,16 @@ def _folder_as_table(tmp_path, paths):
 def test_plan_splits_packs_largest_first():
     assert plan_splits([], 2) == []
     # total 3 * (10 + 4) = 42 -> 21 per core -> split 21: 10+4 fits, then 10 > 21 - 14.
-    assert plan_splits([10, 10, 10], 2, max_partition_bytes=100, open_cost=4) == [[[0, 0, None]], [[1, 0, None]], [[2, 0, None]]]
+    assert plan_splits([10, 10, 10], 2, max_partition_bytes=100, open_cost=4) == [
+        [[0, 0, None]],
+        [[1, 0, None]],
+        [[2, 0, None]],
+    ]
     # One file above the split size is cut into pieces, largest first.
     assert plan_splits([25, 1], 1, max_partition_bytes=10, open_cost=0) == [
-        [[0, 0, 10]], [[0, 10, 10]], [[0, 20, 5], [1, 0, None]]
+        [[0, 0, 10]],
+        [[0, 10, 10]],
+        [[0, 20, 5], [1, 0, None]],
     ]
 
 

@@ -25,15 +25,14 @@ from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViol
 from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.update import run_update
+from airflow_delta_provider.operations.append.spark import run_append
+from airflow_delta_provider.operations.delete.spark import run_delete
+from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.runtime.io_mode import hadoop_filesystem_available
 from airflow_delta_provider.spark.write.files import _publish
+from tests.operations.dml.dml_support import _sorted, deltalake_table, rows_deltalake
+from tests.spark.arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from tests.storage_servers import upload_tree
-
-from .arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
-from .commands.dml_support import _sorted, deltalake_table, rows_deltalake
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")
 
@@ -186,8 +185,8 @@ def test_checkpoint_then_vacuum(spark, bucket, tables):
     """CHECKPOINT and VACUUM on the bucket's copy do what they do on the local
     copy: the same checkpointed version, the same files deleted, the same
     rows for deltalake (which reads the bucket's table from the checkpoint)."""
-    from airflow_delta_provider.spark.commands.metadata.checkpoint import run_checkpoint
-    from airflow_delta_provider.spark.commands.vacuum import run_vacuum
+    from airflow_delta_provider.operations.checkpoint.run import run_checkpoint
+    from airflow_delta_provider.operations.vacuum.run import run_vacuum
 
     uri, local = tables
     for root, io in ((uri, "arrow"), (local, "hadoop")):
@@ -242,7 +241,7 @@ def test_bad_input_on_a_bucket_changes_nothing(spark, bucket, tables, tmp_path):
 def test_a_parquet_source_is_listed_with_the_callers_storage_options(spark, s3_bucket, tmp_path, monkeypatch):
     """In a task's own process (Spark Connect), the store's credentials come as
     storage_options, not as environment: the source's listing and schema use them."""
-    from airflow_delta_provider.spark.commands.source import read_source
+    from airflow_delta_provider.operations.sources.spark import read_source
 
     for key in s3_bucket.env:
         monkeypatch.delenv(key, raising=False)
@@ -262,7 +261,7 @@ def test_change_data_feed_in_the_bucket(spark, bucket, tmp_path):
     bucket as parquet: the same rows as on a local copy in ``hadoop`` mode."""
     from deltalake import write_deltalake
 
-    from airflow_delta_provider.spark.commands.changes import run_changes
+    from airflow_delta_provider.operations.changes.spark import run_changes
     from airflow_delta_provider.spark.read.table_changes import read_changes
 
     local = str(tmp_path / "local")

@@ -23,14 +23,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.errors import EngineUnavailableError, InvalidInputError, OperationInterruptedError
-from airflow_delta_provider.requests import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.spark.cli import SPARK_ERROR_LOGGERS, build_parser, execute
 from airflow_delta_provider.spark.in_process import InProcessCommand
 from airflow_delta_provider.spark.runtime.remote_session import CONNECT_MODE_VARIABLE, redact_url
+from tests.operations.dml.dml_support import rows_rs, state
 from tests.spark_connect_server import wait_until
 from tests.storage_servers import free_port
-
-from .commands.dml_support import rows_rs, state
 
 #: Metrics that count rows or files: equal whichever engine ran the command.
 COUNTED = (

@@ -26,11 +26,11 @@ from airflow_delta_provider.delta.checksum.histograms import FileSizeHistogram
 from airflow_delta_provider.delta.errors import VacuumLiteUnavailableError
 from airflow_delta_provider.delta.health.history import recent_versions
 from airflow_delta_provider.delta.log.commit_summary import VersionInfo
+from airflow_delta_provider.delta.log.last_vacuum_info import lite_commit_range, read_last_vacuum_info
 from airflow_delta_provider.delta.log.store import LogFile, LogStore
-from airflow_delta_provider.delta.operations.optimize import target_file_size
-from airflow_delta_provider.delta.operations.vacuum_lite import lite_commit_range, read_last_vacuum_info
 from airflow_delta_provider.delta.schema.types import format_path
 from airflow_delta_provider.delta.table_features.clustering import clustering_columns
+from airflow_delta_provider.delta.table_properties import target_file_size
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot

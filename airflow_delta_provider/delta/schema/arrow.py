@@ -169,9 +169,7 @@ def _from_arrow_field(field: pa.Field, *, metadata: bool = True) -> dict[str, An
         delta_type = from_arrow_type(field.type)
     except InvalidInputError as exc:
         raise InvalidInputError(f"column {field.name!r}: {exc}") from None
-    return struct_field(
-        field.name, delta_type, field.nullable, _decode_metadata(field.metadata) if metadata else None
-    )
+    return struct_field(field.name, delta_type, field.nullable, _decode_metadata(field.metadata) if metadata else None)
 
 
 def _decode_metadata(raw: Mapping[bytes, bytes] | None) -> dict[str, Any]:

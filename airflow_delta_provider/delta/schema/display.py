@@ -11,10 +11,10 @@ from airflow_delta_provider.delta.schema.types import ELEMENT, KEY, VALUE, Delta
 def tree_string(schema: Mapping[str, Any]) -> str:
     """The schema as Spark's ``printTreeString`` shows it::
 
-        root
-         |-- id: long (nullable = true)
-         |-- tags: array (nullable = true)
-         |    |-- element: string (containsNull = true)
+    root
+     |-- id: long (nullable = true)
+     |-- tags: array (nullable = true)
+     |    |-- element: string (containsNull = true)
     """
     lines = ["root"]
     for f in fields_of(schema):
@@ -44,8 +44,7 @@ def _tree_type(t: DeltaType, prefix: str, lines: list[str]) -> None:
         lines.append(f"{prefix}-- {KEY}: {type_name(key)}")
         _tree_type(key, prefix + "    |", lines)
         lines.append(
-            f"{prefix}-- {VALUE}: {type_name(value)} "
-            f"(valueContainsNull = {_bool(t.get('valueContainsNull', True))})"
+            f"{prefix}-- {VALUE}: {type_name(value)} (valueContainsNull = {_bool(t.get('valueContainsNull', True))})"
         )
         _tree_type(value, prefix + "    |", lines)
 

@@ -51,7 +51,7 @@ from airflow_delta_provider.delta.table_properties import ENABLE_TYPE_WIDENING
 _INTEGRAL_RANK = {"byte": 0, "short": 1, "integer": 2}
 
 #: The APPEND arguments the hints name (fields of
-#: :class:`airflow_delta_provider.requests.AppendRequest`, and of the operator).
+#: :class:`airflow_delta_provider.requests.AppendSpec`, and of the operator).
 MERGE_SCHEMA_ARG = "merge_schema"
 OVERWRITE_SCHEMA_ARG = "overwrite_schema"
 MODE_ARG = "mode"

@@ -115,9 +115,7 @@ def as_nullable(delta_type: DeltaType) -> DeltaType:
     ``asNullable``), as delta-spark stores DataFrame schemas."""
     kind = kind_of(delta_type)
     if kind == "struct":
-        return struct_type(
-            {**f, "type": as_nullable(f["type"]), "nullable": True} for f in fields_of(delta_type)
-        )
+        return struct_type({**f, "type": as_nullable(f["type"]), "nullable": True} for f in fields_of(delta_type))
     if kind == "array":
         return {"type": "array", "elementType": as_nullable(delta_type["elementType"]), "containsNull": True}
     if kind == "map":
@@ -156,9 +154,7 @@ def normalize_type(delta_type: DeltaType) -> DeltaType:
     kind = kind_of(delta_type)
     if kind == "struct":
         return struct_type(
-            struct_field(
-                f["name"], normalize_type(f["type"]), bool(f.get("nullable", True)), f.get("metadata")
-            )
+            struct_field(f["name"], normalize_type(f["type"]), bool(f.get("nullable", True)), f.get("metadata"))
             for f in fields_of(delta_type)
         )
     if kind == "array":

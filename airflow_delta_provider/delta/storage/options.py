@@ -110,9 +110,7 @@ def split_options(options: Mapping[str, Any] | None) -> StoreOptions:
         else:
             config[str(key)] = str(value)
     if atomic not in ATOMIC_CREATE_MODES:
-        raise InvalidInputError(
-            f"delta_atomic_create must be one of {', '.join(ATOMIC_CREATE_MODES)}; got {atomic!r}"
-        )
+        raise InvalidInputError(f"delta_atomic_create must be one of {', '.join(ATOMIC_CREATE_MODES)}; got {atomic!r}")
     return StoreOptions(config, client, retry, atomic)
 
 

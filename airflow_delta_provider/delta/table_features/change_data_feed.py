@@ -38,7 +38,9 @@ def check_column_names(metadata: Metadata) -> None:
     the feed's own (``_change_type``, ``_commit_version``, ``_commit_timestamp``)."""
     if not table_properties.change_data_feed_enabled(metadata):
         return
-    clashing = sorted(f["name"] for f in metadata.schema_json.get("fields", ()) if f["name"].lower() in RESERVED_COLUMNS)
+    clashing = sorted(
+        f["name"] for f in metadata.schema_json.get("fields", ()) if f["name"].lower() in RESERVED_COLUMNS
+    )
     if clashing:
         raise InvalidInputError(
             f"column {clashing[0]!r} is reserved on a table with {table_properties.ENABLE_CHANGE_DATA_FEED}=true "

@@ -8,7 +8,7 @@ them in its write job (:func:`airflow_delta_provider.spark.write.files.enforce_c
 this module names them and says which columns they read.
 
 Constraints are added and dropped with ALTER TABLE
-(:class:`~airflow_delta_provider.delta.operations.alter.AddConstraint`), never
+(:class:`~airflow_delta_provider.operations.alter.plan.AddConstraint`), never
 set as plain properties: adding one must first check the rows already there.
 """
 
@@ -33,7 +33,9 @@ def table_constraints(metadata: Metadata | Mapping[str, str]) -> dict[str, str]:
 def check_name(name: str) -> str:
     """A constraint name as stored: lower case (delta-spark's), letters, digits and ``_``."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidInputError(f"invalid constraint name {name!r}: use letters, digits and _, not starting with a digit")
+        raise InvalidInputError(
+            f"invalid constraint name {name!r}: use letters, digits and _, not starting with a digit"
+        )
     return name.lower()
 
 

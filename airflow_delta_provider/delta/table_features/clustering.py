@@ -12,7 +12,7 @@ requires the second). As delta-spark's ``ClusteredTableUtils``:
 - a clustered table is never partitioned, and is never Z-ordered;
 - a clustering column cannot be dropped.
 
-OPTIMIZE clusters the files (:mod:`airflow_delta_provider.spark.commands.optimize`)
+OPTIMIZE clusters the files (:mod:`airflow_delta_provider.operations.optimize.spark`)
 and marks each file it writes ``clusteringProvider: "liquid"``, with the
 ``ZCUBE_ID`` and ``ZCUBE_ZORDER_BY`` tags delta-spark's ``ZCubeInfo`` sets;
 :func:`files_to_cluster` picks the files the next OPTIMIZE rewrites, as

@@ -63,7 +63,9 @@ def _field_metadata_keys(schema: dict[str, Any]) -> set[str]:
 
 #: Writer features whose use shows in the metadata, so that an unused one
 #: does not stop a write (see :func:`_active_features`).
-_VISIBLE_WRITER_FEATURES = frozenset({features.CHECK_CONSTRAINTS, features.CHANGE_DATA_FEED, features.GENERATED_COLUMNS, features.IDENTITY_COLUMNS})
+_VISIBLE_WRITER_FEATURES = frozenset(
+    {features.CHECK_CONSTRAINTS, features.CHANGE_DATA_FEED, features.GENERATED_COLUMNS, features.IDENTITY_COLUMNS}
+)
 
 
 def check_readable(protocol: Protocol, metadata: Metadata | None = None) -> None:
@@ -178,7 +180,9 @@ def protocol_for(protocol: Protocol, metadata: Metadata | None) -> Protocol:
     if writer_only <= writers and needed - readers <= {features.COLUMN_MAPPING} and rv < 3 and wv < 7:
         return Protocol(min_reader_version=max(rv, 2), min_writer_version=max(wv, 5))
     if not needed and writer_only - writers <= {features.CHECK_CONSTRAINTS, features.CHANGE_DATA_FEED} and wv < 7:
-        legacy = 4 if features.CHANGE_DATA_FEED in writer_only else 3  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
+        legacy = (
+            4 if features.CHANGE_DATA_FEED in writer_only else 3
+        )  # delta-spark's ADD CONSTRAINT, enableChangeDataFeed
         return Protocol(min_reader_version=rv, min_writer_version=max(wv, legacy))
     if needed <= readers and rv < 3:
         return Protocol(

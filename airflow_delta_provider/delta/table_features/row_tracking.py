@@ -46,7 +46,10 @@ MISSING_HIGH_WATER_MARK = -1
 #: The commitInfo tag saying whether a commit kept the stable row ids and versions it copied.
 PRESERVED_TAG = "delta.rowTracking.preserved"
 #: The table properties naming the materialized columns.
-MATERIALIZED_KEYS = (table_properties.MATERIALIZED_ROW_ID_COLUMN, table_properties.MATERIALIZED_ROW_COMMIT_VERSION_COLUMN)
+MATERIALIZED_KEYS = (
+    table_properties.MATERIALIZED_ROW_ID_COLUMN,
+    table_properties.MATERIALIZED_ROW_COMMIT_VERSION_COLUMN,
+)
 _MATERIALIZED_PREFIXES = ("_row-id-col-", "_row-commit-version-col-")
 A = TypeVar("A")  # a file action: add, remove or cdc
 
@@ -124,7 +127,9 @@ def enabled(protocol: Protocol, metadata: Metadata) -> bool:
     """Whether rows keep stable ids: the property is on, the feature listed
     and the materialized columns named."""
     return (
-        table_properties.row_tracking_enabled(metadata) and is_supported(protocol) and materialized_columns(metadata) is not None
+        table_properties.row_tracking_enabled(metadata)
+        and is_supported(protocol)
+        and materialized_columns(metadata) is not None
     )
 
 

@@ -74,7 +74,9 @@ def drop_deleted_rows(
     return keyed.join(deleted, condition, "left_anti").drop(key_name)
 
 
-def row_indexes_by_file(frame: DataFrame, key_name: str, row_name: str, by_key: dict[Any, str]) -> dict[str, np.ndarray]:
+def row_indexes_by_file(
+    frame: DataFrame, key_name: str, row_name: str, by_key: dict[Any, str]
+) -> dict[str, np.ndarray]:
     """Per file (``add.path``), the sorted row indexes in ``frame``
     (:func:`~.file_reads.match_frame`'s); only the
     two columns reach the driver."""

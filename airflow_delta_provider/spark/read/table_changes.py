@@ -9,7 +9,7 @@ file's path.
 
 The ``cdc`` files it reads are written by
 :mod:`airflow_delta_provider.spark.write.change_data`; the CHANGES operation
-(:mod:`airflow_delta_provider.spark.commands.changes`) writes what it reads
+(:mod:`airflow_delta_provider.operations.changes.spark`) writes what it reads
 to a folder.
 """
 

@@ -19,10 +19,7 @@ from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
-from airflow_delta_provider.requests import IO_MODES
-
-HADOOP = "hadoop"
-ARROW = "arrow"
+from airflow_delta_provider.spark.runtime.io_modes import ARROW, HADOOP, IO_MODES
 
 
 def check_io(io: str) -> str:

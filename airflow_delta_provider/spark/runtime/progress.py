@@ -39,7 +39,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.requests.progress_line import PROGRESS_PREFIX
+from airflow_delta_provider.spark.runtime.progress_line import PROGRESS_PREFIX
 
 #: Seconds between two progress lines, and how long stages must run before the first.
 DEFAULT_PROGRESS_INTERVAL_S = 10.0

@@ -40,9 +40,9 @@ from pyspark.sql import DataFrame
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import StorageError
-from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.delta.partitions import encode_path
 from airflow_delta_provider.delta.storage import TableStorage
+from airflow_delta_provider.delta.storage.hidden_paths import STAGING_PREFIX
 from airflow_delta_provider.spark.read.arrow_source import worker_root
 from airflow_delta_provider.spark.read.files import column
 from airflow_delta_provider.spark.runtime.session import is_connect

@@ -46,7 +46,6 @@ from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import CommitFailedError, InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.file_stats import file_stats, stats_from_footer, stats_json
-from airflow_delta_provider.delta.operations.vacuum import STAGING_PREFIX
 from airflow_delta_provider.delta.partitions import (
     HIVE_DEFAULT_PARTITION,
     encode_path,
@@ -59,6 +58,7 @@ from airflow_delta_provider.delta.partitions import (
 from airflow_delta_provider.delta.schema.fields import stats_leaves, walk_fields
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.storage import TableStorage, open_storage
+from airflow_delta_provider.delta.storage.hidden_paths import STAGING_PREFIX
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_DATA_DIR, CHANGE_TYPE_COLUMN
 from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns, table_constraints

@@ -23,9 +23,9 @@ from airflow_delta_provider.delta.checkpoint.v2 import write_v2_checkpoint
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import CorruptSidecarError, InvalidInputError
 from airflow_delta_provider.delta.log.store import checkpoint_name, commit_name
-from airflow_delta_provider.delta.operations.vacuum import list_table, plan_vacuum
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.gate import protocol_for
+from airflow_delta_provider.operations.vacuum.plan import list_table, plan_vacuum
 from tests.delta.checkpoint.test_writer import make_history
 
 DAY = 86_400_000

@@ -32,9 +32,9 @@ from airflow_delta_provider.delta.checksum.histograms import FileSizeHistogram
 from airflow_delta_provider.delta.checksum.validate import mismatches
 from airflow_delta_provider.delta.checksum.version_checksum import VersionChecksum, checksum_name, read_checksum
 from airflow_delta_provider.delta.errors import CorruptLogError
-from airflow_delta_provider.delta.operations.restore import restore_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.transaction.post_commit import PostCommitHookProperties
+from airflow_delta_provider.operations.restore.plan import restore_table
 
 #: The vendored golden tables of delta-spark: tests/golden (delta-io/delta's) and tests/golden-4.4 (ours, by delta-spark 4.4).
 GOLDEN = [Path(__file__).resolve().parents[2] / name for name in ("golden", "golden-4.4")]

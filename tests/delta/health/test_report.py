@@ -10,7 +10,7 @@ import pytest
 
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.health.report import SIZE_BINS, health_report
-from airflow_delta_provider.delta.operations.vacuum_lite import write_last_vacuum_info
+from airflow_delta_provider.delta.log.last_vacuum_info import write_last_vacuum_info
 from airflow_delta_provider.delta.table import DeltaTable
 from tests.delta.health.conftest import HIDDEN_ROWS
 
@@ -108,7 +108,7 @@ def _unpartitioned_clustered(root, written):
     import pyarrow as pa
 
     from airflow_delta_provider.delta.actions.model import RemoveFile
-    from airflow_delta_provider.delta.operations.alter import alter_table, change_from_json
+    from airflow_delta_provider.operations.alter.plan import alter_table, change_from_json
     from tests.delta.conftest import create_table, write_data_file
 
     root.mkdir()

@@ -349,9 +349,9 @@ def test_the_hints_name_the_append_operators_own_arguments():
     import dataclasses
     import inspect
 
-    from airflow_delta_provider.requests import AppendRequest
+    from airflow_delta_provider.operations.append.spec import AppendSpec
 
     names = {evolution.MERGE_SCHEMA_ARG, evolution.OVERWRITE_SCHEMA_ARG, evolution.MODE_ARG, evolution.TABLE_SCHEMA_ARG}
-    assert names <= {f.name for f in dataclasses.fields(AppendRequest)}
+    assert names <= {f.name for f in dataclasses.fields(AppendSpec)}
     operators = pytest.importorskip("airflow_delta_provider.operators.delta")
     assert names <= set(inspect.signature(operators.DeltaAppendOperator.__init__).parameters)

@@ -12,10 +12,10 @@ import pytest
 from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.operations.alter import alter_table, change_from_json
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import clustering
 from airflow_delta_provider.delta.table_features.clustering import DOMAIN, is_clustered
+from airflow_delta_provider.operations.alter.plan import alter_table, change_from_json
 
 
 def test_a_live_clustering_domain_makes_a_table_clustered():

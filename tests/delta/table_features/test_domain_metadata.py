@@ -19,9 +19,9 @@ from airflow_delta_provider.delta.actions.model import (
 )
 from airflow_delta_provider.delta.checkpoint.writer import write_checkpoint
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.operations.alter import DropColumns, alter_table
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.clustering import clustering_columns
+from airflow_delta_provider.operations.alter.plan import DropColumns, alter_table
 
 SCHEMA = json.dumps(
     {

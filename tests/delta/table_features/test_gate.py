@@ -55,7 +55,7 @@ def test_legacy_writer_versions_4_to_6_are_writable_whatever_the_metadata(writer
 
 def test_generated_and_identity_columns_are_supported_writer_features():
     """Issue 11: every write job computes and checks generated columns, and
-    APPEND and MERGE generate identity values (tests/spark/commands/test_generated_columns.py
+    APPEND and MERGE generate identity values (tests/operations/dml/test_generated_columns.py
     and test_identity_columns.py)."""
     check_writable(Protocol(1, 7, None, ("appendOnly", "generatedColumns", "identityColumns", "invariants")))
 

@@ -145,9 +145,9 @@ def test_a_column_a_generated_column_reads_cannot_be_dropped_or_renamed(tmp_path
     """ALTER (core) refuses what would leave a generation expression dangling; nothing is committed."""
     from airflow_delta_provider.delta.actions.model import Metadata, Protocol
     from airflow_delta_provider.delta.errors import InvalidInputError
-    from airflow_delta_provider.delta.operations.alter import DropColumns, RenameColumn, alter_table
     from airflow_delta_provider.delta.schema.types import schema_string
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.operations.alter.plan import DropColumns, RenameColumn, alter_table
 
     table = DeltaTable(str(tmp_path / "t"))
     txn = table.transaction("CREATE TABLE", {}, None)

@@ -147,7 +147,9 @@ def _set(table: DeltaTable, value: str) -> None:
     md = table.snapshot().metadata
     txn = table.transaction("SET TBLPROPERTIES", {}, table.snapshot())
     txn.update_metadata(
-        Metadata.from_json({**md.to_json(), "configuration": {**md.configuration, table_properties.ENABLE_IN_COMMIT_TIMESTAMPS: value}})
+        Metadata.from_json(
+            {**md.to_json(), "configuration": {**md.configuration, table_properties.ENABLE_IN_COMMIT_TIMESTAMPS: value}}
+        )
     )
     txn.commit()
 
@@ -155,7 +157,7 @@ def _set(table: DeltaTable, value: str) -> None:
 def test_a_restore_keeps_the_enablement_this_table_recorded(tmp_path):
     """Restoring a version whose metadata names an older enablement must not
     date commits that carry no in-commit timestamp by one."""
-    from airflow_delta_provider.delta.operations.restore import restore_table
+    from airflow_delta_provider.operations.restore.plan import restore_table
 
     table = create(tmp_path)  # v0
     _set(table, "true")  # v1: on since 1

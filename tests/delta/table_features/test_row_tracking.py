@@ -215,7 +215,7 @@ def test_enabling_on_an_existing_table_backfills_its_files(tmp_path):
 
 def test_set_tblproperties_turns_it_on_with_a_backfill_and_cannot_name_the_columns(tmp_path):
     from airflow_delta_provider.delta.errors import UnsupportedFeatureError
-    from airflow_delta_provider.delta.operations.alter import SetProperties, UnsetProperties, alter_table
+    from airflow_delta_provider.operations.alter.plan import SetProperties, UnsetProperties, alter_table
 
     table = create(tmp_path, {}, [fadd(3), fadd(2)])
     with pytest.raises(UnsupportedFeatureError):

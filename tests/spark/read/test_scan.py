@@ -13,7 +13,7 @@ from airflow_delta_provider.spark.read import scan as scan_module
 from airflow_delta_provider.spark.read.file_reads import literal_reads, partition_groups, read_files
 from airflow_delta_provider.spark.read.files import URI_COLUMN, file_uri, xxhash64
 from airflow_delta_provider.spark.read.scan import FILE_COLUMN, count_matches, scan
-from tests.spark.commands.dml_support import (
+from tests.operations.dml.dml_support import (
     SHADOWING_KINDS,
     SHADOWING_LAYOUTS,
     shadowing_condition,
@@ -320,7 +320,9 @@ def test_xxhash64_equals_sparks(spark, text):
 
 @pytest.mark.parametrize("io", ["hadoop", "arrow"])
 @pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases"])
-def test_golden_tables_with_deletion_vectors_read_as_the_oracles_do(spark, golden_dir, monkeypatch, io, name, duckdb_delta):
+def test_golden_tables_with_deletion_vectors_read_as_the_oracles_do(
+    spark, golden_dir, monkeypatch, io, name, duckdb_delta
+):
     """Every scan leaves out the rows the deletion vectors delete: the whole
     table, the file-join plan, and the touched-file count, at every version."""
     import sys

@@ -11,10 +11,10 @@ import pytest
 
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.delete import run_delete
-from airflow_delta_provider.spark.commands.metadata.alter import run_alter
-from airflow_delta_provider.spark.commands.update import run_update
+from airflow_delta_provider.operations.alter.run import run_alter
+from airflow_delta_provider.operations.append.spark import run_append
+from airflow_delta_provider.operations.delete.spark import run_delete
+from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.read.table_changes import read_changes
 from tests.spark.change_data_feed_support import CDF, cdf_table, ours, source, theirs
 

@@ -15,7 +15,6 @@ import threading
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.requests.progress_line import is_progress_line
 from airflow_delta_provider.spark.cli import build_parser, execute
 from airflow_delta_provider.spark.in_process import InProcessCommand
 from airflow_delta_provider.spark.runtime.progress import (
@@ -29,8 +28,8 @@ from airflow_delta_provider.spark.runtime.progress import (
     reporting_progress,
     short_stage_name,
 )
-
-from ..test_in_process import SLOW, _twins
+from airflow_delta_provider.spark.runtime.progress_line import is_progress_line
+from tests.spark.test_in_process import SLOW, _twins
 
 #: A progress line: the stage (its name where Spark gives one), tasks done out of all, the time so far.
 LINE = re.compile(

@@ -12,11 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.spark.commands.append import run_append
-from airflow_delta_provider.spark.commands.delete import run_delete
+from airflow_delta_provider.operations.append.spark import run_append
+from airflow_delta_provider.operations.delete.spark import run_delete
 from airflow_delta_provider.spark.write.optimized_write import ADVISORY_SIZE_CONF, DEFAULT_BIN_SIZE, bin_size
-
-from ..commands.dml_support import rows_duckdb, rows_rs
+from tests.operations.dml.dml_support import rows_duckdb, rows_rs
 
 
 @pytest.fixture

@@ -1,0 +1,106 @@
+"""ALTER TABLE: one schema or property change as a metadata-only commit.
+
+The core plans and commits the new ``metaData``
+(:mod:`airflow_delta_provider.operations.alter.plan`). The change comes as
+JSON, e.g. ``{"rename_column": {"column": "a", "to": "b"}}``. Adding a
+CHECK constraint needs Spark: the expression is analysed against the table's
+schema, and one job looks for a row that breaks it; the constraint is
+committed only when there is none (delta-spark's ``ADD CONSTRAINT``).
+Dropping ``deletionVectors`` or ``typeWidening`` rewrites data files: the
+core drives the drop, and REORG's rewrite (:mod:`..reorg`) writes the files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.operations.alter.plan import AddConstraint, DropFeature, alter_table, change_from_json
+from airflow_delta_provider.operations.result import CommandResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from airflow_delta_provider.delta.snapshot import Snapshot
+
+
+def run_alter(
+    spark: SparkSession | None,
+    table: str,
+    change: str | dict[str, Any] | None = None,
+    enable_column_mapping: bool = False,
+    token: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    drop_feature: str | None = None,
+    truncate_history: bool = False,
+) -> CommandResult:
+    """Apply ``change`` (JSON text or its dict) to ``table``; ``drop_feature``
+    (with ``truncate_history``) is the change ``{"drop_feature": {...}}`` in
+    short. ``spark`` may be None, except to add a CHECK constraint. ``version``
+    is None when nothing changed (dropping a constraint that is not there,
+    with ``if_exists``)."""
+    if (change is None) == (drop_feature is None):
+        raise InvalidInputError("give a change or a feature to drop, not both or neither")
+    if drop_feature is not None:
+        change = {"drop_feature": {"name": drop_feature, "truncate_history": truncate_history}}
+    elif truncate_history:
+        raise InvalidInputError("truncate_history goes with drop_feature")
+    if isinstance(change, str):
+        try:
+            change = json.loads(change)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"the change is not JSON: {exc}") from None
+    if not isinstance(change, dict):
+        raise InvalidInputError('the change must be a JSON object, e.g. {"drop_columns": ["a"]}')
+    parsed = change_from_json(change)
+    target = DeltaTable(table, storage_options)
+    snapshot = target.snapshot()
+    if isinstance(parsed, AddConstraint):
+        if spark is None:
+            raise InvalidInputError(
+                "adding a CHECK constraint checks the table's rows: it needs Spark, not engine=python"
+            )
+        _check_rows(spark, snapshot, parsed)
+    rewrite = None
+    if isinstance(parsed, DropFeature) and spark is not None:
+        # Dropping deletionVectors or typeWidening rewrites data files: REORG's rewrite does it.
+        from airflow_delta_provider.operations.reorg.spark import file_rewriter
+
+        rewrite = file_rewriter(spark, target)
+    result = alter_table(
+        target, parsed, enable_column_mapping=enable_column_mapping, token=token, snapshot=snapshot, rewrite=rewrite
+    )
+    return CommandResult(table, parsed.operation, None if result is None else result.version, {})
+
+
+def _check_rows(spark: SparkSession, snapshot: Snapshot, change: AddConstraint) -> None:
+    """Refuse the constraint unless it is a boolean expression over the table
+    and no row of ``snapshot`` breaks it (false or NULL); the error shows one."""
+    from pyspark.sql import functions as F
+
+    from airflow_delta_provider.delta.scan.merge_condition import nondeterministic_calls
+    from airflow_delta_provider.delta.table_features.check_constraints import referenced_columns
+    from airflow_delta_provider.spark.conditions import parse_condition
+    from airflow_delta_provider.spark.read.scan import scan
+
+    calls = nondeterministic_calls(change.expression)
+    if calls:
+        raise InvalidInputError(
+            f"CHECK constraint {change.name} must be deterministic, but {change.expression!r} calls {', '.join(calls)}"
+        )
+    holds = parse_condition(spark, snapshot.schema, change.expression)
+    broken = scan(spark, snapshot).filter(~F.coalesce(holds, F.lit(False))).limit(1).collect()
+    if broken:
+        read = referenced_columns(change.expression)
+        row = broken[0].asDict()
+        values = ", ".join(f"{k} = {v!r}" for k, v in row.items() if read is None or k.lower() in read)
+        raise InvalidInputError(
+            f"cannot add CHECK constraint {change.name} ({change.expression}): rows of the table break it, "
+            f"e.g. {values}"
+        )
+
+
+__all__ = ["run_alter"]

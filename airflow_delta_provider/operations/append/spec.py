@@ -1,0 +1,74 @@
+"""APPEND's arguments: the one declaration of its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import (
+    joined,
+    option,
+    pairs,
+    repeated,
+    switch,
+)
+
+#: Write modes of APPEND.
+APPEND_MODES = ("append", "overwrite")
+#: How an overwrite treats partitions (delta-spark's ``partitionOverwriteMode``): ``static``
+#: replaces the whole table (or what ``replace_where`` matches), ``dynamic`` only the
+#: partitions the source writes.
+PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+STATIC_OVERWRITE, DYNAMIC_OVERWRITE = PARTITION_OVERWRITE_MODES
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppendSpec(OperationSpec):
+    operation = "append"
+    summary = "append (or overwrite) rows from files, or from a SQL query"
+
+    source: str | None = option(help="path of the data to append (or give --source-sql)")
+    format: str | None = option(choices=SOURCE_FORMATS, help="the source's format (required with --source)")
+    source_sql: str | None = option(metavar="SQL", help="a query whose rows to append, over --source-views")
+    source_views: str | None = option(
+        metavar="JSON",
+        help='the views --source-sql reads, e.g. {"orders": {"path": "s3://b/orders", "format": "delta", '
+        '"version": 3}, "fx": {"path": "/data/fx.csv", "format": "csv", "options": {"header": "true"}}}',
+    )
+    mode: str = option("append", choices=APPEND_MODES)
+    table_schema: str | None = option(
+        metavar="JSON",
+        help="Delta schema of a table this creates (or replaces with --overwrite-schema); its field metadata may "
+        "declare generated (delta.generationExpression) and identity (delta.identity.*) columns",
+    )
+    merge_schema: bool = switch()
+    overwrite_schema: bool = switch()
+    replace_where: str | None = option(
+        metavar="SQL", help="with --mode overwrite: replace only the rows this predicate matches, in one commit"
+    )
+    partition_overwrite_mode: str | None = option(
+        flag="--partition-overwrite",
+        choices=PARTITION_OVERWRITE_MODES,
+        help="with --mode overwrite: dynamic replaces only the partitions the source writes (default: static)",
+    )
+    partition_by: tuple[str, ...] = repeated(metavar="COL")
+    cluster_by: tuple[str, ...] = joined(
+        metavar="C1,C2", help="liquid clustering columns of a table this creates (never with --partition-by)"
+    )
+    txn_app_id: str | None = option()
+    txn_version: int | None = option(parse=int)
+    options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option")
+    table_properties: tuple[tuple[str, str], ...] = pairs(
+        flag="--property", dest="property", help="table property (delta.*)"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_source(self.source, self.source_sql, self.source_views)
+        if self.source is not None and self.format is None:
+            raise ValueError("append: give the source's format (--format) with --source")
+        if self.source_sql is not None and (self.format is not None or self.options):
+            raise ValueError("append: --format and --option describe a --source path; a query's views carry their own")
+        if self.cluster_by and self.partition_by:
+            raise ValueError("append: a table is partitioned (--partition-by) or clustered (--cluster-by), not both")

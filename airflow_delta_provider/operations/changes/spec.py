@@ -1,0 +1,24 @@
+"""CHANGES's arguments: the one declaration of its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import (
+    option,
+)
+
+#: Output formats of CHANGES (only ``parquet`` with ``io="arrow"``).
+CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChangesSpec(OperationSpec):
+    operation = "changes"
+    summary = "write the change data feed of a version range"
+
+    start: int = option(required=True, parse=int, help="the first version whose changes to read")
+    end: int | None = option(parse=int, help="the last version whose changes to read (default: the latest)")
+    output: str = option(required=True, help="the folder to write the changed rows to (replaced)")
+    output_format: str = option("parquet", choices=CHANGES_OUTPUT_FORMATS, help="default: parquet")

@@ -1,0 +1,41 @@
+"""CLONE's arguments: the one declaration of its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import (
+    option,
+    pairs,
+    switch,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CloneSpec(OperationSpec):
+    """SHALLOW CLONE into the table (the positional TABLE, as every operation
+    names the table it changes). The core does it with no Spark: it writes
+    only the new table's log."""
+
+    operation = "clone"
+    summary = "SHALLOW CLONE: a new table (TABLE) whose files are those of --source"
+    runs_without_spark = True
+
+    source: str = option(required=True, help="the Delta table to clone: a path or URI")
+    version: int | None = option(parse=int, help="the source's version to clone (default: its latest)")
+    timestamp: str | None = option(
+        help="clone the source's newest version committed at or before this time (ISO 8601, UTC if no zone)"
+    )
+    replace: bool = switch(help="replace TABLE if it is a Delta table already (CREATE OR REPLACE ... CLONE)")
+    table_properties: tuple[tuple[str, str], ...] = pairs(
+        flag="--property", dest="property", help="table property (delta.*) overriding the source's"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.version is not None and self.timestamp is not None:
+            raise ValueError("clone: give the source's --version or --timestamp, not both")
+
+    def needs_spark(self) -> bool:
+        return False

@@ -1,0 +1,31 @@
+"""CONVERT's arguments: the one declaration of its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import (
+    option,
+    pairs,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvertSpec(OperationSpec):
+    """The core does it with no Spark: it reads only the files' footers."""
+
+    operation = "convert"
+    summary = "CONVERT TO DELTA: a folder of Parquet files becomes a Delta table in place"
+    runs_without_spark = True
+
+    partition_by: str | None = option(
+        metavar='"COL TYPE, ..."',
+        help='the Hive partition columns of the folders, in order, e.g. "day date, region string"',
+    )
+    table_properties: tuple[tuple[str, str], ...] = pairs(
+        flag="--property", dest="property", help="table property (delta.*) of the new table"
+    )
+
+    def needs_spark(self) -> bool:
+        return False

@@ -1,0 +1,43 @@
+"""MERGE's arguments: the one declaration of its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import (
+    option,
+    pairs,
+    switch,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MergeSpec(OperationSpec):
+    operation = "merge"
+    summary = "MERGE (upsert) a source into the table"
+
+    source: str | None = option(help="path of the source data (or give --source-sql)")
+    source_format: str = option("parquet", choices=SOURCE_FORMATS)
+    source_sql: str | None = option(metavar="SQL", help="a query whose rows are the source, over --source-views")
+    source_views: str | None = option(metavar="JSON", help="the views --source-sql reads (as append's)")
+    on: str = option(required=True, help='join condition, e.g. "t.id = s.id"')
+    clauses: str = option(
+        required=True,
+        help='ordered WHEN clauses as JSON, e.g. [{"when": "matched", "update": "*"}, '
+        '{"when": "not_matched", "insert": "*"}]',
+    )
+    target_alias: str = option("t")
+    source_alias: str = option("s")
+    source_version: int | None = option(parse=int, help="version of a delta source (default: its latest)")
+    merge_schema: bool = switch(help="let * clauses add the source's new columns")
+    source_options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_source(self.source, self.source_sql, self.source_views)
+        if self.source_sql is not None and (self.source_version is not None or self.source_options):
+            raise ValueError(
+                "merge: --source-version and --option describe a --source path; a query's views carry their own"
+            )

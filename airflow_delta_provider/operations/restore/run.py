@@ -1,0 +1,34 @@
+"""RESTORE: the table as it was at an earlier version or timestamp, as a new commit.
+
+This needs no Spark: the core plans and commits it
+(:mod:`airflow_delta_provider.operations.restore.plan`); no data file is read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.operations.restore.plan import OPERATION, restore_table
+from airflow_delta_provider.operations.result import CommandResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def run_restore(
+    spark: SparkSession | None,
+    table: str,
+    version: int | None = None,
+    timestamp: str | None = None,
+    token: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> CommandResult:
+    """RESTORE ``table`` to ``version`` or ``timestamp``. ``spark`` may be None."""
+    del spark
+    result, plan = restore_table(DeltaTable(table, storage_options), version, timestamp, token)
+    return CommandResult(table, OPERATION, result.version, plan.metrics())
+
+
+__all__ = ["run_restore"]

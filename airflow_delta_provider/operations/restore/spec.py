@@ -1,0 +1,26 @@
+"""RESTORE's arguments: the one declaration of its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import (
+    option,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestoreSpec(OperationSpec):
+    operation = "restore"
+    summary = "RESTORE the table to an earlier version"
+    runs_without_spark = True
+    exactly_one_of = ("version", "timestamp")
+
+    version: int | None = option(parse=int, help="the version to restore")
+    timestamp: str | None = option(
+        help="restore the newest version committed at or before this time (ISO 8601, UTC if no zone)"
+    )
+
+    def needs_spark(self) -> bool:
+        return False

@@ -1,0 +1,170 @@
+"""The base of every request: the table, the options every operation takes,
+and the round trip between a request and its argv.
+
+``request.to_argv()`` is what the Spark application is started with; the
+application's parser (:mod:`.parser`) reads it back into an equal request.
+Both follow the fields' :class:`~.fields.Argument` metadata, in the order the
+fields are declared: the table, the operation's own options, then the common
+ones (``--io``, ``--debug``, ``--spark-conf``, ``--token``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from airflow_delta_provider.operations.spec.fields import (
+    JOINED,
+    NEGATED_SWITCH,
+    PAIRS,
+    POSITIONAL,
+    REPEATED,
+    SWITCH,
+    argument_of,
+    number_text,
+    option,
+    pairs,
+    positional,
+    switch,
+)
+from airflow_delta_provider.spark.runtime.io_modes import IO_MODES
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperationSpec:
+    """One operation on one table, as the Spark application receives it.
+
+    Subclasses add the operation's own fields and set :attr:`operation`.
+    Repeated options are tuples, ``K=V`` options tuples of pairs, so a
+    request is immutable and hashable.
+    """
+
+    #: The Spark CLI command (``python -m airflow_delta_provider.spark <operation>``).
+    operation: ClassVar[str]
+    #: One line for the command's ``--help``.
+    summary: ClassVar[str]
+    #: Whether the core can do it with no Spark at all (``engine="python"``).
+    runs_without_spark: ClassVar[bool] = False
+    #: Fields of which exactly one is given (a required, mutually exclusive group).
+    exactly_one_of: ClassVar[tuple[str, ...]] = ()
+
+    table: str = positional(help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
+    io: str = option(
+        "auto",
+        choices=IO_MODES,
+        help="data file I/O: Spark's Hadoop filesystem, or pyarrow through the storage layer (default: auto)",
+    )
+    debug: bool = switch(help="also log PySpark's records of Spark errors, with their JVM stacks", to_command=False)
+    spark_conf: tuple[tuple[str, str], ...] = pairs(help="Spark setting", to_command=False)
+    token: str | None = option(help="operation token recorded in the commit")
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            choices = argument_of(field).choices
+            value = getattr(self, field.name)
+            if choices is not None and value is not None and value not in choices:
+                raise ValueError(f"{self.operation}: {field.name} must be one of {choices}, not {value!r}")
+        if self.exactly_one_of:
+            given = [name for name in self.exactly_one_of if getattr(self, name) is not None]
+            if len(given) != 1:
+                raise ValueError(f"{self.operation} needs exactly one of {', '.join(self.exactly_one_of)}")
+
+    def needs_spark(self) -> bool:
+        """Whether the Spark application opens a session for it (all but metadata-only operations)."""
+        return True
+
+    # --- argv ---------------------------------------------------------------
+
+    @classmethod
+    def common_fields(cls) -> tuple[dataclasses.Field[Any], ...]:
+        """The fields every operation has (declared here), in order."""
+        return dataclasses.fields(OperationSpec)
+
+    @classmethod
+    def operation_fields(cls) -> tuple[dataclasses.Field[Any], ...]:
+        """This operation's own fields, in order."""
+        common = {f.name for f in cls.common_fields()}
+        return tuple(f for f in dataclasses.fields(cls) if f.name not in common)
+
+    def to_argv(self) -> list[str]:
+        """The Spark application's arguments: ``[operation, table, *arguments(), "--token", token]``.
+
+        That is also what a hook's ``run(operation, table, arguments, token)`` builds.
+        """
+        token = [] if self.token is None else ["--token", self.token]
+        return [self.operation, self.table, *self.arguments(), *token]
+
+    def arguments(self) -> list[str]:
+        """The arguments after the table, without the token: :meth:`operation_arguments`, then
+        ``--io``, ``--debug`` and ``--spark-conf``."""
+        common = [f for f in self.common_fields() if argument_of(f).kind != POSITIONAL and f.name != "token"]
+        return [*self.operation_arguments(), *self._words(common)]
+
+    def operation_arguments(self) -> list[str]:
+        """This operation's own options."""
+        return self._words(self.operation_fields())
+
+    def _words(self, fields: Any) -> list[str]:
+        words: list[str] = []
+        for field in fields:
+            words += _field_words(field, getattr(self, field.name))
+        return words
+
+    # --- the command function -------------------------------------------------
+
+    def command_arguments(self) -> dict[str, Any]:
+        """The fields the command function takes, by name, as it takes them:
+        ``K=V`` options as dicts, repeated ones as lists."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            argument = argument_of(field)
+            if not argument.to_command:
+                continue
+            value = getattr(self, field.name)
+            if argument.kind == PAIRS:
+                value = dict(value)
+            elif argument.kind in (REPEATED, JOINED):
+                value = list(value)
+            out[field.name] = value
+        return out
+
+    @classmethod
+    def from_arguments(cls, parsed: Mapping[str, Any]) -> OperationSpec:
+        """The request from argparse's attributes (``vars(namespace)``)."""
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            argument = argument_of(field)
+            value = parsed[argument.dest or field.name]
+            if argument.kind == PAIRS:
+                value = tuple((k, v) for k, v in value)
+            elif argument.kind in (REPEATED, JOINED):
+                value = tuple(value)
+            values[field.name] = value
+        return cls(**values)
+
+
+def _field_words(field: dataclasses.Field[Any], value: Any) -> list[str]:
+    argument = argument_of(field)
+    flag = argument.flag_for(field.name)
+    kind = argument.kind
+    if kind == POSITIONAL:
+        return [str(value)]
+    if kind == SWITCH:
+        return [flag] if value else []
+    if kind == NEGATED_SWITCH:
+        return [] if value else [flag]
+    if kind == REPEATED:
+        return [word for item in value for word in (flag, str(item))]
+    if kind == PAIRS:
+        return [word for key, item in value for word in (flag, f"{key}={item}")]
+    if kind == JOINED:
+        return [flag, ",".join(value)] if value else []
+    if value is None:
+        return []
+    text = number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    return [flag, text]
+
+
+__all__ = ["OperationSpec"]
