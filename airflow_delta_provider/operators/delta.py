@@ -59,7 +59,7 @@ from airflow_delta_provider.operations.restore.spec import RestoreSpec
 from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, parse_source_views, views_json
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.update.spec import UpdateSpec
-from airflow_delta_provider.operations.vacuum.spec import LITE_VACUUM, VACUUM_MODES, VacuumSpec
+from airflow_delta_provider.operations.vacuum.spec import VACUUM_MODES, VacuumSpec
 from airflow_delta_provider.operators.rendered import number as _number
 from airflow_delta_provider.spark.runtime.io_modes import IO_MODES
 
@@ -202,7 +202,7 @@ class DeltaSparkOperator(BaseOperator):
     def request(self, token: str | None = None) -> OperationSpec:
         """The request of this task, from its (rendered) arguments; ``token`` names its change."""
         return self.request_class(
-            table=self.table_path, io=self.io, debug=self.debug, token=token, **self._request_fields()
+            table_path=self.table_path, io=self.io, debug=self.debug, token=token, **self._request_fields()
         )
 
     def _request_fields(self) -> dict[str, Any]:
@@ -263,7 +263,7 @@ class DeltaSparkOperator(BaseOperator):
         # The hook runs [operation, table, *arguments, "--token", token]: request.to_argv().
         result = self.hook.run(
             request.operation,
-            request.table,
+            request.table_path,
             request.arguments(),
             token=request.token,
             not_before=getattr(dag_run, "start_date", None),
@@ -341,7 +341,7 @@ class DeltaUpdateOperator(DeltaSparkOperator):
         self.condition = condition
 
     def _request_fields(self) -> dict[str, Any]:
-        return {"condition": self.condition, "set_exprs": _pairs(self.updates)}
+        return {"condition": self.condition, "updates": _pairs(self.updates)}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {"assignments": self.updates, "condition": self.condition}}
@@ -501,7 +501,7 @@ class DeltaAppendOperator(DeltaSparkOperator):
         schema = self.table_schema
         return {
             "source": self.source,
-            "format": self.source_format if self.source is not None else None,
+            "source_format": self.source_format if self.source is not None else None,
             "source_sql": self.source_sql,
             "source_views": views_json(self.source_views),
             "mode": self.mode,
@@ -648,7 +648,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
             "source_alias": self.source_alias,
             "source_version": None if self.source_version == "" else _number(self.source_version, "source_version"),
             "merge_schema": bool(self.merge_schema),
-            "source_options": _pairs(self.options),
+            "options": _pairs(self.options),
         }
 
     def _lineage_arguments(self) -> dict[str, Any]:
@@ -715,8 +715,8 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         return {
             "retention_hours": _number(self.retention_hours, "retention_hours", float),
             "dry_run": bool(self.dry_run),
-            "enforce_retention": bool(self.retention_check),
-            "lite": self.mode == LITE_VACUUM,
+            "retention_check": bool(self.retention_check),
+            "mode": self.mode,
         }
 
 
@@ -891,9 +891,9 @@ class DeltaChangesOperator(DeltaSparkOperator):
             raise ValueError("version_range is empty: there are no changes to read")
         start, end = bounds
         return {
-            "start": _number(start, "start_version"),
-            "end": None if end in (None, "") else _number(end, "end_version"),
-            "output": self.output_path,
+            "start_version": _number(start, "start_version"),
+            "end_version": None if end in (None, "") else _number(end, "end_version"),
+            "output_path": self.output_path,
             "output_format": self.output_format,
         }
 
@@ -1245,7 +1245,7 @@ class DeltaCloneOperator(DeltaSparkOperator):
 
     def _request_fields(self) -> dict[str, Any]:
         return {
-            "source": self.source_path,
+            "source_path": self.source_path,
             "version": _number(self.version, "version"),
             "timestamp": None if self.timestamp is None else str(self.timestamp),
             "replace": bool(self.replace),

@@ -2,7 +2,7 @@
 
 Executors (and a cluster-mode driver) need the Spark commands and the Delta
 core, nothing Airflow-side. So the zip holds only
-``airflow_delta_provider/__init__.py`` plus the ``delta``, ``requests`` and
+``airflow_delta_provider/__init__.py`` plus the ``delta``, ``operations`` and
 ``spark`` subpackages. It is built once per package version and source fingerprint, in
 a per-user cache folder, and written atomically so concurrent tasks on one
 worker never read a half-written file.
@@ -19,7 +19,7 @@ from pathlib import Path
 import airflow_delta_provider
 
 #: The subpackages an executor imports.
-SHIPPED_SUBPACKAGES = ("delta", "requests", "spark")
+SHIPPED_SUBPACKAGES = ("delta", "operations", "spark")
 
 
 def package_root() -> Path:

@@ -53,9 +53,9 @@ def install_requires() -> dict[str, str]:
 
 
 def imported_modules() -> set[str]:
-    """Top-level third-party modules that ``delta``, ``spark`` and ``requests`` import."""
+    """Top-level third-party modules that ``delta``, ``spark`` and ``operations`` import."""
     modules = set()
-    for package in ("delta", "spark", "requests"):
+    for package in ("delta", "spark", "operations"):
         for path in (ROOT / "airflow_delta_provider" / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Import):

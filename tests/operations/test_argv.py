@@ -207,12 +207,12 @@ _ONE_OF = {
 }
 #: Groups of fields of an operation that are alternatives: a case sets every field of one group, none of the others.
 _ALTERNATIVES = {
-    "append": (("source", "format", "options"), ("source_sql", "source_views")),
-    "merge": (("source", "source_format", "source_version", "source_options"), ("source_sql", "source_views")),
+    "append": (("source", "source_format", "options"), ("source_sql", "source_views")),
+    "merge": (("source", "source_format", "source_version", "options"), ("source_sql", "source_views")),
     "alter": (("change", "enable_column_mapping"), ("drop_feature", "truncate_history")),
 }
 #: The least each operation needs beyond its required fields: a source.
-_MINIMAL = {"append": {"source": "x", "format": "parquet"}, "merge": {"source": "x"}, "alter": {"change": "{}"}}
+_MINIMAL = {"append": {"source": "x", "source_format": "parquet"}, "merge": {"source": "x"}, "alter": {"change": "{}"}}
 
 
 def _ids(case: tuple[type, dict[str, Any]]) -> str:
@@ -228,11 +228,11 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
     argv = request.to_argv()
     assert parse_request(argv) == request
     # What the hooks build from run(operation, table, arguments, token) is that argv.
-    assert [request.operation, request.table, *request.arguments(), "--token", TOKEN] == argv
+    assert [request.operation, request.table_path, *request.arguments(), "--token", TOKEN] == argv
     assert operator.cli_arguments() == request.operation_arguments()
 
     # Every argument really was away from its default (so none can be dropped on the way).
-    assert (request.table, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
+    assert (request.table_path, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
     sets = _ONE_OF.get(request.operation, ())
     exclusive = sum(sets, ())
     groups = _ALTERNATIVES.get(request.operation, ())
@@ -497,7 +497,7 @@ def test_templated_arguments_reach_the_request_once_rendered() -> None:
     for operator in (changes, update):
         operator.render_template_fields(context)
     assert (changes.request().table, changes.request().start) == ("/lake/t", 3)
-    assert update.request().set_exprs == (("status", "'late'"),)
+    assert update.request().updates == (("status", "'late'"),)
     assert update.request().condition == "day = '2026-11-27'"
     for request in (changes.request(TOKEN), update.request(TOKEN)):
         assert parse_request(request.to_argv()) == request
@@ -523,6 +523,6 @@ def test_a_rendered_value_of_the_wrong_kind_fails_the_task_without_a_retry(tmp_p
 def test_vacuum_mode_is_full_or_lite_and_lite_is_the_cli_switch() -> None:
     lite = DeltaVacuumOperator(task_id="v", table_path="/t", mode="lite").request()
     assert lite.to_argv() == ["vacuum", "/t", "--lite", "--io", "auto"]
-    assert not DeltaVacuumOperator(task_id="v", table_path="/t").request().lite
+    assert DeltaVacuumOperator(task_id="v", table_path="/t").request().mode == "full"
     with pytest.raises(ValueError, match="mode must be one of"):
         DeltaVacuumOperator(task_id="v", table_path="/t", mode="fast")

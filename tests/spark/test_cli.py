@@ -29,7 +29,7 @@ def _source(tmp_path, table):
 def test_parser_reads_every_command():
     p = build_parser()
     a = p.parse_args(["update", "t", "--condition", "id = 1", "--set", "v=v+1", "--set", "w='a=b'", "--token", "k"])
-    assert a.set_exprs == [("v", "v+1"), ("w", "'a=b'")] and a.token == "k"
+    assert a.updates == [("v", "v+1"), ("w", "'a=b'")] and a.token == "k"
     a = p.parse_args(
         [
             "append",
@@ -55,7 +55,7 @@ def test_parser_reads_every_command():
     assert a.partition_by == ["a", "b"] and a.option == [("header", "true")] and a.txn_version == 3
     assert a.spark_conf == [("k", "v")] and a.mode == "append"
     a = p.parse_args(["vacuum", "t", "--retention-hours", "0", "--dry-run", "--no-retention-check"])
-    assert a.retention_hours == 0 and a.dry_run and a.enforce_retention is False
+    assert a.retention_hours == 0 and a.dry_run and a.retention_check is False
     assert p.parse_args(["checkpoint", "t", "--cleanup-logs"]).cleanup_logs
     a = p.parse_args(
         [

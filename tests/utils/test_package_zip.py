@@ -11,7 +11,7 @@ from pathlib import Path
 from airflow_delta_provider.utils.package_zip import build_package_zip, package_root
 
 
-def test_zip_holds_the_core_and_the_spark_commands_only(tmp_path: Path) -> None:
+def test_zip_holds_the_core_the_operations_and_the_spark_engine_only(tmp_path: Path) -> None:
     names = zipfile.ZipFile(build_package_zip(tmp_path)).namelist()
     assert "airflow_delta_provider/__init__.py" in names
     assert "airflow_delta_provider/delta/actions/model.py" in names
@@ -20,7 +20,7 @@ def test_zip_holds_the_core_and_the_spark_commands_only(tmp_path: Path) -> None:
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     expected = {
         f"airflow_delta_provider/{p.relative_to(package_root()).as_posix()}"
-        for sub in ("delta", "requests", "spark")
+        for sub in ("delta", "operations", "spark")
         for p in (package_root() / sub).rglob("*.py")
         if "__pycache__" not in p.parts
     }

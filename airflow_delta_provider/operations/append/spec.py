@@ -29,7 +29,9 @@ class AppendSpec(OperationSpec):
     summary = "append (or overwrite) rows from files, or from a SQL query"
 
     source: str | None = option(help="path of the data to append (or give --source-sql)")
-    format: str | None = option(choices=SOURCE_FORMATS, help="the source's format (required with --source)")
+    source_format: str | None = option(
+        flag="--format", choices=SOURCE_FORMATS, help="the source's format (required with --source)"
+    )
     source_sql: str | None = option(metavar="SQL", help="a query whose rows to append, over --source-views")
     source_views: str | None = option(
         metavar="JSON",
@@ -66,9 +68,9 @@ class AppendSpec(OperationSpec):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_source(self.source, self.source_sql, self.source_views)
-        if self.source is not None and self.format is None:
+        if self.source is not None and self.source_format is None:
             raise ValueError("append: give the source's format (--format) with --source")
-        if self.source_sql is not None and (self.format is not None or self.options):
+        if self.source_sql is not None and (self.source_format is not None or self.options):
             raise ValueError("append: --format and --option describe a --source path; a query's views carry their own")
         if self.cluster_by and self.partition_by:
             raise ValueError("append: a table is partitioned (--partition-by) or clustered (--cluster-by), not both")

@@ -18,7 +18,13 @@ class ChangesSpec(OperationSpec):
     operation = "changes"
     summary = "write the change data feed of a version range"
 
-    start: int = option(required=True, parse=int, help="the first version whose changes to read")
-    end: int | None = option(parse=int, help="the last version whose changes to read (default: the latest)")
-    output: str = option(required=True, help="the folder to write the changed rows to (replaced)")
+    start_version: int = option(
+        flag="--start", dest="start", required=True, parse=int, help="the first version whose changes to read"
+    )
+    end_version: int | None = option(
+        flag="--end", dest="end", parse=int, help="the last version whose changes to read (default: the latest)"
+    )
+    output_path: str = option(
+        flag="--output", dest="output", required=True, help="the folder to write the changed rows to (replaced)"
+    )
     output_format: str = option("parquet", choices=CHANGES_OUTPUT_FORMATS, help="default: parquet")

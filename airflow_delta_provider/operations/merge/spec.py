@@ -32,12 +32,12 @@ class MergeSpec(OperationSpec):
     source_alias: str = option("s")
     source_version: int | None = option(parse=int, help="version of a delta source (default: its latest)")
     merge_schema: bool = switch(help="let * clauses add the source's new columns")
-    source_options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
+    options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_source(self.source, self.source_sql, self.source_views)
-        if self.source_sql is not None and (self.source_version is not None or self.source_options):
+        if self.source_sql is not None and (self.source_version is not None or self.options):
             raise ValueError(
                 "merge: --source-version and --option describe a --source path; a query's views carry their own"
             )

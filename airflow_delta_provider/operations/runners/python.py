@@ -36,22 +36,28 @@ class Keywords:
 
     function: Callable[..., CommandResult]
     ignores: tuple[str, ...] = ()
+    renames: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, spark: Any, spec: OperationSpec, storage_options: Mapping[str, str] | None) -> CommandResult:
         arguments = spec.command_arguments()
+        arguments["table"] = arguments.pop("table_path")
         for name in self.ignores:
             del arguments[name]
+        for name, parameter in self.renames:
+            arguments[parameter] = arguments.pop(name)
+        if "mode" in arguments and self.function.__name__ == "run_vacuum":
+            arguments["lite"] = arguments.pop("mode") == "lite"
         return self.function(spark, **arguments, storage_options=storage_options)
 
 
 PYTHON_RUNNERS: dict[type[OperationSpec], Runner] = {
     CheckpointSpec: Keywords(run_checkpoint, ignores=("io",)),
-    VacuumSpec: Keywords(run_vacuum, ignores=("io",)),
+    VacuumSpec: Keywords(run_vacuum, ignores=("io",), renames=(("retention_check", "enforce_retention"),)),
     AlterSpec: Keywords(run_alter, ignores=("io",)),
     RestoreSpec: Keywords(run_restore, ignores=("io",)),
     ConvertSpec: Keywords(run_convert, ignores=("io",)),
     GenerateSpec: Keywords(run_generate, ignores=("io",)),
-    CloneSpec: Keywords(run_clone, ignores=("io",)),
+    CloneSpec: Keywords(run_clone, ignores=("io",), renames=(("source_path", "source"),)),
 }
 
 __all__ = ["PYTHON_RUNNERS", "Runner"]

@@ -20,13 +20,17 @@ from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.operations.update.spec import UpdateSpec
 
 SPARK_RUNNERS: dict[type[OperationSpec], Runner] = {
-    UpdateSpec: Keywords(run_update),
+    UpdateSpec: Keywords(run_update, renames=(("updates", "set_exprs"),)),
     DeleteSpec: Keywords(run_delete),
-    AppendSpec: Keywords(run_append),
-    MergeSpec: Keywords(run_merge),
+    AppendSpec: Keywords(run_append, renames=(("source_format", "format"),)),
+    MergeSpec: Keywords(run_merge, renames=(("options", "source_options"),)),
     ReorgSpec: Keywords(run_reorg_purge),
     OptimizeSpec: Keywords(run_optimize),
-    ChangesSpec: Keywords(run_changes, ignores=("token",)),
+    ChangesSpec: Keywords(
+        run_changes,
+        ignores=("token",),
+        renames=(("start_version", "start"), ("end_version", "end"), ("output_path", "output")),
+    ),
 }
 
 __all__ = ["SPARK_RUNNERS"]

@@ -50,7 +50,7 @@ class OperationSpec:
     #: Fields of which exactly one is given (a required, mutually exclusive group).
     exactly_one_of: ClassVar[tuple[str, ...]] = ()
 
-    table: str = positional(help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
+    table_path: str = positional(help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
     io: str = option(
         "auto",
         choices=IO_MODES,
@@ -94,7 +94,7 @@ class OperationSpec:
         That is also what a hook's ``run(operation, table, arguments, token)`` builds.
         """
         token = [] if self.token is None else ["--token", self.token]
-        return [self.operation, self.table, *self.arguments(), *token]
+        return [self.operation, self.table_path, *self.arguments(), *token]
 
     def arguments(self) -> list[str]:
         """The arguments after the table, without the token: :meth:`operation_arguments`, then
@@ -163,6 +163,12 @@ def _field_words(field: dataclasses.Field[Any], value: Any) -> list[str]:
         return [flag, ",".join(value)] if value else []
     if value is None:
         return []
+    if argument.aliases:
+        if value == field.default:
+            return []
+        for alias, const in argument.aliases:
+            if value == const:
+                return [alias]
     text = number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
     return [flag, text]
 

@@ -51,6 +51,9 @@ class Argument:
     dest: str | None = None
     #: Whether the command function takes the field (False: it only shapes the command line).
     to_command: bool = True
+    #: Other flags that set a fixed value, e.g. ``(("--lite", "lite"),)`` for ``--mode lite``;
+    #: the argv writer uses the alias for that value, and nothing for the default.
+    aliases: tuple[tuple[str, Any], ...] = ()
 
     def flag_for(self, name: str) -> str:
         return self.flag or "--" + name.replace("_", "-")
@@ -58,7 +61,7 @@ class Argument:
     def add_to(self, target: Any, field: dataclasses.Field[Any]) -> None:
         """Add ``field`` to an argparse parser (or group) in this form."""
         if self.kind == POSITIONAL:
-            target.add_argument(field.name, help=self.help)
+            target.add_argument(field.name, metavar=self.metavar or "TABLE", help=self.help)
             return
         names = [self.flag_for(field.name)]
         common: dict[str, Any] = {"dest": self.dest or field.name, "help": self.help}
@@ -81,6 +84,10 @@ class Argument:
                 *names, type=self.parse, choices=self.choices, default=default, metavar=self.metavar,
                 **common,
             )  # fmt: skip
+            for alias, value in self.aliases:
+                target.add_argument(
+                    alias, dest=common["dest"], action="store_const", const=value, help=f"{names[0]} {value}"
+                )
 
 
 def argument_of(field: dataclasses.Field[Any]) -> Argument:
@@ -110,11 +117,13 @@ def option(
     required: bool = False,
     metavar: str | None = None,
     to_command: bool = True,
+    dest: str | None = None,
+    aliases: tuple[tuple[str, Any], ...] = (),
 ) -> Any:
     """``--flag VALUE``: required (no default), or optional (written only when not None)."""
     argument = Argument(
         VALUE, help=help, flag=flag, parse=parse, choices=choices, required=required, metavar=metavar,
-        to_command=to_command,
+        to_command=to_command, dest=dest, aliases=aliases,
     )  # fmt: skip
     return _field(argument, _MISSING if required else default)
 

@@ -17,4 +17,6 @@ class UpdateSpec(OperationSpec):
     summary = "conditional UPDATE"
 
     condition: str | None = option(help="SQL predicate; all rows when absent")
-    set_exprs: tuple[tuple[str, str], ...] = pairs(flag="--set", metavar="COL=SQL", required=True)
+    updates: tuple[tuple[str, str], ...] = pairs(
+        flag="--set", dest="set_exprs", metavar="COL=SQL", required=True, help="a column and the SQL of its new value"
+    )

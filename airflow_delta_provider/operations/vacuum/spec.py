@@ -27,5 +27,13 @@ class VacuumSpec(OperationSpec):
 
     retention_hours: float | None = option(parse=float)
     dry_run: bool = switch()
-    enforce_retention: bool = negated_switch(flag="--no-retention-check")
-    lite: bool = switch(help="VACUUM LITE: find the removable files from the log, list no data folder")
+    retention_check: bool = negated_switch(
+        flag="--no-retention-check", help="allow a retention below delta.deletedFileRetentionDuration"
+    )
+    mode: str = option(
+        FULL_VACUUM,
+        choices=VACUUM_MODES,
+        aliases=(("--lite", LITE_VACUUM),),
+        help="full (default) lists the table folder; lite (--lite) finds the removable files from the log, "
+        "listing no data folder (VACUUM LITE)",
+    )

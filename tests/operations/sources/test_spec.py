@@ -109,7 +109,7 @@ def test_a_rendered_query_source_reaches_the_request() -> None:
         source_views={"o": {"path": "/o", "format": "delta", "version": "4"}},
     )  # fmt: skip
     request = operator.request()
-    assert (request.source, request.format, request.source_sql) == (
+    assert (request.source, request.source_format, request.source_sql) == (
         None,
         None,
         "SELECT * FROM o WHERE ds = '2026-01-02'",
