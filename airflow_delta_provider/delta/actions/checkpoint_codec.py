@@ -10,7 +10,6 @@ so both follow the one definition.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
@@ -24,7 +23,6 @@ from airflow_delta_provider.delta.actions.fields import Checkpoint, LogField, Lo
 Overrides = Mapping[str, Callable[[Any], Any]]
 
 
-@functools.cache
 def checkpoint_fields(cls: type[LogRecord]) -> tuple[LogField, ...]:
     """The log fields of ``cls`` a checkpoint writes, in column order."""
     fields = log_fields(cls)
@@ -34,7 +32,6 @@ def checkpoint_fields(cls: type[LogRecord]) -> tuple[LogField, ...]:
     )
 
 
-@functools.cache
 def checkpoint_type(cls: type[LogRecord]) -> pa.StructType:
     """The struct type of ``cls`` in a checkpoint."""
     return pa.struct([(f.name, _arrow_type(f)) for f in checkpoint_fields(cls)])

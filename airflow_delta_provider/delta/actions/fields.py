@@ -104,17 +104,22 @@ class LogRecord:
         return out
 
 
-@functools.cache
+#: Each record class's log fields, worked out once (``functools.cache`` does not type-check on classes).
+_FIELDS: dict[type[LogRecord], tuple[LogField, ...]] = {}
+
+
 def log_fields(cls: type[LogRecord]) -> tuple[LogField, ...]:
     """The log fields of ``cls`` in declaration order (fields without a :func:`log` spec are not in the log)."""
-    return tuple(
-        dataclasses.replace(f.metadata[_META_KEY], attr=f.name)
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        if _META_KEY in f.metadata
-    )
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(
+            dataclasses.replace(f.metadata[_META_KEY], attr=f.name)
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if _META_KEY in f.metadata
+        )
+    return found
 
 
-@functools.cache
 def log_name(cls: type[LogRecord], attr: str) -> str:
     """The Delta name of attribute ``attr`` of ``cls`` (``deletion_vector`` → ``deletionVector``)."""
     for f in log_fields(cls):

@@ -173,8 +173,24 @@ def _tags(checkpoint: Checkpoint | None = None) -> dict[str, LogField]:
     return log("tags", _STR_MAP, decode=dict_if_any, checkpoint=checkpoint)
 
 
+class _FileAction(LogRecord):
+    """What ``add`` and ``remove`` share: the key replay reconciles them by."""
+
+    __slots__ = ()
+    path: str
+    deletion_vector: DeletionVector | None
+
+    @property
+    def dv_id(self) -> str | None:
+        return self.deletion_vector.unique_id if self.deletion_vector else None
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.path, self.dv_id)
+
+
 @dataclass(slots=True)
-class AddFile(LogRecord):
+class AddFile(_FileAction):
     """The ``add`` action. ``path`` is kept exactly as the log spells it
     (relative and URI-encoded, or absolute)."""
 
@@ -194,14 +210,6 @@ class AddFile(LogRecord):
     clustering_provider: str | None = field(default=None, metadata=log("clusteringProvider", pa.string()))
     #: A checkpoint's struct stats (not a JSON field: replay fills it in).
     stats_parsed: dict[str, Any] | None = field(default=None, compare=False)
-
-    @property
-    def dv_id(self) -> str | None:
-        return self.deletion_vector.unique_id if self.deletion_vector else None
-
-    @property
-    def key(self) -> tuple[str, str | None]:
-        return (self.path, self.dv_id)
 
     def stats_json(self) -> str | None:
         """``stats`` as JSON text, also for a file a checkpoint held with struct stats only."""
@@ -270,7 +278,7 @@ class AddFile(LogRecord):
 
 
 @dataclass(slots=True)
-class RemoveFile(LogRecord):
+class RemoveFile(_FileAction):
     """The ``remove`` action (a tombstone)."""
 
     KEY: ClassVar[str] = "remove"
@@ -286,14 +294,6 @@ class RemoveFile(LogRecord):
     deletion_vector: DeletionVector | None = field(default=None, metadata=_DELETION_VECTOR)
     base_row_id: int | None = field(default=None, metadata=_BASE_ROW_ID)
     default_row_commit_version: int | None = field(default=None, metadata=_DEFAULT_ROW_COMMIT_VERSION)
-
-    @property
-    def dv_id(self) -> str | None:
-        return self.deletion_vector.unique_id if self.deletion_vector else None
-
-    @property
-    def key(self) -> tuple[str, str | None]:
-        return (self.path, self.dv_id)
 
     def as_add(self) -> AddFile:
         """The ``add`` this tombstone removed, as far as it records it (partition
