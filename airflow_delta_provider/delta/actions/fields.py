@@ -50,7 +50,8 @@ class LogField:
     unless ``required``) into the Python value; ``to_json`` needs no
     per-field code (tuples become lists, dicts are copied, records nest).
     ``arrow`` is the checkpoint type of a leaf; a ``record`` field's type is
-    derived from the nested record's own fields."""
+    derived from the nested record's own fields, and it is read with the
+    record's ``from_json`` unless ``decode`` says otherwise."""
 
     name: str
     arrow: pa.DataType | None = None
@@ -189,7 +190,8 @@ def dict_if_any(v: Any) -> dict[Any, Any] | None:
 
 
 def without_null_values(v: Any) -> dict[Any, Any]:
-    return {k: x for k, x in (v or {}).items() if x is not None}
+    """A map without its null values (``configuration``); also takes (key, value) pairs."""
+    return {k: x for k, x in dict(v or {}).items() if x is not None}
 
 
 __all__ = [
