@@ -4,35 +4,65 @@ Each action is a frozen dataclass whose ``to_json()`` gives the dict that goes
 under its key in a commit line (``{"add": {...}}``) and whose ``from_json()``
 reads one. Fields that are absent stay ``None`` and are not written back, and
 unknown fields are ignored on read, as PROTOCOL.md "Protocol Evolution" asks.
+
+Every field is defined once, with its Delta name, how its JSON is read and
+its checkpoint type (:mod:`.fields`): the JSON codec, the checkpoint rows
+(:mod:`.checkpoint_codec`) and log replay all follow these definitions.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from airflow_delta_provider.delta.actions.fields import (
+    Checkpoint,
+    LogField,
+    LogRecord,
+    dict_if_any,
+    dict_or_empty,
+    dict_or_none,
+    int_or_zero,
+    log,
+    or_empty_string,
+    or_zero,
+    tuple_or_empty,
+    tuple_or_none,
+    without_null_values,
+)
 
 EMPTY_SCHEMA_STRING = '{"type":"struct","fields":[]}'
 
 
-def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
+_STR_MAP = pa.map_(pa.string(), pa.string())
+_STR_LIST = pa.list_(pa.string())
+
+
+def _or_empty_schema(v: Any) -> str:
+    return v or EMPTY_SCHEMA_STRING
+
+
+def _or_parquet(v: Any) -> str:
+    return v or "parquet"
 
 
 @dataclass(frozen=True)
-class DeletionVector:
+class DeletionVector(LogRecord):
     """A ``deletionVector`` descriptor (PROTOCOL.md "Deletion Vector Descriptor
     Schema"): where the bitmap of a file's deleted rows lives and how many rows
     it holds. :mod:`airflow_delta_provider.delta.actions.deletion_vectors` reads it."""
 
-    storage_type: str
-    path_or_inline_dv: str
-    size_in_bytes: int
-    cardinality: int
-    offset: int | None = None
-    max_row_index: int | None = None
+    storage_type: str = field(metadata=log("storageType", pa.string()))
+    path_or_inline_dv: str = field(metadata=log("pathOrInlineDv", pa.string(), decode=or_empty_string))
+    offset: int | None = field(default=None, kw_only=True, metadata=log("offset", pa.int32()))
+    size_in_bytes: int = field(metadata=log("sizeInBytes", pa.int32(), decode=or_zero))
+    cardinality: int = field(metadata=log("cardinality", pa.int64(), decode=or_zero))
+    max_row_index: int | None = field(default=None, kw_only=True, metadata=log("maxRowIndex", pa.int64()))
 
     @property
     def unique_id(self) -> str:
@@ -40,84 +70,54 @@ class DeletionVector:
         return base if self.offset is None else f"{base}@{self.offset}"
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> DeletionVector | None:
-        if not d or d.get("storageType") is None:
-            return None
-        return cls(
-            storage_type=d["storageType"],
-            path_or_inline_dv=d.get("pathOrInlineDv") or "",
-            size_in_bytes=d.get("sizeInBytes") or 0,
-            cardinality=d.get("cardinality") or 0,
-            offset=d.get("offset"),
-            max_row_index=d.get("maxRowIndex"),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "storageType": self.storage_type,
-                "pathOrInlineDv": self.path_or_inline_dv,
-                "offset": self.offset,
-                "sizeInBytes": self.size_in_bytes,
-                "cardinality": self.cardinality,
-                "maxRowIndex": self.max_row_index,
-            }
-        )
+    def from_json(cls, d: Mapping[str, Any] | None) -> DeletionVector | None:  # type: ignore[override]
+        """The descriptor, or ``None`` for a null one or one without a storage type."""
+        dv = super().from_json(d) if d else None
+        return dv if dv is not None and dv.storage_type is not None else None
 
 
 @dataclass(frozen=True)
-class Format:
-    provider: str = "parquet"
-    options: dict[str, str] = field(default_factory=dict)
+class Format(LogRecord):
+    """The ``format`` of a table's data files (always parquet)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"provider": self.provider, "options": dict(self.options)}
+    provider: str = field(default="parquet", metadata=log("provider", pa.string(), decode=_or_parquet))
+    options: dict[str, str] = field(default_factory=dict, metadata=log("options", _STR_MAP, decode=dict_or_empty))
 
 
 @dataclass(frozen=True)
-class Protocol:
+class Protocol(LogRecord):
     """The ``protocol`` action: reader and writer versions, and features."""
 
     KEY: ClassVar[str] = "protocol"
-    min_reader_version: int
-    min_writer_version: int
-    reader_features: tuple[str, ...] | None = None
-    writer_features: tuple[str, ...] | None = None
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Protocol:
-        rf, wf = d.get("readerFeatures"), d.get("writerFeatures")
-        return cls(
-            min_reader_version=int(d["minReaderVersion"]),
-            min_writer_version=int(d["minWriterVersion"]),
-            reader_features=tuple(rf) if rf is not None else None,
-            writer_features=tuple(wf) if wf is not None else None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "minReaderVersion": self.min_reader_version,
-                "minWriterVersion": self.min_writer_version,
-                "readerFeatures": list(self.reader_features) if self.reader_features is not None else None,
-                "writerFeatures": list(self.writer_features) if self.writer_features is not None else None,
-            }
-        )
+    min_reader_version: int = field(metadata=log("minReaderVersion", pa.int32(), decode=int, required=True))
+    min_writer_version: int = field(metadata=log("minWriterVersion", pa.int32(), decode=int, required=True))
+    reader_features: tuple[str, ...] | None = field(
+        default=None, metadata=log("readerFeatures", _STR_LIST, decode=tuple_or_none)
+    )
+    writer_features: tuple[str, ...] | None = field(
+        default=None, metadata=log("writerFeatures", _STR_LIST, decode=tuple_or_none)
+    )
 
 
 @dataclass(frozen=True)
-class Metadata:
+class Metadata(LogRecord):
     """The ``metaData`` action. Each one replaces the previous one whole."""
 
     KEY: ClassVar[str] = "metaData"
-    id: str
-    schema_string: str
-    partition_columns: tuple[str, ...] = ()
-    configuration: dict[str, str] = field(default_factory=dict)
-    format: Format = field(default_factory=Format)
-    name: str | None = None
-    description: str | None = None
-    created_time: int | None = None
+    # JSON order; the fields before ``schema_string`` in it are keyword-only,
+    # so the positional constructor stays (id, schema_string, partition_columns, configuration).
+    id: str = field(metadata=log("id", pa.string(), decode=or_empty_string))
+    name: str | None = field(default=None, kw_only=True, metadata=log("name", pa.string()))
+    description: str | None = field(default=None, kw_only=True, metadata=log("description", pa.string()))
+    format: Format = field(default_factory=Format, kw_only=True, metadata=log("format", record=Format))
+    schema_string: str = field(metadata=log("schemaString", pa.string(), decode=_or_empty_schema))
+    partition_columns: tuple[str, ...] = field(
+        default=(), metadata=log("partitionColumns", _STR_LIST, decode=tuple_or_empty)
+    )
+    configuration: dict[str, str] = field(
+        default_factory=dict, metadata=log("configuration", _STR_MAP, decode=without_null_values)
+    )
+    created_time: int | None = field(default=None, kw_only=True, metadata=log("createdTime", pa.int64()))
 
     @classmethod
     def new(
@@ -144,54 +144,41 @@ class Metadata:
     def schema_json(self) -> dict[str, Any]:
         return json.loads(self.schema_string)
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Metadata:
-        fmt = d.get("format") or {}
-        return cls(
-            id=d.get("id") or "",
-            schema_string=d.get("schemaString") or EMPTY_SCHEMA_STRING,
-            partition_columns=tuple(d.get("partitionColumns") or ()),
-            configuration={k: v for k, v in (d.get("configuration") or {}).items() if v is not None},
-            format=Format(fmt.get("provider") or "parquet", dict(fmt.get("options") or {})),
-            name=d.get("name"),
-            description=d.get("description"),
-            created_time=d.get("createdTime"),
-        )
 
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "id": self.id,
-                "name": self.name,
-                "description": self.description,
-                "format": self.format.to_json(),
-                "schemaString": self.schema_string,
-                "partitionColumns": list(self.partition_columns),
-                "configuration": dict(self.configuration),
-                "createdTime": self.created_time,
-            }
-        )
+# The fields the file actions (add, remove, cdc) share, each spelled once.
+_PATH = log("path", pa.string(), required=True)
+_DELETION_VECTOR = log("deletionVector", record=DeletionVector)
+_BASE_ROW_ID = log("baseRowId", pa.int64())
+_DEFAULT_ROW_COMMIT_VERSION = log("defaultRowCommitVersion", pa.int64())
 
 
-@dataclass(slots=True)
-class AddFile:
-    """The ``add`` action. ``path`` is kept exactly as the log spells it
-    (relative and URI-encoded, or absolute)."""
+def _partition_values(decode: Callable[[Any], Any]) -> dict[str, LogField]:
+    return log("partitionValues", _STR_MAP, decode=decode)
 
-    KEY: ClassVar[str] = "add"
+
+def _size(decode: Callable[[Any], Any] | None = None) -> dict[str, LogField]:
+    return log("size", pa.int64(), decode=decode)
+
+
+def _data_change(absent: bool) -> dict[str, LogField]:
+    """``dataChange``: when absent, true for add and remove, false for cdc."""
+    return log("dataChange", pa.bool_(), decode=bool, absent=absent)
+
+
+def _stats(checkpoint: Checkpoint) -> dict[str, LogField]:
+    return log("stats", pa.string(), checkpoint=checkpoint)
+
+
+def _tags(checkpoint: Checkpoint | None = None) -> dict[str, LogField]:
+    return log("tags", _STR_MAP, decode=dict_if_any, checkpoint=checkpoint)
+
+
+class _FileAction(LogRecord):
+    """What ``add`` and ``remove`` share: the key replay reconciles them by."""
+
+    __slots__ = ()
     path: str
-    partition_values: dict[str, str | None]
-    size: int
-    modification_time: int
-    data_change: bool = True
-    stats: str | None = None
-    tags: dict[str, str] | None = None
-    deletion_vector: DeletionVector | None = None
-    base_row_id: int | None = None
-    default_row_commit_version: int | None = None
-    #: The clustering implementation that wrote the file (``liquid``: OPTIMIZE of a clustered table).
-    clustering_provider: str | None = None
-    stats_parsed: dict[str, Any] | None = field(default=None, compare=False)
+    deletion_vector: DeletionVector | None
 
     @property
     def dv_id(self) -> str | None:
@@ -200,6 +187,29 @@ class AddFile:
     @property
     def key(self) -> tuple[str, str | None]:
         return (self.path, self.dv_id)
+
+
+@dataclass(slots=True)
+class AddFile(_FileAction):
+    """The ``add`` action. ``path`` is kept exactly as the log spells it
+    (relative and URI-encoded, or absolute)."""
+
+    KEY: ClassVar[str] = "add"
+    path: str = field(metadata=_PATH)
+    partition_values: dict[str, str | None] = field(metadata=_partition_values(dict_or_empty))
+    size: int = field(metadata=_size(int_or_zero))
+    modification_time: int = field(metadata=log("modificationTime", pa.int64(), decode=int_or_zero))
+    data_change: bool = field(default=True, metadata=_data_change(absent=True))
+    #: JSON text; a checkpoint writes it after every other column, as delta-spark does.
+    stats: str | None = field(default=None, metadata=_stats(Checkpoint.LAST))
+    tags: dict[str, str] | None = field(default=None, metadata=_tags())
+    deletion_vector: DeletionVector | None = field(default=None, metadata=_DELETION_VECTOR)
+    base_row_id: int | None = field(default=None, metadata=_BASE_ROW_ID)
+    default_row_commit_version: int | None = field(default=None, metadata=_DEFAULT_ROW_COMMIT_VERSION)
+    #: The clustering implementation that wrote the file (``liquid``: OPTIMIZE of a clustered table).
+    clustering_provider: str | None = field(default=None, metadata=log("clusteringProvider", pa.string()))
+    #: A checkpoint's struct stats (not a JSON field: replay fills it in).
+    stats_parsed: dict[str, Any] | None = field(default=None, compare=False)
 
     def stats_json(self) -> str | None:
         """``stats`` as JSON text, also for a file a checkpoint held with struct stats only."""
@@ -266,64 +276,24 @@ class AddFile:
             default_row_commit_version=self.default_row_commit_version,
         )
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> AddFile:
-        return cls(
-            path=d["path"],
-            partition_values=dict(d.get("partitionValues") or {}),
-            size=int(d.get("size") or 0),
-            modification_time=int(d.get("modificationTime") or 0),
-            data_change=bool(d.get("dataChange", True)),
-            stats=d.get("stats"),
-            tags=dict(d["tags"]) if d.get("tags") else None,
-            deletion_vector=DeletionVector.from_json(d.get("deletionVector")),
-            base_row_id=d.get("baseRowId"),
-            default_row_commit_version=d.get("defaultRowCommitVersion"),
-            clustering_provider=d.get("clusteringProvider"),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "path": self.path,
-                "partitionValues": dict(self.partition_values),
-                "size": self.size,
-                "modificationTime": self.modification_time,
-                "dataChange": self.data_change,
-                "stats": self.stats,
-                "tags": self.tags,
-                "deletionVector": self.deletion_vector.to_json() if self.deletion_vector else None,
-                "baseRowId": self.base_row_id,
-                "defaultRowCommitVersion": self.default_row_commit_version,
-                "clusteringProvider": self.clustering_provider,
-            }
-        )
-
 
 @dataclass(slots=True)
-class RemoveFile:
+class RemoveFile(_FileAction):
     """The ``remove`` action (a tombstone)."""
 
     KEY: ClassVar[str] = "remove"
-    path: str
-    deletion_timestamp: int | None = None
-    data_change: bool = True
-    extended_file_metadata: bool | None = None
-    partition_values: dict[str, str | None] | None = None
-    size: int | None = None
-    stats: str | None = None
-    tags: dict[str, str] | None = None
-    deletion_vector: DeletionVector | None = None
-    base_row_id: int | None = None
-    default_row_commit_version: int | None = None
-
-    @property
-    def dv_id(self) -> str | None:
-        return self.deletion_vector.unique_id if self.deletion_vector else None
-
-    @property
-    def key(self) -> tuple[str, str | None]:
-        return (self.path, self.dv_id)
+    path: str = field(metadata=_PATH)
+    deletion_timestamp: int | None = field(default=None, metadata=log("deletionTimestamp", pa.int64()))
+    data_change: bool = field(default=True, metadata=_data_change(absent=True))
+    extended_file_metadata: bool | None = field(default=None, metadata=log("extendedFileMetadata", pa.bool_()))
+    partition_values: dict[str, str | None] | None = field(default=None, metadata=_partition_values(dict_or_none))
+    size: int | None = field(default=None, metadata=_size())
+    # A checkpoint's tombstones hold neither stats nor tags (tags are still read when there).
+    stats: str | None = field(default=None, metadata=_stats(Checkpoint.NONE))
+    tags: dict[str, str] | None = field(default=None, metadata=_tags(Checkpoint.READ))
+    deletion_vector: DeletionVector | None = field(default=None, metadata=_DELETION_VECTOR)
+    base_row_id: int | None = field(default=None, metadata=_BASE_ROW_ID)
+    default_row_commit_version: int | None = field(default=None, metadata=_DEFAULT_ROW_COMMIT_VERSION)
 
     def as_add(self) -> AddFile:
         """The ``add`` this tombstone removed, as far as it records it (partition
@@ -338,43 +308,9 @@ class RemoveFile:
             deletion_vector=self.deletion_vector,
         )
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> RemoveFile:
-        pv = d.get("partitionValues")
-        return cls(
-            path=d["path"],
-            deletion_timestamp=d.get("deletionTimestamp"),
-            data_change=bool(d.get("dataChange", True)),
-            extended_file_metadata=d.get("extendedFileMetadata"),
-            partition_values=dict(pv) if pv is not None else None,
-            size=d.get("size"),
-            stats=d.get("stats"),
-            tags=dict(d["tags"]) if d.get("tags") else None,
-            deletion_vector=DeletionVector.from_json(d.get("deletionVector")),
-            base_row_id=d.get("baseRowId"),
-            default_row_commit_version=d.get("defaultRowCommitVersion"),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "path": self.path,
-                "deletionTimestamp": self.deletion_timestamp,
-                "dataChange": self.data_change,
-                "extendedFileMetadata": self.extended_file_metadata,
-                "partitionValues": self.partition_values,
-                "size": self.size,
-                "stats": self.stats,
-                "tags": self.tags,
-                "deletionVector": self.deletion_vector.to_json() if self.deletion_vector else None,
-                "baseRowId": self.base_row_id,
-                "defaultRowCommitVersion": self.default_row_commit_version,
-            }
-        )
-
 
 @dataclass(frozen=True)
-class AddCDCFile:
+class AddCDCFile(LogRecord):
     """The ``cdc`` action: a change data file (PROTOCOL.md "Add CDC File").
 
     It holds a commit's changed rows with a ``_change_type`` column, under
@@ -382,11 +318,11 @@ class AddCDCFile:
     data feed, and is always ``dataChange: false``."""
 
     KEY: ClassVar[str] = "cdc"
-    path: str
-    partition_values: dict[str, str | None]
-    size: int
-    data_change: bool = False
-    tags: dict[str, str] | None = None
+    path: str = field(metadata=_PATH)
+    partition_values: dict[str, str | None] = field(metadata=_partition_values(dict_or_empty))
+    size: int = field(metadata=_size(int_or_zero))
+    data_change: bool = field(default=False, metadata=_data_change(absent=False))
+    tags: dict[str, str] | None = field(default=None, metadata=_tags())
 
     def as_add(self) -> AddFile:
         """This change-data file as an ``add`` a scan can read."""
@@ -398,58 +334,25 @@ class AddCDCFile:
             data_change=False,
         )
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> AddCDCFile:
-        return cls(
-            path=d["path"],
-            partition_values=dict(d.get("partitionValues") or {}),
-            size=int(d.get("size") or 0),
-            data_change=bool(d.get("dataChange", False)),
-            tags=dict(d["tags"]) if d.get("tags") else None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "path": self.path,
-                "partitionValues": dict(self.partition_values),
-                "size": self.size,
-                "dataChange": self.data_change,
-                "tags": self.tags,
-            }
-        )
-
 
 @dataclass(frozen=True)
-class Txn:
+class Txn(LogRecord):
     """The ``txn`` action: an application's last committed version."""
 
     KEY: ClassVar[str] = "txn"
-    app_id: str
-    version: int
-    last_updated: int | None = None
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Txn:
-        return cls(app_id=d["appId"], version=int(d["version"]), last_updated=d.get("lastUpdated"))
-
-    def to_json(self) -> dict[str, Any]:
-        return _drop_none({"appId": self.app_id, "version": self.version, "lastUpdated": self.last_updated})
+    app_id: str = field(metadata=log("appId", pa.string(), required=True))
+    version: int = field(metadata=log("version", pa.int64(), decode=int, required=True))
+    last_updated: int | None = field(default=None, metadata=log("lastUpdated", pa.int64()))
 
 
 @dataclass(frozen=True)
-class DomainMetadata:
+class DomainMetadata(LogRecord):
+    """The ``domainMetadata`` action: one domain's configuration, or its removal."""
+
     KEY: ClassVar[str] = "domainMetadata"
-    domain: str
-    configuration: str
-    removed: bool = False
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> DomainMetadata:
-        return cls(domain=d["domain"], configuration=d.get("configuration") or "", removed=bool(d.get("removed")))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"domain": self.domain, "configuration": self.configuration, "removed": self.removed}
+    domain: str = field(metadata=log("domain", pa.string(), required=True))
+    configuration: str = field(metadata=log("configuration", pa.string(), decode=or_empty_string))
+    removed: bool = field(default=False, metadata=log("removed", pa.bool_(), decode=bool))
 
 
 @dataclass(frozen=True)

@@ -21,121 +21,54 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.delta.actions.model import Action, DeletionVector, action_to_json
+from airflow_delta_provider.delta.actions.checkpoint_codec import (
+    Overrides,
+    checkpoint_row,
+    checkpoint_type,
+    struct_array,
+)
+from airflow_delta_provider.delta.actions.model import (
+    Action,
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    action_to_json,
+)
+from airflow_delta_provider.delta.log.sidecars import SidecarFile
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
 
-_STR_MAP = pa.map_(pa.string(), pa.string())
-_DV = pa.struct(
-    [
-        ("storageType", pa.string()),
-        ("pathOrInlineDv", pa.string()),
-        ("offset", pa.int32()),
-        ("sizeInBytes", pa.int32()),
-        ("cardinality", pa.int64()),
-        ("maxRowIndex", pa.int64()),
-    ]
-)
-
-#: The columns of a classic (V1 spec) checkpoint.
+#: The columns of a classic (V1 spec) checkpoint, in delta-spark's order.
 CHECKPOINT_SCHEMA = pa.schema(
-    [
-        ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
-        (
-            "add",
-            pa.struct(
-                [
-                    ("path", pa.string()),
-                    ("partitionValues", _STR_MAP),
-                    ("size", pa.int64()),
-                    ("modificationTime", pa.int64()),
-                    ("dataChange", pa.bool_()),
-                    ("tags", _STR_MAP),
-                    ("deletionVector", _DV),
-                    ("baseRowId", pa.int64()),
-                    ("defaultRowCommitVersion", pa.int64()),
-                    ("clusteringProvider", pa.string()),
-                    ("stats", pa.string()),
-                ]
-            ),
-        ),
-        (
-            "remove",
-            pa.struct(
-                [
-                    ("path", pa.string()),
-                    ("deletionTimestamp", pa.int64()),
-                    ("dataChange", pa.bool_()),
-                    ("extendedFileMetadata", pa.bool_()),
-                    ("partitionValues", _STR_MAP),
-                    ("size", pa.int64()),
-                    ("deletionVector", _DV),
-                    ("baseRowId", pa.int64()),
-                    ("defaultRowCommitVersion", pa.int64()),
-                ]
-            ),
-        ),
-        (
-            "metaData",
-            pa.struct(
-                [
-                    ("id", pa.string()),
-                    ("name", pa.string()),
-                    ("description", pa.string()),
-                    ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
-                    ("schemaString", pa.string()),
-                    ("partitionColumns", pa.list_(pa.string())),
-                    ("configuration", _STR_MAP),
-                    ("createdTime", pa.int64()),
-                ]
-            ),
-        ),
-        (
-            "protocol",
-            pa.struct(
-                [
-                    ("minReaderVersion", pa.int32()),
-                    ("minWriterVersion", pa.int32()),
-                    ("readerFeatures", pa.list_(pa.string())),
-                    ("writerFeatures", pa.list_(pa.string())),
-                ]
-            ),
-        ),
-        (
-            "domainMetadata",
-            pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]),
-        ),
-    ]
+    [(c.KEY, checkpoint_type(c)) for c in (Txn, AddFile, RemoveFile, Metadata, Protocol, DomainMetadata)]
 )
-
 
 #: A V2 spec checkpoint's own file: the classic columns, ``checkpointMetadata``
 #: and ``sidecar`` (delta-spark's ``createCheckpointV2ParquetFile`` order).
 V2_CHECKPOINT_SCHEMA = pa.schema(
     [
         *CHECKPOINT_SCHEMA,
-        ("checkpointMetadata", pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])),
-        (
-            "sidecar",
-            pa.struct(
-                [
-                    ("path", pa.string()),
-                    ("sizeInBytes", pa.int64()),
-                    ("modificationTime", pa.int64()),
-                    ("tags", _STR_MAP),
-                ]
-            ),
-        ),
+        ("checkpointMetadata", pa.struct([("version", pa.int64()), ("tags", pa.map_(pa.string(), pa.string()))])),
+        (SidecarFile.KEY, checkpoint_type(SidecarFile)),
     ]
 )
 
 #: A sidecar file: the file actions only.
-SIDECAR_SCHEMA = pa.schema([CHECKPOINT_SCHEMA.field("add"), CHECKPOINT_SCHEMA.field("remove")])
+SIDECAR_SCHEMA = pa.schema([CHECKPOINT_SCHEMA.field(AddFile.KEY), CHECKPOINT_SCHEMA.field(RemoveFile.KEY)])
+
+#: What a checkpoint writes for a live file instead of its log values: no data
+#: change, and its stats as JSON text (also when only struct stats were read).
+_FILE_OVERRIDES: Overrides = {"data_change": lambda _: False, "stats": AddFile.stats_json}
+#: Tombstones in a checkpoint: no data change, without ``stats`` and ``tags``.
+_TOMBSTONE_OVERRIDES: Overrides = {"data_change": lambda _: False, "stats": lambda _: None, "tags": lambda _: None}
 
 
-def _map(d: dict[str, Any] | None) -> list[tuple[str, Any]] | None:
-    return list(d.items()) if d is not None else None
+def _non_file(snapshot: Snapshot) -> list[Protocol | Metadata | Txn | DomainMetadata]:
+    return [snapshot.protocol, snapshot.metadata, *snapshot.txn_actions, *snapshot.domain_metadata.values()]
 
 
 def non_file_rows(
@@ -144,7 +77,6 @@ def non_file_rows(
     """One row per non-file action of ``snapshot`` in ``schema``, after the
     ``extra`` (column, value) rows (a V2 checkpoint's ``checkpointMetadata``
     and ``sidecar`` rows)."""
-    md, proto = snapshot.metadata, snapshot.protocol
     rows: dict[str, list[Any]] = {name: [] for name in schema.names}
 
     def push(column: str, value: dict[str, Any]) -> None:
@@ -153,41 +85,19 @@ def non_file_rows(
 
     for column, value in extra:
         push(column, value)
-    push(
-        "protocol",
-        {
-            "minReaderVersion": proto.min_reader_version,
-            "minWriterVersion": proto.min_writer_version,
-            "readerFeatures": list(proto.reader_features) if proto.reader_features is not None else None,
-            "writerFeatures": list(proto.writer_features) if proto.writer_features is not None else None,
-        },
-    )
-    push(
-        "metaData",
-        {
-            "id": md.id,
-            "name": md.name,
-            "description": md.description,
-            "format": {"provider": md.format.provider, "options": _map(md.format.options)},
-            "schemaString": md.schema_string,
-            "partitionColumns": list(md.partition_columns),
-            "configuration": _map(md.configuration),
-            "createdTime": md.created_time,
-        },
-    )
-    for txn in snapshot.txn_actions:
-        push("txn", {"appId": txn.app_id, "version": txn.version, "lastUpdated": txn.last_updated})
-    for dm in snapshot.domain_metadata.values():
-        push("domainMetadata", {"domain": dm.domain, "configuration": dm.configuration, "removed": False})
+    for action in _non_file(snapshot):
+        push(action.KEY, checkpoint_row(action))
     columns = {name: pa.array(values, schema.field(name).type) for name, values in rows.items()}
     return pa.table(columns, schema=schema)
 
 
 def file_rows(snapshot: Snapshot, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pa.Table:
     """The live files, then the unexpired tombstones, one row each, in ``schema``."""
-    adds = _single_column_table(schema, "add", _add_array(snapshot))
-    removes = _single_column_table(schema, "remove", _remove_array(snapshot))
-    return pa.concat_tables([adds, removes])
+    adds = struct_array(AddFile, snapshot.files, _FILE_OVERRIDES)
+    removes = struct_array(RemoveFile, snapshot.tombstones, _TOMBSTONE_OVERRIDES)
+    return pa.concat_tables(
+        [_single_column_table(schema, AddFile.KEY, adds), _single_column_table(schema, RemoveFile.KEY, removes)]
+    )
 
 
 def checkpoint_table(snapshot: Snapshot) -> pa.Table:
@@ -208,66 +118,22 @@ def _single_column_table(schema: pa.Schema, name: str, array: pa.Array) -> pa.Ta
     return pa.table(columns, schema=schema)
 
 
-def _add_array(snapshot: Snapshot) -> pa.Array:
-    files = snapshot.files
-    t = CHECKPOINT_SCHEMA.field("add").type
-    children = [
-        pa.array([f.path for f in files], pa.string()),
-        pa.array([_map(f.partition_values) for f in files], _STR_MAP),
-        pa.array([f.size for f in files], pa.int64()),
-        pa.array([f.modification_time for f in files], pa.int64()),
-        pa.array([False] * len(files), pa.bool_()),
-        pa.array([_map(f.tags) for f in files], _STR_MAP),
-        _dv_array([f.deletion_vector for f in files]),
-        pa.array([f.base_row_id for f in files], pa.int64()),
-        pa.array([f.default_row_commit_version for f in files], pa.int64()),
-        pa.array([f.clustering_provider for f in files], pa.string()),
-        pa.array([f.stats_json() for f in files], pa.string()),
-    ]
-    return pa.StructArray.from_arrays(children, fields=list(t))
-
-
-def _remove_array(snapshot: Snapshot) -> pa.Array:
-    removes = snapshot.tombstones
-    t = CHECKPOINT_SCHEMA.field("remove").type
-    children = [
-        pa.array([r.path for r in removes], pa.string()),
-        pa.array([r.deletion_timestamp for r in removes], pa.int64()),
-        pa.array([False] * len(removes), pa.bool_()),
-        pa.array([r.extended_file_metadata for r in removes], pa.bool_()),
-        pa.array([_map(r.partition_values) for r in removes], _STR_MAP),
-        pa.array([r.size for r in removes], pa.int64()),
-        _dv_array([r.deletion_vector for r in removes]),
-        pa.array([r.base_row_id for r in removes], pa.int64()),
-        pa.array([r.default_row_commit_version for r in removes], pa.int64()),
-    ]
-    return pa.StructArray.from_arrays(children, fields=list(t))
-
-
-def _dv_array(dvs: list[DeletionVector | None]) -> pa.Array:
-    """The ``deletionVector`` column: a struct per vector, null where a file has none."""
-    if all(dv is None for dv in dvs):
-        return pa.nulls(len(dvs), _DV)
-    return pa.array([dv.to_json() if dv is not None else None for dv in dvs], _DV)
-
-
 # --- the same content as JSON actions (a JSON V2 checkpoint, _last_checkpoint) ---
 
 
 def non_file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The non-file actions of ``snapshot``, each as a one-key JSON object."""
-    actions: list[Action] = [
-        snapshot.protocol,
-        snapshot.metadata,
-        *snapshot.txn_actions,
-        *snapshot.domain_metadata.values(),
-    ]
-    return [action_to_json(a) for a in actions]
+    return [action_to_json(a) for a in _non_file(snapshot)]
 
 
 def file_actions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The live files and unexpired tombstones as checkpoint JSON actions."""
-    adds = [replace(f, data_change=False, stats=f.stats_json(), stats_parsed=None) for f in snapshot.files]
-    removes = [replace(r, data_change=False, stats=None, tags=None) for r in snapshot.tombstones]
+    adds = [_with(f, _FILE_OVERRIDES) for f in snapshot.files]
+    removes = [_with(r, _TOMBSTONE_OVERRIDES) for r in snapshot.tombstones]
     actions: list[Action] = [*adds, *removes]
     return [action_to_json(a) for a in actions]
+
+
+def _with(action: Any, overrides: Overrides) -> Any:
+    """``action`` with the checkpoint's ``overrides`` applied, as the parquet rows have them."""
+    return replace(action, **{attr: value(action) for attr, value in overrides.items()})

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_delta_provider.delta.actions.checkpoint_codec import struct_rows
+from airflow_delta_provider.delta.actions.fields import log_name
 from airflow_delta_provider.delta.actions.model import (
     Action,
     AddFile,
@@ -32,6 +34,24 @@ from airflow_delta_provider.delta.partitions import to_absolute
 from airflow_delta_provider.delta.storage.location import parse_location
 
 FileKey = tuple[str, "str | None"]
+
+#: The non-file actions a checkpoint holds, each in the column named by its key.
+_SMALL_ACTIONS: tuple[type[Protocol | Metadata | Txn | DomainMetadata], ...] = (Protocol, Metadata, Txn, DomainMetadata)
+
+#: The checkpoint columns that hold actions replay applies.
+ACTION_COLUMNS = (*(c.KEY for c in _SMALL_ACTIONS), RemoveFile.KEY, AddFile.KEY)
+
+# Column names of the file actions, from their one definition.
+_PATH = log_name(AddFile, "path")
+_SIZE = log_name(AddFile, "size")
+_MODIFICATION_TIME = log_name(AddFile, "modification_time")
+_STATS = log_name(AddFile, "stats")
+_DELETION_VECTOR = log_name(AddFile, "deletion_vector")
+_CARDINALITY = log_name(DeletionVector, "cardinality")
+_CLUSTERING_PROVIDER = log_name(AddFile, "clustering_provider")
+_PARTITION_VALUES = log_name(AddFile, "partition_values")
+#: A checkpoint's struct form of ``stats`` (no JSON action field; read into ``AddFile.stats_parsed``).
+_STATS_PARSED = "stats_parsed"
 
 
 class PathCanonicalizer:
@@ -103,13 +123,13 @@ class LogReplay:
         Columns other than the action columns (``checkpointMetadata``,
         ``sidecar``) are the checkpoint reader's business and are ignored here.
         """
-        for name in ("protocol", "metaData", "txn", "domainMetadata"):
-            if name in table.column_names:
-                self.apply(_small_actions(name, table.column(name)))
-        if "add" in table.column_names:
-            self._checkpoint_adds.append(_valid_rows(table.column("add")))
-        if "remove" in table.column_names:
-            self._checkpoint_removes.append(_valid_rows(table.column("remove")))
+        for cls in _SMALL_ACTIONS:
+            if cls.KEY in table.column_names:
+                self.apply(_small_actions(cls, table.column(cls.KEY)))
+        if AddFile.KEY in table.column_names:
+            self._checkpoint_adds.append(_valid_rows(table.column(AddFile.KEY)))
+        if RemoveFile.KEY in table.column_names:
+            self._checkpoint_removes.append(_valid_rows(table.column(RemoveFile.KEY)))
 
     def finish(self) -> FileState:
         """The reconciled files: checkpoint rows not overridden by a commit, plus commit state."""
@@ -142,12 +162,12 @@ class FileState:
     def size_in_bytes(self) -> int:
         ckpt = 0
         if self._ckpt_adds is not None and len(self._ckpt_adds):
-            ckpt = pc.sum(pc.struct_field(self._ckpt_adds, "size")).as_py() or 0
+            ckpt = pc.sum(pc.struct_field(self._ckpt_adds, _SIZE)).as_py() or 0
         return ckpt + sum(a.size for a in self._adds.values())
 
     def sizes(self) -> list[int]:
         """The size of each live file."""
-        ckpt = pc.struct_field(self._ckpt_adds, "size").to_pylist() if self._ckpt_adds is not None else []
+        ckpt = pc.struct_field(self._ckpt_adds, _SIZE).to_pylist() if self._ckpt_adds is not None else []
         return ckpt + [a.size for a in self._adds.values()]
 
     def deleted_row_counts(self) -> list[int]:
@@ -155,16 +175,16 @@ class FileState:
         ckpt: list[int] = []
         rows = self._ckpt_adds
         if rows is not None and len(rows):
-            if rows.type.get_field_index("deletionVector") >= 0:
-                dv = pc.struct_field(rows, "deletionVector")
-                ckpt = pc.fill_null(pc.struct_field(dv, "cardinality"), 0).to_pylist()
+            if rows.type.get_field_index(_DELETION_VECTOR) >= 0:
+                dv = pc.struct_field(rows, _DELETION_VECTOR)
+                ckpt = pc.fill_null(pc.struct_field(dv, _CARDINALITY), 0).to_pylist()
             else:
                 ckpt = [0] * len(rows)
         return ckpt + [a.deletion_vector.cardinality if a.deletion_vector else 0 for a in self._adds.values()]
 
     def paths(self) -> list[str]:
         """The log paths of the live files, without building :class:`AddFile` s."""
-        ckpt = pc.struct_field(self._ckpt_adds, "path").to_pylist() if self._ckpt_adds is not None else []
+        ckpt = pc.struct_field(self._ckpt_adds, _PATH).to_pylist() if self._ckpt_adds is not None else []
         return ckpt + [a.path for a in self._adds.values()]
 
     def add_table(self, partition_keys: Sequence[str] = ()) -> pa.Table:
@@ -182,27 +202,24 @@ class FileState:
             def col(name: str, kind: pa.DataType) -> pa.Array:
                 return pc.struct_field(rows, name) if name in fields else pa.nulls(len(rows), kind)
 
-            columns["path"].append(col("path", pa.string()))
-            columns["size"].append(pc.cast(col("size", pa.int64()), pa.int64()))
-            columns["modificationTime"].append(pc.cast(col("modificationTime", pa.int64()), pa.int64()))
-            records = _num_records(col("stats", pa.string()))
-            if (
-                "stats_parsed" in fields
-                and pc.struct_field(rows, "stats_parsed").type.get_field_index("numRecords") >= 0
-            ):
-                parsed = pc.struct_field(pc.struct_field(rows, "stats_parsed"), "numRecords")
+            columns[_PATH].append(col(_PATH, pa.string()))
+            columns[_SIZE].append(pc.cast(col(_SIZE, pa.int64()), pa.int64()))
+            columns[_MODIFICATION_TIME].append(pc.cast(col(_MODIFICATION_TIME, pa.int64()), pa.int64()))
+            records = _num_records(col(_STATS, pa.string()))
+            if _STATS_PARSED in fields and pc.struct_field(rows, _STATS_PARSED).type.get_field_index("numRecords") >= 0:
+                parsed = pc.struct_field(pc.struct_field(rows, _STATS_PARSED), "numRecords")
                 records = pc.coalesce(records, pc.cast(parsed, pa.int64()))
             columns["numRecords"].append(records)
-            dv = col("deletionVector", pa.struct([("cardinality", pa.int64())]))
-            columns["dvCardinality"].append(pc.cast(pc.fill_null(pc.struct_field(dv, "cardinality"), 0), pa.int64()))
-            columns["clusteringProvider"].append(col("clusteringProvider", pa.string()))
-            values = col("partitionValues", pa.map_(pa.string(), pa.string()))
+            dv = col(_DELETION_VECTOR, pa.struct([(_CARDINALITY, pa.int64())]))
+            columns["dvCardinality"].append(pc.cast(pc.fill_null(pc.struct_field(dv, _CARDINALITY), 0), pa.int64()))
+            columns[_CLUSTERING_PROVIDER].append(col(_CLUSTERING_PROVIDER, pa.string()))
+            values = col(_PARTITION_VALUES, pa.map_(pa.string(), pa.string()))
             for key in partition_keys:
                 columns[key].append(pc.map_lookup(values, key, "first"))
         if adds:
-            columns["path"].append(pa.array([a.path for a in adds], pa.string()))
-            columns["size"].append(pa.array([a.size for a in adds], pa.int64()))
-            columns["modificationTime"].append(pa.array([a.modification_time for a in adds], pa.int64()))
+            columns[_PATH].append(pa.array([a.path for a in adds], pa.string()))
+            columns[_SIZE].append(pa.array([a.size for a in adds], pa.int64()))
+            columns[_MODIFICATION_TIME].append(pa.array([a.modification_time for a in adds], pa.int64()))
             columns["numRecords"].append(
                 pc.coalesce(
                     _num_records(pa.array([a.stats for a in adds], pa.string())),
@@ -210,7 +227,7 @@ class FileState:
                 )
             )
             columns["dvCardinality"].append(pa.array([a.num_deleted_records for a in adds], pa.int64()))
-            columns["clusteringProvider"].append(pa.array([a.clustering_provider for a in adds], pa.string()))
+            columns[_CLUSTERING_PROVIDER].append(pa.array([a.clustering_provider for a in adds], pa.string()))
             for key in partition_keys:
                 columns[key].append(pa.array([a.partition_values.get(key) for a in adds], pa.string()))
         return pa.table(
@@ -230,12 +247,12 @@ class FileState:
 
 
 _ADD_TYPES = {
-    "path": pa.string(),
-    "size": pa.int64(),
-    "modificationTime": pa.int64(),
+    _PATH: pa.string(),
+    _SIZE: pa.int64(),
+    _MODIFICATION_TIME: pa.int64(),
     "numRecords": pa.int64(),
     "dvCardinality": pa.int64(),
-    "clusteringProvider": pa.string(),
+    _CLUSTERING_PROVIDER: pa.string(),
 }
 _ADD_COLUMNS = tuple(_ADD_TYPES)
 
@@ -263,12 +280,12 @@ def _drop_touched(parts: list[pa.Array], touched: set[FileKey], canonical: PathC
     rows = _concat(parts)
     if not touched or not len(rows):
         return rows
-    if rows.type.get_field_index("deletionVector") >= 0:
-        dv = pc.struct_field(rows, "deletionVector")
+    if rows.type.get_field_index(_DELETION_VECTOR) >= 0:
+        dv = pc.struct_field(rows, _DELETION_VECTOR)
         has_dv = dv.null_count < len(dv)
     else:
         has_dv = False
-    path_column = pc.struct_field(rows, "path")
+    path_column = pc.struct_field(rows, _PATH)
     if not _any_unusual(path_column):
         # Common case: relative, unescaped paths are canonical as they are, so
         # only a row whose path a commit touched can have a touched key.
@@ -276,7 +293,7 @@ def _drop_touched(parts: list[pa.Array], touched: set[FileKey], canonical: PathC
         if not has_dv and _all_plain(touched):
             return rows.filter(pc.invert(hit))
         candidates = pc.indices_nonzero(hit).to_pylist()
-        dvs = pc.struct_field(rows, "deletionVector") if has_dv else None
+        dvs = pc.struct_field(rows, _DELETION_VECTOR) if has_dv else None
         keys: list[FileKey] = [
             (path_column[i].as_py(), _dv_id(dvs[i].as_py()) if dvs is not None else None) for i in candidates
         ]
@@ -325,23 +342,11 @@ def _any_unusual(paths: pa.Array) -> bool:
 
 
 def _dv_dicts(rows: pa.Array) -> list[dict[str, Any] | None]:
-    return pc.struct_field(rows, "deletionVector").to_pylist()
+    return pc.struct_field(rows, _DELETION_VECTOR).to_pylist()
 
 
-def _small_actions(name: str, column: pa.ChunkedArray) -> list[Action]:
-    return [_SMALL_PARSERS[name](_maps_to_dicts(row)) for row in column.filter(pc.is_valid(column)).to_pylist()]
-
-
-#: The checkpoint columns that hold actions replay applies.
-ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "remove", "add")
-
-
-_SMALL_PARSERS: dict[str, Callable[[Mapping[str, Any]], Action]] = {
-    "protocol": Protocol.from_json,
-    "metaData": Metadata.from_json,
-    "txn": Txn.from_json,
-    "domainMetadata": DomainMetadata.from_json,
-}
+def _small_actions(cls: type[Protocol | Metadata | Txn | DomainMetadata], column: pa.ChunkedArray) -> list[Action]:
+    return [cls.from_json(_maps_to_dicts(row)) for row in column.filter(pc.is_valid(column)).to_pylist()]
 
 
 def _maps_to_dicts(value: Any) -> Any:
@@ -353,99 +358,18 @@ def _maps_to_dicts(value: Any) -> Any:
     return value
 
 
-def _field_lists(column: pa.Array) -> tuple[int, dict[str, list[Any]]]:
-    """Rows of a struct array as one Python list per child field."""
-    n = len(column)
-    struct_type: pa.StructType = column.type
-    lists: dict[str, list[Any]] = {}
-    for i in range(struct_type.num_fields):
-        name = struct_type.field(i).name
-        lists[name] = pc.struct_field(column, [i]).to_pylist()
-    return n, lists
-
-
-def _col(lists: dict[str, list[Any]], name: str, n: int) -> list[Any]:
-    return lists.get(name) or [None] * n
-
-
-def _pairs_to_dict(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    return dict(value) if not isinstance(value, dict) else value
-
-
-def _dv(value: dict[str, Any] | None) -> DeletionVector | None:
-    return DeletionVector.from_json(value) if value else None
-
-
 def _adds(column: pa.Array) -> list[AddFile]:
-    n, f = _field_lists(column)
-    stats = _col(f, "stats", n)
-    parsed = _col(f, "stats_parsed", n)
-    out = []
-    for path, pv, size, mtime, dc, st, sp, tags, dv, brid, drcv, provider in zip(
-        f["path"],
-        _col(f, "partitionValues", n),
-        _col(f, "size", n),
-        _col(f, "modificationTime", n),
-        _col(f, "dataChange", n),
-        stats,
-        parsed,
-        _col(f, "tags", n),
-        _col(f, "deletionVector", n),
-        _col(f, "baseRowId", n),
-        _col(f, "defaultRowCommitVersion", n),
-        _col(f, "clusteringProvider", n),
-    ):
-        out.append(
-            AddFile(
-                path=path,
-                partition_values=dict(pv) if pv else {},
-                size=size or 0,
-                modification_time=mtime or 0,
-                data_change=bool(dc) if dc is not None else False,
-                stats=st,
-                tags=dict(tags) if tags else None,
-                deletion_vector=_dv(dv) if dv else None,
-                base_row_id=brid,
-                default_row_commit_version=drcv,
-                clustering_provider=provider,
-                stats_parsed=_jsonable(sp) if st is None and sp is not None else None,
-            )
-        )
-    return out
+    """The checkpoint's ``add`` rows; a file with struct stats only keeps them in ``stats_parsed``."""
+    adds = [AddFile.from_json(row) for row in struct_rows(AddFile, column)]
+    if column.type.get_field_index(_STATS_PARSED) >= 0:
+        for add, parsed in zip(adds, pc.struct_field(column, _STATS_PARSED).to_pylist()):
+            if add.stats is None and parsed is not None:
+                add.stats_parsed = _jsonable(parsed)
+    return adds
 
 
 def _removes(column: pa.Array) -> list[RemoveFile]:
-    n, f = _field_lists(column)
-    out = []
-    for path, ts, dc, ext, pv, size, tags, dv, brid, drcv in zip(
-        f["path"],
-        _col(f, "deletionTimestamp", n),
-        _col(f, "dataChange", n),
-        _col(f, "extendedFileMetadata", n),
-        _col(f, "partitionValues", n),
-        _col(f, "size", n),
-        _col(f, "tags", n),
-        _col(f, "deletionVector", n),
-        _col(f, "baseRowId", n),
-        _col(f, "defaultRowCommitVersion", n),
-    ):
-        out.append(
-            RemoveFile(
-                path=path,
-                deletion_timestamp=ts,
-                data_change=bool(dc) if dc is not None else False,
-                extended_file_metadata=ext,
-                partition_values=_pairs_to_dict(pv),
-                size=size,
-                tags=_pairs_to_dict(tags) or None,
-                deletion_vector=_dv(dv),
-                base_row_id=brid,
-                default_row_commit_version=drcv,
-            )
-        )
-    return out
+    return [RemoveFile.from_json(row) for row in struct_rows(RemoveFile, column)]
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,14 +12,14 @@ storage. A sidecar that is missing, unreadable or elsewhere is a
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_delta_provider.delta.actions.fields import LogRecord, dict_if_any, int_or_zero, log
 from airflow_delta_provider.delta.errors import CorruptSidecarError
 from airflow_delta_provider.delta.log.store import LOG_DIR, SIDECAR_DIR, LogStore
 
@@ -31,37 +31,21 @@ SIDECAR_COLUMNS = ("add", "remove")
 
 
 @dataclass(frozen=True)
-class SidecarFile:
-    """One ``sidecar`` action (PROTOCOL.md "Sidecar File Information")."""
+class SidecarFile(LogRecord):
+    """One ``sidecar`` action (PROTOCOL.md "Sidecar File Information").
+
+    Its fields are defined once (:mod:`airflow_delta_provider.delta.actions.fields`):
+    the checkpoint's ``sidecar`` column is derived from them."""
 
     KEY: ClassVar[str] = "sidecar"
 
-    path: str
-    size_in_bytes: int
-    modification_time: int
-    tags: dict[str, str] | None = None
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> SidecarFile:
-        tags = d.get("tags")
-        if isinstance(tags, list):  # a parquet map comes back as (key, value) pairs
-            tags = dict(tags)
-        return cls(
-            path=d["path"],
-            size_in_bytes=int(d.get("sizeInBytes") or 0),
-            modification_time=int(d.get("modificationTime") or 0),
-            tags=tags or None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "path": self.path,
-            "sizeInBytes": self.size_in_bytes,
-            "modificationTime": self.modification_time,
-        }
-        if self.tags is not None:
-            out["tags"] = dict(self.tags)
-        return out
+    path: str = field(metadata=log("path", pa.string(), required=True))
+    size_in_bytes: int = field(metadata=log("sizeInBytes", pa.int64(), decode=int_or_zero))
+    modification_time: int = field(metadata=log("modificationTime", pa.int64(), decode=int_or_zero))
+    #: A parquet map comes back as (key, value) pairs: ``dict_if_any`` takes both.
+    tags: dict[str, str] | None = field(
+        default=None, metadata=log("tags", pa.map_(pa.string(), pa.string()), decode=dict_if_any)
+    )
 
     @property
     def name(self) -> str:
