@@ -22,7 +22,9 @@ class CloneSpec(OperationSpec):
     summary = "SHALLOW CLONE: a new table (TABLE) whose files are those of --source"
     runs_without_spark = True
 
-    source_path: str = option(flag="--source", dest="source", required=True, help="the Delta table to clone: a path or URI")
+    source_path: str = option(
+        flag="--source", dest="source", required=True, help="the Delta table to clone: a path or URI"
+    )
     version: int | None = option(parse=int, help="the source's version to clone (default: its latest)")
     timestamp: str | None = option(
         help="clone the source's newest version committed at or before this time (ISO 8601, UTC if no zone)"
