@@ -96,6 +96,12 @@ class InvalidInputError(DeltaError):
     column, a bad option value."""
 
 
+class InvalidArgumentError(InvalidInputError, ValueError):
+    """An operation's argument is wrong, as its spec's ``validate()`` finds before
+    anything runs. A ``ValueError`` too, so that a DAG file that builds an
+    operator with it fails when it is parsed, as Airflow's own operators do."""
+
+
 class TableAlreadyExistsError(InvalidInputError):
     """A create (or a CONVERT TO DELTA) was asked for where a table already exists."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.spec.fields import (
     option,
@@ -47,10 +48,10 @@ class AlterSpec(OperationSpec):
         help="turn column mapping on (mode name) in the same commit when RENAME or DROP needs it"
     )
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         if self.truncate_history and self.drop_feature is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "alter: truncate_history goes with drop_feature (with change, it is the drop_feature change's "
                 'own key: {"drop_feature": {"name": ..., "truncate_history": true}})'
             )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
-from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     joined,
     option,
@@ -27,6 +30,7 @@ STATIC_OVERWRITE, DYNAMIC_OVERWRITE = PARTITION_OVERWRITE_MODES
 class AppendSpec(OperationSpec):
     operation = "append"
     summary = "append (or overwrite) rows from files, or from a SQL query"
+    renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "format": ("source_format", None)}
 
     source: str | None = option(help="path of the data to append (or give --source-sql)")
     source_format: str | None = option(
@@ -65,12 +69,16 @@ class AppendSpec(OperationSpec):
         flag="--property", dest="property", help="table property (delta.*)"
     )
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         check_source(self.source, self.source_sql, self.source_views)
         if self.source is not None and self.source_format is None:
-            raise ValueError("append: give the source's format (--format) with --source")
+            raise InvalidArgumentError("append: give the source's format (--format) with --source")
         if self.source_sql is not None and (self.source_format is not None or self.options):
-            raise ValueError("append: --format and --option describe a --source path; a query's views carry their own")
+            raise InvalidArgumentError(
+                "append: --format and --option describe a --source path; a query's views carry their own"
+            )
         if self.cluster_by and self.partition_by:
-            raise ValueError("append: a table is partitioned (--partition-by) or clustered (--cluster-by), not both")
+            raise InvalidArgumentError(
+                "append: a table is partitioned (--partition-by) or clustered (--cluster-by), not both"
+            )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     option,
 )
@@ -17,6 +19,12 @@ CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 class ChangesSpec(OperationSpec):
     operation = "changes"
     summary = "write the change data feed of a version range"
+    renamed: ClassVar[Mapping[str, Renamed]] = {
+        **OperationSpec.renamed,
+        "start": ("start_version", None),
+        "end": ("end_version", None),
+        "output": ("output_path", None),
+    }
 
     start_version: int = option(
         flag="--start", dest="start", required=True, parse=int, help="the first version whose changes to read"

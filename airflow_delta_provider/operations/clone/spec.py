@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.delta.errors import InvalidArgumentError
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     option,
     pairs,
@@ -20,6 +23,7 @@ class CloneSpec(OperationSpec):
 
     operation = "clone"
     summary = "SHALLOW CLONE: a new table (TABLE) whose files are those of --source"
+    renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "source": ("source_path", None)}
     runs_without_spark = True
 
     source_path: str = option(
@@ -34,10 +38,10 @@ class CloneSpec(OperationSpec):
         flag="--property", dest="property", help="table property (delta.*) overriding the source's"
     )
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         if self.version is not None and self.timestamp is not None:
-            raise ValueError("clone: give the source's --version or --timestamp, not both")
+            raise InvalidArgumentError("clone: give the source's --version or --timestamp, not both")
 
     def needs_spark(self) -> bool:
         return False

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
-from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     option,
     pairs,
@@ -17,6 +20,7 @@ from airflow_delta_provider.operations.spec.fields import (
 class MergeSpec(OperationSpec):
     operation = "merge"
     summary = "MERGE (upsert) a source into the table"
+    renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "source_options": ("options", None)}
 
     source: str | None = option(help="path of the source data (or give --source-sql)")
     source_format: str = option("parquet", choices=SOURCE_FORMATS)
@@ -34,10 +38,10 @@ class MergeSpec(OperationSpec):
     merge_schema: bool = switch(help="let * clauses add the source's new columns")
     options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         check_source(self.source, self.source_sql, self.source_views)
         if self.source_sql is not None and (self.source_version is not None or self.options):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "merge: --source-version and --option describe a --source path; a query's views carry their own"
             )

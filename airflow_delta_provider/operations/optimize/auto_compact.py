@@ -21,6 +21,7 @@ the table, and the files it wrote are removed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -80,7 +81,7 @@ def after_write(
         )  # fmt: skip
         return result
     if compacted is not None:
-        result.metrics[VERSION_METRIC] = compacted
+        return dataclasses.replace(result, metrics={**result.metrics, VERSION_METRIC: compacted})
     return result
 
 

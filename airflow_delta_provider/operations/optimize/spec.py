@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.spec.fields import (
     joined,
@@ -22,9 +23,9 @@ class OptimizeSpec(OperationSpec):
     zorder_by: tuple[str, ...] = joined(metavar="C1,C2", help="Z-order by these columns")
     full: bool = switch(help="OPTIMIZE FULL: on a clustered table, also recluster the files clustered by other columns")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         if self.full and self.zorder_by:
-            raise ValueError("optimize: --full reclusters a clustered table, which cannot be Z-ordered")
+            raise InvalidArgumentError("optimize: --full reclusters a clustered table, which cannot be Z-ordered")
         if self.target_size is not None and self.target_size <= 0:
-            raise ValueError(f"target_size must be positive, not {self.target_size!r}")
+            raise InvalidArgumentError(f"target_size must be positive, not {self.target_size!r}")

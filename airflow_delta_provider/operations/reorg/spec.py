@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.spec.fields import (
     option,
@@ -19,7 +20,9 @@ class ReorgSpec(OperationSpec):
     purge: bool = switch(required=True, to_command=False, help="rewrite files that carry deletion vectors")
     min_deleted_ratio: float = option(0.0, parse=float, help="only files whose vector hides more than this share")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         if not 0.0 <= self.min_deleted_ratio < 1.0:
-            raise ValueError(f"min_deleted_ratio must be at least 0 and below 1, not {self.min_deleted_ratio!r}")
+            raise InvalidArgumentError(
+                f"min_deleted_ratio must be at least 0 and below 1, not {self.min_deleted_ratio!r}"
+            )

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
+
 #: Formats a source, or a view of a SQL source, is read in.
 SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "delta")
 #: The keys of one view: ``path`` and ``format`` are required.
@@ -37,7 +39,7 @@ class SourceView:
 
 def parse_source_views(value: str | Mapping[str, Any] | None) -> tuple[SourceView, ...]:
     """The views of ``value``: a mapping (or its JSON text) from view name to
-    ``{"path", "format", "version"?, "options"?}``. Raises ValueError naming
+    ``{"path", "format", "version"?, "options"?}``. Raises InvalidArgumentError naming
     the view and the problem."""
     if value is None:
         return ()
@@ -45,12 +47,12 @@ def parse_source_views(value: str | Mapping[str, Any] | None) -> tuple[SourceVie
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"source_views is not valid JSON: {exc}") from None
+            raise InvalidArgumentError(f"source_views is not valid JSON: {exc}") from None
     if not isinstance(value, Mapping):
-        raise ValueError(f"source_views must map view names to {{path, format}}, not {type(value).__name__}")
+        raise InvalidArgumentError(f"source_views must map view names to {{path, format}}, not {type(value).__name__}")
     names = [str(name).lower() for name in value]
     if len(set(names)) != len(names):
-        raise ValueError(f"source_views names a view twice (names are case-insensitive): {', '.join(value)}")
+        raise InvalidArgumentError(f"source_views names a view twice (names are case-insensitive): {', '.join(value)}")
     return tuple(_view(str(name), spec) for name, spec in value.items())
 
 
@@ -64,37 +66,41 @@ def views_json(views: str | Mapping[str, Any] | None) -> str | None:
 def check_source(source: str | None, source_sql: str | None, source_views: str | None) -> None:
     """A request's source rules: a path or a query, not both, and views only with a query."""
     if (source is None) == (source_sql is None):
-        raise ValueError("give the source as a path (source) or as a query (source_sql), exactly one")
+        raise InvalidArgumentError("give the source as a path (source) or as a query (source_sql), exactly one")
     if source_sql is not None and not source_sql.strip():
-        raise ValueError("source_sql is empty")
+        raise InvalidArgumentError("source_sql is empty")
     if source_views is not None and source_sql is None:
-        raise ValueError("source_views name the views of source_sql: give source_sql too")
+        raise InvalidArgumentError("source_views name the views of source_sql: give source_sql too")
     parse_source_views(source_views)
 
 
 def _view(name: str, spec: Any) -> SourceView:
     if not _VIEW_NAME_RE.match(name):
-        raise ValueError(f"view name {name!r} must be letters, digits and underscores, not starting with a digit")
+        raise InvalidArgumentError(
+            f"view name {name!r} must be letters, digits and underscores, not starting with a digit"
+        )
     if not isinstance(spec, Mapping):
-        raise ValueError(f"view {name}: give {{path, format}}, not {spec!r}")
+        raise InvalidArgumentError(f"view {name}: give {{path, format}}, not {spec!r}")
     unknown = sorted(set(spec) - set(VIEW_KEYS))
     if unknown:
-        raise ValueError(f"view {name}: unknown key(s) {', '.join(unknown)}; a view has {', '.join(VIEW_KEYS)}")
+        raise InvalidArgumentError(
+            f"view {name}: unknown key(s) {', '.join(unknown)}; a view has {', '.join(VIEW_KEYS)}"
+        )
     path, format = spec.get("path"), spec.get("format")
     if not isinstance(path, str) or not path:
-        raise ValueError(f"view {name}: path is required")
+        raise InvalidArgumentError(f"view {name}: path is required")
     if format not in SOURCE_FORMATS:
-        raise ValueError(f"view {name}: format must be one of {SOURCE_FORMATS}, not {format!r}")
+        raise InvalidArgumentError(f"view {name}: format must be one of {SOURCE_FORMATS}, not {format!r}")
     version = spec.get("version")
     if version is not None:
         if format != "delta":
-            raise ValueError(f"view {name}: a version needs format delta, not {format}")
+            raise InvalidArgumentError(f"view {name}: a version needs format delta, not {format}")
         if isinstance(version, bool) or not isinstance(version, (int, str)) or not str(version).isdigit():
-            raise ValueError(f"view {name}: version must be a non-negative integer, not {version!r}")
+            raise InvalidArgumentError(f"view {name}: version must be a non-negative integer, not {version!r}")
         version = int(version)
     options = spec.get("options") or {}
     if not isinstance(options, Mapping):
-        raise ValueError(f"view {name}: options must map reader options to values, not {options!r}")
+        raise InvalidArgumentError(f"view {name}: options must map reader options to values, not {options!r}")
     return SourceView(name, path, format, version, tuple((str(k), str(v)) for k, v in options.items()))
 
 

@@ -1,8 +1,8 @@
-"""The base of every request: the table, the options every operation takes,
-and the round trip between a request and its argv.
+"""The base of every spec: the table, the options every operation takes,
+and the round trip between a spec and its argv.
 
-``request.to_argv()`` is what the Spark application is started with; the
-application's parser (:mod:`.parser`) reads it back into an equal request.
+``spec.to_argv()`` is what the Spark application is started with; the
+application's parser (:mod:`..argv`) reads it back into an equal spec.
 Both follow the fields' :class:`~.fields.Argument` metadata, in the order the
 fields are declared: the table, the operation's own options, then the common
 ones (``--io``, ``--debug``, ``--spark-conf``, ``--token``).
@@ -11,10 +11,12 @@ ones (``--io``, ``--debug``, ``--spark-conf``, ``--token``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.fields import (
     JOINED,
     NEGATED_SWITCH,
@@ -31,9 +33,26 @@ from airflow_delta_provider.operations.spec.fields import (
 )
 from airflow_delta_provider.spark.runtime.io_modes import IO_MODES
 
+#: An old argument name: the field it became, and how its value becomes the field's (None: as it is).
+Renamed = tuple[str, "Callable[[Any], Any] | None"]
+
+
+class _SpecType(type):
+    """Lets a spec be built with the names its fields had before they took the
+    operators' public names, with a DeprecationWarning naming the new one."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        renamed: Mapping[str, Renamed] = getattr(cls, "renamed", {})
+        for old in [name for name in kwargs if name in renamed]:
+            new, convert = renamed[old]
+            warnings.warn(f"{cls.__name__}: {old!r} is deprecated; use {new!r}", DeprecationWarning, stacklevel=2)
+            value = kwargs.pop(old)
+            kwargs[new] = value if convert is None else convert(value)
+        return super().__call__(*args, **kwargs)
+
 
 @dataclass(frozen=True, kw_only=True)
-class OperationSpec:
+class OperationSpec(metaclass=_SpecType):
     """One operation on one table, as the Spark application receives it.
 
     Subclasses add the operation's own fields and set :attr:`operation`.
@@ -49,6 +68,8 @@ class OperationSpec:
     runs_without_spark: ClassVar[bool] = False
     #: Fields of which exactly one is given (a required, mutually exclusive group).
     exactly_one_of: ClassVar[tuple[str, ...]] = ()
+    #: Old argument names still accepted, with a DeprecationWarning (:class:`_SpecType`).
+    renamed: ClassVar[Mapping[str, Renamed]] = {"table": ("table_path", None)}
 
     table_path: str = positional(help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
     io: str = option(
@@ -61,15 +82,24 @@ class OperationSpec:
     token: str | None = option(help="operation token recorded in the commit")
 
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check the arguments: the one place where they are checked.
+
+        Runs when the spec is built, so a bad argument never reaches a
+        runner; subclasses add their own rules and call ``super().validate()``.
+        Raises :class:`~airflow_delta_provider.delta.errors.InvalidArgumentError`.
+        """
         for field in dataclasses.fields(self):
             choices = argument_of(field).choices
             value = getattr(self, field.name)
             if choices is not None and value is not None and value not in choices:
-                raise ValueError(f"{self.operation}: {field.name} must be one of {choices}, not {value!r}")
+                raise InvalidArgumentError(f"{self.operation}: {field.name} must be one of {choices}, not {value!r}")
         if self.exactly_one_of:
             given = [name for name in self.exactly_one_of if getattr(self, name) is not None]
             if len(given) != 1:
-                raise ValueError(f"{self.operation} needs exactly one of {', '.join(self.exactly_one_of)}")
+                raise InvalidArgumentError(f"{self.operation} needs exactly one of {', '.join(self.exactly_one_of)}")
 
     def needs_spark(self) -> bool:
         """Whether the Spark application opens a session for it (all but metadata-only operations)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     option,
     pairs,
@@ -15,6 +17,7 @@ from airflow_delta_provider.operations.spec.fields import (
 class UpdateSpec(OperationSpec):
     operation = "update"
     summary = "conditional UPDATE"
+    renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "set_exprs": ("updates", None)}
 
     condition: str | None = option(help="SQL predicate; all rows when absent")
     updates: tuple[tuple[str, str], ...] = pairs(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     negated_switch,
     option,
@@ -23,6 +25,11 @@ class VacuumSpec(OperationSpec):
 
     operation = "vacuum"
     summary = "delete unreferenced files"
+    renamed: ClassVar[Mapping[str, Renamed]] = {
+        **OperationSpec.renamed,
+        "enforce_retention": ("retention_check", None),
+        "lite": ("mode", lambda lite: LITE_VACUUM if lite else FULL_VACUUM),
+    }
     runs_without_spark = True
 
     retention_hours: float | None = option(parse=float)
