@@ -3,6 +3,9 @@
 
 This module imports nothing from Airflow or the package: discovery loads it in
 every Airflow process, so it must stay a plain function over literals.
+tests/test_get_provider_info.py checks the literals against the package: every
+module that defines an operator, sensor, hook, trigger or extra link, and every
+hook's connection type, must be listed here.
 """
 
 from __future__ import annotations
@@ -62,7 +65,6 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_delta_provider.hooks.delta_spark",
                     "airflow_delta_provider.hooks.delta_in_process",
-                    "airflow_delta_provider.hooks.delta_operation",
                 ],
             }
         ],

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import importlib
 
+import pytest
+
 import tests.airflow_env  # noqa: F401  (AIRFLOW_HOME before airflow loads)
 from airflow_delta_provider.get_provider_info import get_provider_info
-
-
-def test_every_listed_module_imports() -> None:
-    info = get_provider_info()
-    for kind in ("operators", "sensors", "hooks", "triggers"):
-        for entry in info[kind]:
-            for module in entry["python-modules"]:
-                importlib.import_module(module)
 
 
 def test_the_description_names_every_operation_of_the_operators() -> None:
@@ -76,3 +70,123 @@ def test_the_health_report_link_is_registered() -> None:
     assert name in get_provider_info()["extra-links"]
     assert name in ProvidersManager().extra_links_class_names
     assert DeltaHealthReportLink.name == "Delta health report"
+
+
+# --- get_provider_info lists what the package holds -----------------------------------------
+
+#: Connection types the hooks use that another provider registers: type -> its package.
+FOREIGN_CONN_TYPES = {
+    "spark": "airflow.providers.apache.spark",  # DeltaSparkHook's spark-submit runner
+    "spark_connect": "airflow.providers.apache.spark",  # DeltaInProcessHook
+}
+
+
+def _components() -> dict[str, set[type]]:
+    """Every Airflow component class defined in operators/, hooks/, sensors/ and
+    triggers/ (subpackages included), by the get_provider_info section that lists it."""
+    import pkgutil
+
+    from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, BaseSensorOperator
+    from airflow.triggers.base import BaseTrigger
+
+    # A sensor is an operator too: the first match wins.
+    kinds = (
+        ("sensors", BaseSensorOperator),
+        ("operators", BaseOperator),
+        ("hooks", BaseHook),
+        ("triggers", BaseTrigger),
+        ("extra-links", BaseOperatorLink),
+    )
+    found: dict[str, set[type]] = {section: set() for section, _ in kinds}
+    for folder in ("operators", "hooks", "sensors", "triggers"):
+        package = importlib.import_module(f"airflow_delta_provider.{folder}")
+        for module_info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(module_info.name)
+            for cls in vars(module).values():
+                if not isinstance(cls, type) or cls.__module__ != module.__name__:
+                    continue  # imported here, defined elsewhere
+                section = next((section for section, base in kinds if issubclass(cls, base)), None)
+                if section is not None:
+                    found[section].add(cls)
+    return found
+
+
+def _listed_modules(section: str) -> set[str]:
+    return {module for entry in get_provider_info()[section] for module in entry["python-modules"]}
+
+
+@pytest.fixture(scope="module")
+def components() -> dict[str, set[type]]:
+    return _components()
+
+
+@pytest.mark.parametrize("section", ["operators", "sensors", "hooks", "triggers"])
+def test_a_section_lists_exactly_the_modules_that_define_its_classes(components, section) -> None:
+    """A new module with an operator (or sensor, hook, trigger) must be listed;
+    a listed module must exist and still define one."""
+    defining = {cls.__module__ for cls in components[section]}
+    listed = _listed_modules(section)
+    assert defining, f"no {section} found: the walk is broken"
+    assert sorted(defining - listed) == [], f"missing from get_provider_info()[{section!r}]"
+    assert sorted(listed - defining) == [], f"listed in {section!r}, but define none"
+
+
+def test_every_hook_connection_type_is_registered(components) -> None:
+    """A hook's ``conn_type`` is in connection-types, with that hook, unless
+    another provider registers it (:data:`FOREIGN_CONN_TYPES`)."""
+    ours = {entry["connection-type"]: entry["hook-class-name"] for entry in get_provider_info()["connection-types"]}
+    for hook in components["hooks"]:
+        conn_type = getattr(hook, "conn_type", None)
+        if conn_type is None:
+            continue
+        if conn_type in FOREIGN_CONN_TYPES:
+            owner = importlib.import_module(f"{FOREIGN_CONN_TYPES[conn_type]}.get_provider_info").get_provider_info()
+            assert conn_type in {entry["connection-type"] for entry in owner["connection-types"]}, hook
+            assert conn_type not in ours, f"{conn_type} is {owner['package-name']}'s: do not register it again"
+        elif "conn_type" in vars(hook):
+            assert ours.get(conn_type) == f"{hook.__module__}.{hook.__qualname__}", hook
+        else:
+            assert conn_type in ours, hook  # inherited from a hook of ours
+
+
+def test_every_connection_type_names_a_hook_of_that_type() -> None:
+    from airflow.sdk import BaseHook
+
+    for entry in get_provider_info()["connection-types"]:
+        module, _, name = entry["hook-class-name"].rpartition(".")
+        hook = getattr(importlib.import_module(module), name)
+        assert issubclass(hook, BaseHook) and hook.conn_type == entry["connection-type"], entry
+
+
+def test_extra_links_lists_exactly_the_link_classes(components) -> None:
+    """Every link class defined in the package, and every one an operator of
+    the package shows, is listed; every listed one exists."""
+    listed = set(get_provider_info()["extra-links"])
+    for name in listed:
+        module, _, cls_name = name.rpartition(".")
+        assert hasattr(importlib.import_module(module), cls_name), f"{name} does not exist"
+    defined = {f"{cls.__module__}.{cls.__qualname__}" for cls in components["extra-links"]}
+    shown = {
+        f"{type(link).__module__}.{type(link).__qualname__}"
+        for operator in components["operators"] | components["sensors"]
+        for link in operator.operator_extra_links
+        if type(link).__module__.startswith("airflow_delta_provider.")
+    }
+    assert sorted(shown - listed) == []
+    assert sorted(listed) == sorted(defined)
+
+
+def test_the_module_imports_nothing_at_import_time() -> None:
+    """Discovery imports it in every Airflow process: neither Airflow nor the
+    rest of the package may come with it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; import airflow_delta_provider.get_provider_info;"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('airflow', 'airflow_delta_provider'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True)
+    assert json.loads(out.stdout) == ["airflow_delta_provider", "airflow_delta_provider.get_provider_info"]

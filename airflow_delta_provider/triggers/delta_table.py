@@ -12,6 +12,10 @@ Three triggers, one probe:
   :class:`~airflow_delta_provider.sensors.delta_table.DeltaPartitionSensor`:
   it fires once, when a partition holds live data.
 
+They take their common arguments (table, connection, poll interval) and
+``serialize()`` from one base, :class:`_TableTrigger`, and the commit filters
+from :class:`_CommitTrigger`; each declares only its own arguments.
+
 By default only commits that change data fire
 (:class:`~airflow_delta_provider.delta.watch.commit_filter.CommitFilter`):
 OPTIMIZE, VACUUM, REORG ... PURGE and metadata-only commits do not. They read
@@ -139,12 +143,34 @@ async def poll_once_async(
     return None, table_seen
 
 
-class _Serialized:
-    """``serialize()`` from the names of the constructor's arguments, each kept
-    as an attribute of the same name (the triggerer re-creates the trigger
-    from them)."""
+def error_event(exc: Exception, table_path: str) -> TriggerEvent:
+    return TriggerEvent({"status": "error", "error_type": type(exc).__name__, "message": str(exc), "table": table_path})
 
+
+class _TableTrigger(BaseTrigger):
+    """What every trigger here takes, and its ``serialize()``.
+
+    A trigger keeps each constructor argument as an attribute of the same name;
+    the triggerer re-creates it from ``serialize()``'s kwargs. Each trigger
+    takes its own arguments and passes the rest here through ``**kwargs``.
+
+    :param table_path: The table root: a path or a ``file://``, ``s3://``,
+        ``abfss://``/``az://`` or ``gs://`` URI.
+    :param poll_interval: Seconds between two probes.
+    :param storage_conn_id: The store's connection (None: the cloud's own
+        chain). Only the id is kept: it is resolved when the trigger runs.
+    """
+
+    #: Every constructor argument, in the order ``serialize()`` writes them.
+    #: The order is part of a persisted trigger: an event trigger is known by
+    #: a hash of its kwargs as written (``BaseEventTrigger.hash``).
     serialized_fields: tuple[str, ...] = ()
+
+    def __init__(self, table_path: str, *, poll_interval: float = 60.0, storage_conn_id: str | None = None) -> None:
+        super().__init__()
+        self.table_path = table_path
+        self.poll_interval = poll_interval
+        self.storage_conn_id = storage_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -152,12 +178,49 @@ class _Serialized:
             {name: getattr(self, name) for name in self.serialized_fields},
         )
 
+    async def _open_probe(self) -> VersionProbe:
+        return await open_probe_async(self.table_path, self.storage_conn_id)
 
-def error_event(exc: Exception, table_path: str) -> TriggerEvent:
-    return TriggerEvent({"status": "error", "error_type": type(exc).__name__, "message": str(exc), "table": table_path})
+
+class _CommitTrigger(_TableTrigger):
+    """A :class:`_TableTrigger` that fires for the commits that pass its filters
+    (:class:`~airflow_delta_provider.delta.watch.commit_filter.CommitFilter`).
+
+    :param data_changes_only: Fire only for commits that add or remove rows
+        (the default); False fires for every commit.
+    :param operations: Fire only for these ``commitInfo.operation`` values.
+    :param partition: Fire only for commits that change files in a matching
+        partition: a mapping of partition values, or a SQL predicate over
+        partition columns.
+    """
+
+    def __init__(
+        self,
+        table_path: str,
+        *,
+        data_changes_only: bool = True,
+        operations: Sequence[str] | None = None,
+        partition: Partition | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(table_path, **kwargs)
+        self.data_changes_only = data_changes_only
+        self.operations = list(operations) if operations is not None else None
+        self.partition = partition
+
+    def _open_watch(self, probe: VersionProbe, after_version: int, **options: Any) -> CommitWatch:
+        """A watch on ``probe`` with this trigger's filters; ``options`` as :func:`open_watch`'s."""
+        return open_watch(
+            probe,
+            after_version,
+            data_changes_only=self.data_changes_only,
+            operations=self.operations,
+            partition=self.partition,
+            **options,
+        )
 
 
-class DeltaTableVersionTrigger(_Serialized, BaseTrigger):
+class DeltaTableVersionTrigger(_CommitTrigger):
     """Fire once when a version newer than ``after_version`` passes the filters.
 
     The event payload is ``{"status": "success", "version", "timestamp",
@@ -166,58 +229,35 @@ class DeltaTableVersionTrigger(_Serialized, BaseTrigger):
     "error_type", "message", "table"}`` when the table is missing (and
     ``wait_for_creation`` is off), unreadable, or a filter is invalid.
 
-    :param table_path: The table root: a path or a ``file://``, ``s3://``,
-        ``abfss://``/``az://`` or ``gs://`` URI.
+    :param table_path: The table root.
     :param after_version: The baseline; -1 means any version at all.
-    :param poll_interval: Seconds between two probes.
     :param wait_for_creation: Keep waiting while the table does not exist.
-    :param storage_conn_id: The store's connection (None: the cloud's own chain).
-    :param data_changes_only: Fire only for commits that add or remove rows
-        (the default); False fires for every commit.
-    :param operations: Fire only for these ``commitInfo.operation`` values.
-    :param partition: Fire only for commits that change files in a matching
-        partition: a mapping of partition values, or a SQL predicate over
-        partition columns.
     :param baseline_version: The baseline to report, when the sensor already
         read past it (``after_version`` is then where it stopped reading).
     :param skipped_versions: Versions the sensor's filters already skipped.
+    :param kwargs: ``poll_interval`` and ``storage_conn_id``
+        (:class:`_TableTrigger`), and the filters ``data_changes_only``,
+        ``operations`` and ``partition`` (:class:`_CommitTrigger`).
     """
 
     serialized_fields = (
-        "table_path",
-        "after_version",
-        "poll_interval",
-        "wait_for_creation",
-        "storage_conn_id",
-        "data_changes_only",
-        "operations",
-        "partition",
-        "baseline_version",
-        "skipped_versions",
-    )
+        "table_path", "after_version", "poll_interval", "wait_for_creation", "storage_conn_id",
+        "data_changes_only", "operations", "partition", "baseline_version", "skipped_versions",
+    )  # fmt: skip
 
     def __init__(
         self,
         table_path: str,
         after_version: int,
-        poll_interval: float = 60.0,
+        *,
         wait_for_creation: bool = False,
-        storage_conn_id: str | None = None,
-        data_changes_only: bool = True,
-        operations: Sequence[str] | None = None,
-        partition: Partition | None = None,
         baseline_version: int | None = None,
         skipped_versions: Sequence[int] | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
-        self.table_path = table_path
+        super().__init__(table_path, **kwargs)
         self.after_version = after_version
-        self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
-        self.storage_conn_id = storage_conn_id
-        self.data_changes_only = data_changes_only
-        self.operations = list(operations) if operations is not None else None
-        self.partition = partition
         self.baseline_version = after_version if baseline_version is None else baseline_version
         self.skipped_versions = list(skipped_versions or [])
 
@@ -225,15 +265,7 @@ class DeltaTableVersionTrigger(_Serialized, BaseTrigger):
         from airflow_delta_provider.delta.errors import DeltaError
 
         try:
-            probe = await open_probe_async(self.table_path, self.storage_conn_id)
-            watch = open_watch(
-                probe,
-                self.after_version,
-                data_changes_only=self.data_changes_only,
-                operations=self.operations,
-                partition=self.partition,
-                skipped=self.skipped_versions,
-            )
+            watch = self._open_watch(await self._open_probe(), self.after_version, skipped=self.skipped_versions)
             table_seen = False
             while True:
                 fired, table_seen = await poll_once_async(
@@ -250,7 +282,7 @@ class DeltaTableVersionTrigger(_Serialized, BaseTrigger):
             yield error_event(exc, self.table_path)
 
 
-class DeltaPartitionTrigger(_Serialized, BaseTrigger):
+class DeltaPartitionTrigger(_TableTrigger):
     """Fire once when a partition holds live data (at least ``min_records`` rows).
 
     The event payload is ``{"status": "success", "version", "num_files",
@@ -263,44 +295,34 @@ class DeltaPartitionTrigger(_Serialized, BaseTrigger):
     :param partition: A mapping of partition values, or a SQL predicate over
         partition columns.
     :param min_records: Rows the partition must hold, from ``numRecords`` stats.
-    :param poll_interval: Seconds between two probes.
     :param wait_for_creation: Keep waiting while the table does not exist.
-    :param storage_conn_id: The store's connection (None: the cloud's own chain).
+    :param kwargs: ``poll_interval`` and ``storage_conn_id`` (:class:`_TableTrigger`).
     """
 
     serialized_fields = (
-        "table_path",
-        "partition",
-        "min_records",
-        "poll_interval",
-        "wait_for_creation",
-        "storage_conn_id",
-    )
+        "table_path", "partition", "min_records", "poll_interval", "wait_for_creation", "storage_conn_id",
+    )  # fmt: skip
 
     def __init__(
         self,
         table_path: str,
         partition: Partition,
         min_records: int | None = None,
-        poll_interval: float = 60.0,
+        *,
         wait_for_creation: bool = False,
-        storage_conn_id: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
-        self.table_path = table_path
+        super().__init__(table_path, **kwargs)
         self.partition = partition
         self.min_records = min_records
-        self.poll_interval = poll_interval
         self.wait_for_creation = wait_for_creation
-        self.storage_conn_id = storage_conn_id
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_delta_provider.delta.errors import DeltaError, TableNotFoundError
         from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
 
         try:
-            probe = await open_probe_async(self.table_path, self.storage_conn_id)
-            watch = PartitionWatch(probe, self.partition, self.min_records)
+            watch = PartitionWatch(await self._open_probe(), self.partition, self.min_records)
             while True:
                 state = await watch.poll_async()
                 if state is not None:
@@ -318,7 +340,7 @@ class DeltaPartitionTrigger(_Serialized, BaseTrigger):
             yield error_event(exc, self.table_path)
 
 
-class DeltaTableEventTrigger(_Serialized, BaseEventTrigger):
+class DeltaTableEventTrigger(_CommitTrigger, BaseEventTrigger):
     """Fire one event per poll for the new versions of a Delta table that pass its filters.
 
     Put it on an ``Asset`` through an ``AssetWatcher``; each event becomes an
@@ -346,61 +368,28 @@ class DeltaTableEventTrigger(_Serialized, BaseEventTrigger):
     cleanup (the watcher was off for longer than the log retention), the
     trigger logs the gap and resumes at the oldest commit still in the log.
 
-    :param table_path: The table root: a path or a ``file://``, ``s3://``,
-        ``abfss://``/``az://`` or ``gs://`` URI.
-    :param poll_interval: Seconds between two probes when nothing is new.
+    :param table_path: The table root.
     :param after_version: Baseline used only when no watermark is stored yet.
-    :param storage_conn_id: The store's connection (None: the cloud's own chain).
-    :param data_changes_only: Fire only for commits that add or remove rows
-        (the default); False fires for every commit.
-    :param operations: Fire only for these ``commitInfo.operation`` values.
-    :param partition: Fire only for commits that change files in a matching
-        partition: a mapping of partition values, or a SQL predicate over
-        partition columns.
+    :param kwargs: ``poll_interval`` (here: between two probes that find
+        nothing new) and ``storage_conn_id`` (:class:`_TableTrigger`), and the
+        filters ``data_changes_only``, ``operations`` and ``partition``
+        (:class:`_CommitTrigger`).
     """
 
     serialized_fields = (
-        "table_path",
-        "poll_interval",
-        "after_version",
-        "storage_conn_id",
-        "data_changes_only",
-        "operations",
-        "partition",
-    )
+        "table_path", "poll_interval", "after_version", "storage_conn_id", "data_changes_only", "operations", "partition",
+    )  # fmt: skip
 
-    def __init__(
-        self,
-        table_path: str,
-        poll_interval: float = 60.0,
-        after_version: int | None = None,
-        storage_conn_id: str | None = None,
-        data_changes_only: bool = True,
-        operations: Sequence[str] | None = None,
-        partition: Partition | None = None,
-    ) -> None:
-        super().__init__()
-        self.table_path = table_path
-        self.poll_interval = poll_interval
+    def __init__(self, table_path: str, *, after_version: int | None = None, **kwargs: Any) -> None:
+        super().__init__(table_path, **kwargs)
         self.after_version = after_version
-        self.storage_conn_id = storage_conn_id
-        self.data_changes_only = data_changes_only
-        self.operations = list(operations) if operations is not None else None
-        self.partition = partition
         self._memory_watermark: int | None = None
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_delta_provider.delta.errors import StorageError
 
-        probe = await open_probe_async(self.table_path, self.storage_conn_id)
-        watch = open_watch(
-            probe,
-            await self._start_watermark(probe),
-            data_changes_only=self.data_changes_only,
-            operations=self.operations,
-            partition=self.partition,
-            every_commit=True,
-        )
+        probe = await self._open_probe()
+        watch = self._open_watch(probe, await self._start_watermark(probe), every_commit=True)
         while True:
             before = watch.cursor
             try:
