@@ -343,7 +343,7 @@ def test_a_request_refuses_what_the_cli_would() -> None:
 def test_rendered_templates_become_typed_fields() -> None:
     """Templates render text: the request holds the numbers and names the CLI parses back."""
     changes = DeltaChangesOperator(task_id="c", table_path="/t", start_version="3", end_version="", output_path="/o")
-    assert (changes.request().start, changes.request().end) == (3, None)
+    assert (changes.request().start_version, changes.request().end_version) == (3, None)
     merge = DeltaMergeOperator(
         task_id="m", table_path="/t", source="/s", on="t.id = s.id", clauses='[{"when": "matched", "delete": true}]',
         source_format="delta",
@@ -472,12 +472,12 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     assert PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone")
 
 
-def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() -> None:
+def test_the_specs_import_neither_pyspark_nor_airflow_nor_the_core_beyond_its_errors() -> None:
     code = (
         "import json, sys, airflow_delta_provider.operations.argv as r;"
         "r.parse_request(['delete', '/t']).to_argv();"
-        "light = ('airflow_delta_provider.operations', 'airflow_delta_provider.spark.runtime.io_modes');"
-        "shells = ('airflow_delta_provider.spark', 'airflow_delta_provider.spark.runtime');"
+        "light = ('airflow_delta_provider.operations', 'airflow_delta_provider.spark.runtime.io_modes', 'airflow_delta_provider.delta.errors');"
+        "shells = ('airflow_delta_provider.spark', 'airflow_delta_provider.spark.runtime', 'airflow_delta_provider.delta');"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'airflow', 'pyarrow')"
         " or m.startswith('airflow_delta_provider.') and not m.startswith(light) and m not in shells)))"
     )
@@ -496,7 +496,7 @@ def test_templated_arguments_reach_the_request_once_rendered() -> None:
     context: Any = {"params": {"root": "/lake", "start": 3, "status": "late"}, "ds": "2026-11-27"}
     for operator in (changes, update):
         operator.render_template_fields(context)
-    assert (changes.request().table, changes.request().start) == ("/lake/t", 3)
+    assert (changes.request().table_path, changes.request().start_version) == ("/lake/t", 3)
     assert update.request().updates == (("status", "'late'"),)
     assert update.request().condition == "day = '2026-11-27'"
     for request in (changes.request(TOKEN), update.request(TOKEN)):

@@ -29,7 +29,7 @@ def _source(tmp_path, table):
 def test_parser_reads_every_command():
     p = build_parser()
     a = p.parse_args(["update", "t", "--condition", "id = 1", "--set", "v=v+1", "--set", "w='a=b'", "--token", "k"])
-    assert a.updates == [("v", "v+1"), ("w", "'a=b'")] and a.token == "k"
+    assert a.set_exprs == [("v", "v+1"), ("w", "'a=b'")] and a.token == "k"
     a = p.parse_args(
         [
             "append",
@@ -295,14 +295,15 @@ def test_spark_error_inside_a_py4j_error_is_bad_input_by_its_sqlstate(spark):
 
 
 def test_unexpected_error_exits_1_and_ends_with_one_summary_line(spark, make_table, capsys, monkeypatch):
-    from airflow_delta_provider.operations.update import spark as update
+    from airflow_delta_provider.operations.runners.spark import SPARK_RUNNERS
+    from airflow_delta_provider.operations.update.spec import UpdateSpec
 
     path = make_table(pa.table({"id": [1]}))
 
     def crash(*args, **kwargs):
         raise RuntimeError("disk on fire\nsecond line")
 
-    monkeypatch.setattr(update, "run_update", crash)
+    monkeypatch.setitem(SPARK_RUNNERS, UpdateSpec, crash)
     with pytest.raises(SystemExit) as exit_info:
         main(["update", path, "--set", "id=2"], session_factory=lambda conf: spark)
     assert exit_info.value.code == 1
