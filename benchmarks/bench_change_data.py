@@ -60,8 +60,8 @@ def update_case(spark, args, ds, cdf_table: Path, rows: int, scattered: bool) ->
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.update.spark import run_update
     from airflow_delta_provider.spark.read.table_changes import read_changes
+    from tests.operations.runs import run_update
 
     condition = "id % 100 = 0" if scattered else f"id < {rows // 100}"
     updated = rows // 100

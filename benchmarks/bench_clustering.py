@@ -64,8 +64,7 @@ def build(spark, root: Path, rows: int) -> tuple[Path, int]:
 
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.operations.alter.plan import alter_table, change_from_json
-    from airflow_delta_provider.operations.append.spark import run_append
-    from airflow_delta_provider.operations.optimize.spark import run_optimize
+    from tests.operations.runs import run_append, run_optimize
 
     shutil.rmtree(root, ignore_errors=True)
     rng = random.Random(11)
@@ -92,7 +91,8 @@ def point_filter_share(path: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.optimize.spark import MIN_CUBE_SIZE_CONF, run_optimize
+    from airflow_delta_provider.operations.optimize.spark import MIN_CUBE_SIZE_CONF
+    from tests.operations.runs import run_optimize
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")

@@ -63,9 +63,8 @@ def run(args: argparse.Namespace) -> dict:
     from pyspark.sql import functions as F
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.delete.spark import run_delete
-    from airflow_delta_provider.operations.update.spark import run_update
     from airflow_delta_provider.spark.read.scan import scan
+    from tests.operations.runs import run_delete, run_update
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     files = 10 if args.quick else 50

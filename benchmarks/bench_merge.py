@@ -75,7 +75,7 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.merge.spark import run_merge
+    from tests.operations.runs import run_merge
 
     case = "scattered" if scattered else "narrow"
     source = write_source(args.data_dir / f"merge-source-{case}", rows, source_rows, scattered)

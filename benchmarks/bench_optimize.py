@@ -44,7 +44,7 @@ def compaction(spark, args, rows: int, files: int) -> list[dict]:
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.optimize.spark import run_optimize
+    from tests.operations.runs import run_optimize
 
     ds = ops.build_dataset(spark, args.data_dir, rows, files, 1, rebuild=False)
     work = args.data_dir / "work-optimize"
@@ -73,7 +73,7 @@ def zorder_skipping(spark, args) -> list[dict]:
     from deltalake import write_deltalake
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.optimize.spark import run_optimize
+    from tests.operations.runs import run_optimize
 
     root = args.data_dir / "zorder"
     shutil.rmtree(root, ignore_errors=True)

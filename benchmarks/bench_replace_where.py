@@ -54,7 +54,7 @@ def build(spark: Any, root: Path, rows: int, days: int) -> tuple[Path, Path, Pat
     """The table (ours), its parquet twin (plain Spark), a one-day source and a 5%-of-ids source."""
     from pyspark.sql import functions as F
 
-    from airflow_delta_provider.operations.append.spark import run_append
+    from tests.operations.runs import run_append
 
     key = root / f"{rows}x{days}"
     table, plain, day_src, ids_src = key / "table", key / "plain", key / "day_src", key / "ids_src"
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     import deltalake
     import pyarrow.dataset as ds
 
-    from airflow_delta_provider.operations.append.spark import run_append
+    from tests.operations.runs import run_append
 
     spark = spark_session()
     table, plain, day_src, ids_src = build(spark, args.data_dir, rows, days)

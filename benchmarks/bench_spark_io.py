@@ -35,9 +35,8 @@ MODES = ("hadoop", "arrow")
 
 def run(args: argparse.Namespace) -> dict:
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.append.spark import run_append
-    from airflow_delta_provider.operations.update.spark import run_update
     from airflow_delta_provider.spark.read.scan import scan
+    from tests.operations.runs import run_append, run_update
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     files = 10 if args.quick else 50

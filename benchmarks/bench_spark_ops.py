@@ -159,7 +159,7 @@ def build_dataset(spark: Any, root: Path, rows: int, files: int, append_rows: in
     exactly one data file per source file, with disjoint id ranges.
     """
     from airflow_delta_provider.delta.table import DeltaTable
-    from airflow_delta_provider.operations.append.spark import run_append
+    from tests.operations.runs import run_append
 
     home = root / f"spark_ops-{rows}r-{files}f"
     ds = Dataset(home / "table", home / f"append-source-{append_rows}r", rows, files, append_rows)
@@ -314,19 +314,19 @@ class Runner:
 
     # ours
     def ours_update(self, op: str, path: Path) -> dict[str, Any]:
-        from airflow_delta_provider.operations.update.spark import run_update
+        from tests.operations.runs import run_update
 
         result = run_update(self.spark, str(path), self.condition(op), {"val": "val + 1"})
         return {"version": result.version, **result.metrics}
 
     def ours_append(self, op: str, path: Path) -> dict[str, Any]:
-        from airflow_delta_provider.operations.append.spark import run_append
+        from tests.operations.runs import run_append
 
         result = run_append(self.spark, str(path), str(self.ds.append_source), format="parquet", mode="append")
         return {"version": result.version, **result.metrics}
 
     def ours_vacuum(self, op: str, path: Path) -> dict[str, Any]:
-        from airflow_delta_provider.operations.vacuum.run import run_vacuum
+        from tests.operations.runs import run_vacuum
 
         result = run_vacuum(self.spark, str(path), retention_hours=0, dry_run=False, enforce_retention=False)
         return {"version": result.version, **result.metrics}

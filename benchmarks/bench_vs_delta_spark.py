@@ -269,7 +269,7 @@ class Cases:
     def update(self, case: str) -> dict[str, Any]:
         import deltalake
 
-        from airflow_delta_provider.operations.update.spark import run_update
+        from tests.operations.runs import run_update
 
         ds = self.table()
         cond = ds.update_one_condition if case == "update_one" else UPDATE_ALL_CONDITION
@@ -298,7 +298,7 @@ class Cases:
         import deltalake
         from pyspark.sql import functions as F
 
-        from airflow_delta_provider.operations.delete.spark import run_delete
+        from tests.operations.runs import run_delete
 
         ds = self.table()
         vectors = case == "delete_dv"
@@ -345,7 +345,7 @@ class Cases:
         from bench_merge import UPSERT, write_source
         from deltalake import DeltaTable as RsTable
 
-        from airflow_delta_provider.operations.merge.spark import run_merge
+        from tests.operations.runs import run_merge
 
         ds = self.small_files()
         scattered = case == "merge_scattered"
@@ -391,7 +391,7 @@ class Cases:
         import deltalake
         import pyarrow.dataset as pads
 
-        from airflow_delta_provider.operations.append.spark import run_append
+        from tests.operations.runs import run_append
 
         ds = self.table()
         src = str(ds.append_source)
@@ -421,7 +421,7 @@ class Cases:
     def optimize(self, case: str) -> dict[str, Any]:
         from deltalake import DeltaTable as RsTable
 
-        from airflow_delta_provider.operations.optimize.spark import run_optimize
+        from tests.operations.runs import run_optimize
 
         ds = self.small_files()
         written: dict[str, int] = {}
@@ -458,7 +458,7 @@ class Cases:
         from deltalake import write_deltalake
 
         from airflow_delta_provider.delta.table import DeltaTable
-        from airflow_delta_provider.operations.optimize.spark import run_optimize
+        from tests.operations.runs import run_optimize
 
         per_file = self.b.sizes.zorder_rows_per_file
         base = self.data_dir / f"vs_delta_spark-zorder-{per_file}"
@@ -517,8 +517,8 @@ class Cases:
         from pyspark.sql import functions as F
 
         from airflow_delta_provider.delta.table import DeltaTable
-        from airflow_delta_provider.operations.delete.spark import run_delete
         from airflow_delta_provider.spark.read.scan import scan
+        from tests.operations.runs import run_delete
 
         plain_base = self.dv_table()
         hidden = self.data_dir / f"vs_delta_spark-dv-hidden-{self.b.sizes.rows}r"
@@ -594,7 +594,7 @@ class Cases:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from airflow_delta_provider.operations.checkpoint.run import run_checkpoint
+        from tests.operations.runs import run_checkpoint
 
         base = self.checkpoint_table()
         n = self.b.sizes.checkpoint_files
@@ -625,7 +625,7 @@ class Cases:
     def vacuum(self, case: str) -> dict[str, Any]:
         import deltalake
 
-        from airflow_delta_provider.operations.vacuum.run import run_vacuum
+        from tests.operations.runs import run_vacuum
 
         ds = self.table()
         orphans = self.b.sizes.orphans

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.clone.run import run_clone
 from tests.delta.conftest import read_snapshot
+from tests.operations.runs import run_clone
 
 PROPERTIES = (
     "'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true', 'delta.enableRowTracking' = 'true'"

@@ -11,8 +11,7 @@ import pyarrow.parquet as pq
 
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import clustering
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.optimize.spark import run_optimize
+from tests.operations.runs import run_append, run_optimize
 
 
 def test_delta_spark_reads_our_clustered_table_and_clusters_it_on(delta_spark, spark, tmp_path):

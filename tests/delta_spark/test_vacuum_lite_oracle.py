@@ -16,8 +16,8 @@ import pytest
 from airflow_delta_provider.delta.log.last_vacuum_info import read_last_vacuum_info
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.vacuum.lite import plan_vacuum_lite
-from airflow_delta_provider.operations.vacuum.run import run_vacuum
 from tests.operations.dml.dml_support import data_files
+from tests.operations.runs import run_vacuum
 from tests.operations.vacuum.test_lite_run import ORPHANS, history
 
 deltalake = pytest.importorskip("deltalake")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_delta_provider.operations.append.spark import run_append
 from airflow_delta_provider.spark.read.table_changes import read_changes
+from tests.operations.runs import run_append
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 DV = {"delta.enableDeletionVectors": "true"}

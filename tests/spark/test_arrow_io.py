@@ -20,10 +20,6 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.errors import InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.cli import build_parser, main
 from airflow_delta_provider.spark.read.arrow_source import arrow_read, plan_splits
 from airflow_delta_provider.spark.read.file_reads import read_files
@@ -41,6 +37,7 @@ from tests.operations.dml.dml_support import (
     state,
     twin,
 )
+from tests.operations.runs import run_append, run_delete, run_merge, run_update
 from tests.spark.arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from tests.spark.conftest import table_rows
 

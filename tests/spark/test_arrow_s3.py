@@ -25,12 +25,10 @@ from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViol
 from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.delta.storage import open_storage
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.runtime.io_mode import hadoop_filesystem_available
 from airflow_delta_provider.spark.write.files import _publish
 from tests.operations.dml.dml_support import _sorted, deltalake_table, rows_deltalake
+from tests.operations.runs import run_append, run_delete, run_update
 from tests.spark.arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 from tests.storage_servers import upload_tree
 
@@ -185,8 +183,7 @@ def test_checkpoint_then_vacuum(spark, bucket, tables):
     """CHECKPOINT and VACUUM on the bucket's copy do what they do on the local
     copy: the same checkpointed version, the same files deleted, the same
     rows for deltalake (which reads the bucket's table from the checkpoint)."""
-    from airflow_delta_provider.operations.checkpoint.run import run_checkpoint
-    from airflow_delta_provider.operations.vacuum.run import run_vacuum
+    from tests.operations.runs import run_checkpoint, run_vacuum
 
     uri, local = tables
     for root, io in ((uri, "arrow"), (local, "hadoop")):
@@ -261,8 +258,8 @@ def test_change_data_feed_in_the_bucket(spark, bucket, tmp_path):
     bucket as parquet: the same rows as on a local copy in ``hadoop`` mode."""
     from deltalake import write_deltalake
 
-    from airflow_delta_provider.operations.changes.spark import run_changes
     from airflow_delta_provider.spark.read.table_changes import read_changes
+    from tests.operations.runs import run_changes
 
     local = str(tmp_path / "local")
     data = pa.table({"id": pa.array(range(10), pa.int64()), "part": ["a", "b"] * 5})

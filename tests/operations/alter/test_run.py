@@ -17,11 +17,9 @@ from airflow_delta_provider.delta.partitions import decode_path
 from airflow_delta_provider.delta.schema.widening import all_changes
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.features import listed_features
-from airflow_delta_provider.operations.alter.run import run_alter
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
 from tests.operations.alter.test_drop_feature import _age_log
 from tests.operations.dml.dml_support import rows_duckdb, rows_rs, state
+from tests.operations.runs import run_alter, run_append, run_delete
 
 DROP_DV = {"drop_feature": {"name": "deletionVectors"}}
 

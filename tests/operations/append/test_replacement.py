@@ -17,7 +17,7 @@ import pytest
 
 from airflow_delta_provider.delta.errors import ConcurrentAppendError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
+from tests.operations.runs import run_append
 from tests.spark.conftest import disk_files, spark_rows, table_rows
 
 deltalake = pytest.importorskip("deltalake")
@@ -117,7 +117,7 @@ def test_deletion_vectors_mark_the_replaced_rows(spark, tmp_path, make_table, du
 
 
 def test_column_mapping_tables_are_replaced_by_logical_names(spark, tmp_path, make_table, duckdb_delta):
-    from airflow_delta_provider.operations.alter.run import run_alter
+    from tests.operations.runs import run_alter
 
     path = make_table(DAYS, partition_by=["ds"])
     run_alter(None, path, json.dumps({"rename_column": {"column": "v", "to": "value"}}), enable_column_mapping=True)
@@ -270,7 +270,7 @@ def test_replace_where_on_every_backend(spark, tmp_path, make_table, backend):
 
 def test_check_constraints_and_generated_columns_hold(spark, tmp_path):
     from airflow_delta_provider.delta.errors import InvariantViolationError
-    from airflow_delta_provider.operations.alter.run import run_alter
+    from tests.operations.runs import run_alter
 
     path = str(tmp_path / "t")
     schema = {"type": "struct", "fields": [

@@ -18,7 +18,7 @@ from airflow_delta_provider.delta.errors import (
     SchemaMismatchError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
+from tests.operations.runs import run_append
 from tests.spark.conftest import disk_files, table_rows
 
 
@@ -275,7 +275,7 @@ def test_in_commit_timestamps_through_table_properties(spark, tmp_path, duckdb_d
     too) carries one, strictly after the last, and both readers read the table."""
     from deltalake import DeltaTable as RsTable
 
-    from airflow_delta_provider.operations.update.spark import run_update
+    from tests.operations.runs import run_update
 
     path = str(tmp_path / "t")
     src = tmp_path / "src"

@@ -9,8 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.update.spark import run_update
+from tests.operations.runs import run_delete, run_update
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 from tests.spark.change_data_feed_support import cdf_table
 
@@ -20,7 +19,7 @@ def test_changes_are_written_to_a_folder_with_the_rows_per_change_type(spark, tm
     if io == "arrow":
         request.getfixturevalue("arrow_workers")
     from airflow_delta_provider.delta.table_changes import read_summary
-    from airflow_delta_provider.operations.changes.spark import run_changes
+    from tests.operations.runs import run_changes
 
     path = cdf_table(spark, tmp_path, {"delta.enableDeletionVectors": "true"} if io == "arrow" else {})
     run_update(spark, path, "id = 1", {"amount": "0"}, io=io)
@@ -44,7 +43,7 @@ def test_changes_are_written_to_a_folder_with_the_rows_per_change_type(spark, tm
 
 
 def test_an_output_folder_inside_the_table_or_of_another_table_is_refused(spark, tmp_path):
-    from airflow_delta_provider.operations.changes.spark import run_changes
+    from tests.operations.runs import run_changes
 
     path = cdf_table(spark, tmp_path)
     before = sorted(p.relative_to(path) for p in Path(path).rglob("*"))

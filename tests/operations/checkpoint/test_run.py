@@ -8,8 +8,8 @@ from deltalake import write_deltalake
 
 from airflow_delta_provider.delta.errors import TableNotFoundError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.checkpoint.run import run_checkpoint
 from tests.operations.dml.dml_support import PLAIN_GOLDEN, rows_duckdb
+from tests.operations.runs import run_checkpoint
 from tests.spark.conftest import table_rows
 
 

@@ -14,16 +14,18 @@ import sys
 import pytest
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.clone.run import run_clone
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.optimize.spark import run_optimize
-from airflow_delta_provider.operations.reorg.spark import run_reorg_purge
-from airflow_delta_provider.operations.restore.run import run_restore
-from airflow_delta_provider.operations.update.spark import run_update
-from airflow_delta_provider.operations.vacuum.run import run_vacuum
 from tests.operations.dml.dml_support import commit_actions, data_files, deltalake_table, rows_rs, state
 from tests.operations.merge.test_spark import ON, UPSERT, source_rows, write_source
+from tests.operations.runs import (
+    run_clone,
+    run_delete,
+    run_merge,
+    run_optimize,
+    run_reorg_purge,
+    run_restore,
+    run_update,
+    run_vacuum,
+)
 
 pytest.importorskip("deltalake")
 
@@ -106,7 +108,7 @@ def test_the_change_data_feed_of_a_clone_reads_the_source_files(spark, tmp_path)
     the clone records its deleted rows."""
     import pyarrow.parquet as pq
 
-    from airflow_delta_provider.operations.changes.spark import run_changes
+    from tests.operations.runs import run_changes
 
     src = deltalake_table(tmp_path / "src", ["part"])
     clone = str(tmp_path / "clone")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.convert.run import run_convert
+from tests.operations.runs import run_convert
 from tests.parquet_folders import EXPECTED, rows_by_delta_rs, write_folder
 
 

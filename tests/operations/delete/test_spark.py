@@ -14,8 +14,7 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.delete.spark import DeleteCommand, run_delete
-from airflow_delta_provider.operations.update.spark import run_update
+from airflow_delta_provider.operations.delete.spark import DeleteCommand
 from tests.operations.dml.dml_support import (
     DELTALAKE_UNREADABLE,
     PLAIN_GOLDEN,
@@ -29,6 +28,7 @@ from tests.operations.dml.dml_support import (
     state,
     twin,
 )
+from tests.operations.runs import run_delete, run_update
 
 pytest.importorskip("deltalake")
 

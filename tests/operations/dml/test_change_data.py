@@ -15,11 +15,8 @@ import pytest
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.features import listed_features
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.read.table_changes import read_changes
+from tests.operations.runs import run_append, run_delete, run_merge, run_update
 from tests.spark.change_data_feed_support import CDF, DV, cdc_actions, cdf_table, ours, rs_changes, source, theirs
 
 

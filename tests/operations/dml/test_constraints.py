@@ -12,11 +12,8 @@ import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.alter.run import run_alter
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.update.spark import run_update
 from tests.operations.dml.dml_support import state
+from tests.operations.runs import run_alter, run_append, run_merge, run_update
 
 POSITIVE = {"add_constraint": {"name": "Amount_Positive", "expression": "amount > 0"}}
 

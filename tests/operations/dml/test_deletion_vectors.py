@@ -26,12 +26,9 @@ from airflow_delta_provider.delta.errors import (
     UnsupportedFeatureError,
 )
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.checkpoint.run import run_checkpoint
-from airflow_delta_provider.operations.delete.spark import DeleteCommand, run_delete
-from airflow_delta_provider.operations.update.spark import run_update
-from airflow_delta_provider.operations.vacuum.run import run_vacuum
+from airflow_delta_provider.operations.delete.spark import DeleteCommand
 from tests.operations.dml.dml_support import commit_actions, rows_duckdb, rows_rs, state
+from tests.operations.runs import run_append, run_checkpoint, run_delete, run_update, run_vacuum
 
 DV_ON = {"delta.enableDeletionVectors": "true"}
 
@@ -250,7 +247,7 @@ def test_random_deletes_and_updates_match_copy_on_write(spark, tmp_path_factory,
 
 
 def test_purge_rewrites_files_with_vectors_and_changes_no_row(spark, tables, duckdb_delta):
-    from airflow_delta_provider.operations.reorg.spark import run_reorg_purge
+    from tests.operations.runs import run_reorg_purge
 
     dv, cow = tables
     for path in (dv, cow):

@@ -13,11 +13,8 @@ import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError, InvariantViolationError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.update.spark import run_update
 from tests.operations.dml.dml_support import state
+from tests.operations.runs import run_append, run_delete, run_merge, run_update
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
 deltalake = pytest.importorskip("deltalake")

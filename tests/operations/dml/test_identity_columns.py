@@ -23,10 +23,8 @@ from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import identity_columns as identity
 from airflow_delta_provider.operations.append import spark as append_module
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.update.spark import run_update
 from tests.operations.dml.dml_support import commit_actions, data_files, state
+from tests.operations.runs import run_append, run_merge, run_update
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
 deltalake = pytest.importorskip("deltalake")

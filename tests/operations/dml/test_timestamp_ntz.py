@@ -23,11 +23,10 @@ from airflow_delta_provider.delta.actions.model import Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError
 from airflow_delta_provider.delta.partitions import decode_path
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import DeleteCommand, run_delete
-from airflow_delta_provider.operations.update.spark import run_update
+from airflow_delta_provider.operations.delete.spark import DeleteCommand
 from airflow_delta_provider.spark.read.scan import scan
 from tests.operations.dml.dml_support import _sorted, commit_actions, rows_deltalake, rows_duckdb, state
+from tests.operations.runs import run_append, run_delete, run_update
 from tests.spark.arrow_support import arrow_workers, commit_shape  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")

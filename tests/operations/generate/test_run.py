@@ -19,13 +19,7 @@ import pytest
 from airflow_delta_provider.delta.errors import SymlinkManifestUnsupportedError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_properties import SYMLINK_FORMAT_MANIFEST
-from airflow_delta_provider.operations.alter.run import run_alter
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.generate.run import run_generate
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.optimize.spark import run_optimize
-from airflow_delta_provider.operations.update.spark import run_update
+from tests.operations.runs import run_alter, run_append, run_delete, run_generate, run_merge, run_optimize, run_update
 from tests.symlink_manifests import current, delta_rs_manifests, manifests
 
 ENABLED = {SYMLINK_FORMAT_MANIFEST: "true"}

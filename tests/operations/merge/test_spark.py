@@ -26,7 +26,6 @@ from airflow_delta_provider.operations.merge.commit import commit
 from airflow_delta_provider.operations.merge.files import KeptFrames
 from airflow_delta_provider.operations.merge.prepare import MergePlan, plan_merge
 from airflow_delta_provider.operations.merge.rewrite import rewrite
-from airflow_delta_provider.operations.merge.spark import run_merge
 from airflow_delta_provider.operations.merge.touched import find_touched_files
 from airflow_delta_provider.operations.sources.spark import Source
 from airflow_delta_provider.spark.write.files import WrittenFiles
@@ -38,6 +37,7 @@ from tests.operations.dml.dml_support import (
     state,
     twin,
 )
+from tests.operations.runs import run_merge
 
 pytest.importorskip("deltalake")
 
@@ -454,7 +454,7 @@ def test_not_null_violation_commits_nothing(spark, tmp_path):
 
 
 def test_append_only_table_takes_inserts_only(spark, tmp_path):
-    from airflow_delta_provider.operations.alter.run import run_alter
+    from tests.operations.runs import run_alter
 
     path = deltalake_table(tmp_path / "t")
     run_alter(spark, path, {"set_properties": {"delta.appendOnly": "true"}}, False, None)
@@ -480,8 +480,7 @@ def test_delta_source_at_a_version(spark, tmp_path):
 
 def test_merge_into_deletion_vector_table(spark, tmp_path, duckdb_delta):
     """A table with deletion vectors: rows its vectors hide neither match nor come back."""
-    from airflow_delta_provider.operations.append.spark import run_append
-    from airflow_delta_provider.operations.delete.spark import run_delete
+    from tests.operations.runs import run_append, run_delete
 
     path = str(tmp_path / "dv")
     seed = write_source(tmp_path, source_rows(list(range(20))), "seed")

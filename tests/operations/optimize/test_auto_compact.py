@@ -15,11 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.alter.run import run_alter
-from airflow_delta_provider.operations.append.spark import run_append
 from airflow_delta_provider.operations.optimize.auto_compact import MIN_NUM_FILES_CONF
-from airflow_delta_provider.operations.update.spark import run_update
 from tests.operations.dml.dml_support import data_files, rows_rs
+from tests.operations.runs import run_alter, run_append, run_update
 
 AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
 

@@ -17,10 +17,10 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import clustering
 from airflow_delta_provider.operations.alter.plan import alter_table, change_from_json
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.optimize.spark import MIN_CUBE_SIZE_CONF, run_optimize
+from airflow_delta_provider.operations.optimize.spark import MIN_CUBE_SIZE_CONF
 from airflow_delta_provider.spark.cli import build_parser
 from tests.operations.dml.dml_support import commit_actions, rows_duckdb, rows_rs
+from tests.operations.runs import run_append, run_optimize
 
 
 @pytest.fixture(autouse=True)

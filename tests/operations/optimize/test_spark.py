@@ -13,12 +13,10 @@ import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
 from airflow_delta_provider.operations.optimize import spark as optimize_module
-from airflow_delta_provider.operations.optimize.spark import run_optimize
 from airflow_delta_provider.spark.cli import build_parser
 from tests.operations.dml.dml_support import _sorted, commit_actions, rows_duckdb, rows_rs, state
+from tests.operations.runs import run_append, run_delete, run_optimize
 
 
 @pytest.fixture(autouse=True)
@@ -215,8 +213,8 @@ def test_the_target_size_comes_from_the_caller_then_the_table_then_128_mib() -> 
 
 def test_a_clustered_table_is_compacted_but_not_z_ordered(spark, tmp_path):
     """Liquid clustering (a delta.clustering domain): Z-order is refused, as in delta-spark."""
-    from airflow_delta_provider.operations.optimize.spark import run_optimize
     from tests.delta.table_features.test_domain_metadata import clustered_table
+    from tests.operations.runs import run_optimize
 
     table = clustered_table(tmp_path / "t")
     with pytest.raises(InvalidInputError, match="liquid-clustered"):

@@ -12,11 +12,9 @@ import pytest
 
 from airflow_delta_provider.delta.errors import DataFilesMissingError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.restore.run import run_restore
 from airflow_delta_provider.spark.cli import build_parser
 from tests.operations.dml.dml_support import _sorted, rows_duckdb, rows_rs
+from tests.operations.runs import run_append, run_delete, run_restore
 
 
 def _rows_at(path: str, version: int) -> list[tuple]:

@@ -18,9 +18,8 @@ import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.merge.spark import run_merge
 from airflow_delta_provider.operations.sources.spark import Source
+from tests.operations.runs import run_append, run_merge
 from tests.spark.conftest import disk_files, table_rows
 
 ORDERS = pa.table(

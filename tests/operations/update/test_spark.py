@@ -17,7 +17,7 @@ from airflow_delta_provider.delta.errors import (
     InvalidInputError,
     InvariantViolationError,
 )
-from airflow_delta_provider.operations.update.spark import UpdateCommand, run_update
+from airflow_delta_provider.operations.update.spark import UpdateCommand
 from tests.operations.dml.dml_support import (
     DELTALAKE_UNREADABLE,
     PLAIN_GOLDEN,
@@ -33,6 +33,7 @@ from tests.operations.dml.dml_support import (
     state,
     twin,
 )
+from tests.operations.runs import run_update
 
 pytest.importorskip("deltalake")
 

@@ -15,8 +15,8 @@ import pytest
 from airflow_delta_provider.delta.checksum.version_checksum import read_checksum
 from airflow_delta_provider.delta.errors import VacuumLiteUnavailableError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.vacuum.run import run_vacuum
 from tests.operations.dml.dml_support import data_files, state
+from tests.operations.runs import run_vacuum
 from tests.storage_servers import s3_settings, upload_tree
 
 deltalake = pytest.importorskip("deltalake")

@@ -15,7 +15,6 @@ from airflow_delta_provider.delta.errors import RetentionTooShortError, Unsuppor
 from airflow_delta_provider.delta.storage.hidden_paths import STAGING_PREFIX
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.vacuum import run as vacuum_cmd
-from airflow_delta_provider.operations.vacuum.run import run_vacuum
 from tests.operations.dml.dml_support import (
     PLAIN_GOLDEN,
     data_files,
@@ -24,6 +23,7 @@ from tests.operations.dml.dml_support import (
     rows_duckdb,
     state,
 )
+from tests.operations.runs import run_vacuum
 
 pytest.importorskip("deltalake")
 
@@ -246,11 +246,8 @@ def test_spark_vacuum_never_deletes_live_or_retained_files(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from airflow_delta_provider.operations.append.spark import run_append
-    from airflow_delta_provider.operations.checkpoint.run import run_checkpoint
-    from airflow_delta_provider.operations.delete.spark import run_delete
     from airflow_delta_provider.operations.dml import copy_on_write as dml
-    from airflow_delta_provider.operations.update.spark import run_update
+    from tests.operations.runs import run_append, run_checkpoint, run_delete, run_update
 
     base = tmp_path_factory.mktemp("svac")
     path, src = str(base / "t"), base / "src"

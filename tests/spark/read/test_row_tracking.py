@@ -15,13 +15,8 @@ import pytest
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import row_tracking
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.merge.spark import run_merge
-from airflow_delta_provider.operations.optimize.spark import run_optimize
-from airflow_delta_provider.operations.reorg.spark import run_reorg_purge
-from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.read.scan import scan
+from tests.operations.runs import run_append, run_delete, run_merge, run_optimize, run_reorg_purge, run_update
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.usefixtures("arrow_workers")
@@ -213,7 +208,7 @@ def test_an_update_retried_after_a_concurrent_append_moves_its_fresh_ids_and_kee
 
 def test_restore_brings_back_the_rows_ids_and_versions_and_the_mark_never_falls(spark, tmp_path):
     """PROTOCOL.md: a restored row gets its stable row id and row commit version back."""
-    from airflow_delta_provider.operations.restore.run import run_restore
+    from tests.operations.runs import run_restore
 
     path = make(spark, tmp_path, "hadoop")
     before = tracked(spark, path, "hadoop")

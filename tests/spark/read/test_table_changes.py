@@ -11,11 +11,8 @@ import pytest
 
 from airflow_delta_provider.delta.errors import ChangeDataUnavailableError, InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.alter.run import run_alter
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
-from airflow_delta_provider.operations.update.spark import run_update
 from airflow_delta_provider.spark.read.table_changes import read_changes
+from tests.operations.runs import run_alter, run_append, run_delete, run_update
 from tests.spark.change_data_feed_support import CDF, cdf_table, ours, source, theirs
 
 

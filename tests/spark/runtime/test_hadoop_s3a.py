@@ -348,8 +348,8 @@ def test_spark_submit_deletes_from_a_clone_whose_files_are_in_another_bucket(
     ``s3a://`` URI: the driver gives S3A the settings of both buckets (the
     guards make any other route fail), Spark reads the source's files and
     writes the clone's own, and the source does not change."""
-    from airflow_delta_provider.operations.clone.run import run_clone
     from tests.delta.conftest import read_snapshot
+    from tests.operations.runs import run_clone
 
     source, seen = submitted
     other = s3_backend(moto_server)

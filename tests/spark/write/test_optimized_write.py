@@ -12,10 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.append.spark import run_append
-from airflow_delta_provider.operations.delete.spark import run_delete
 from airflow_delta_provider.spark.write.optimized_write import ADVISORY_SIZE_CONF, DEFAULT_BIN_SIZE, bin_size
 from tests.operations.dml.dml_support import rows_duckdb, rows_rs
+from tests.operations.runs import run_append, run_delete
 
 
 @pytest.fixture
