@@ -25,6 +25,9 @@ class AlterSpec(OperationSpec):
     exactly_one_of = ("change", "drop_feature")
 
     change: str | None = option(
+        templated=True,
+        renderer="json",
+        json_text=True,
         help='the change as JSON, e.g. {"rename_column": {"column": "a", "to": "b"}}, {"drop_columns": ["a"]}, '
         '{"add_columns": [{"name": "c", "type": "long"}]}, {"alter_column": {"column": "c", "comment": "..."}}, '
         '{"set_properties": {"k": "v"}}, {"unset_properties": ["k"]}, '
@@ -35,6 +38,7 @@ class AlterSpec(OperationSpec):
         "deletionVectors and typeWidening rewrite data files: need Spark)",
     )
     drop_feature: str | None = option(
+        templated=True,
         metavar="NAME",
         help="drop a table feature (ALTER TABLE ... DROP FEATURE NAME): "
         '--change \'{"drop_feature": {"name": NAME}}\' in short',

@@ -32,18 +32,28 @@ class AppendSpec(OperationSpec):
     summary = "append (or overwrite) rows from files, or from a SQL query"
     renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "format": ("source_format", None)}
 
-    source: str | None = option(help="path of the data to append (or give --source-sql)")
+    source: str | None = option(templated=True, help="path of the data to append (or give --source-sql)")
     source_format: str | None = option(
-        flag="--format", choices=SOURCE_FORMATS, help="the source's format (required with --source)"
+        operator_default="parquet",
+        flag="--format",
+        choices=SOURCE_FORMATS,
+        help="the source's format (required with --source)",
     )
-    source_sql: str | None = option(metavar="SQL", help="a query whose rows to append, over --source-views")
+    source_sql: str | None = option(
+        templated=True, renderer="sql", metavar="SQL", help="a query whose rows to append, over --source-views"
+    )
     source_views: str | None = option(
+        templated=True,
+        renderer="json",
+        json_text=True,
         metavar="JSON",
         help='the views --source-sql reads, e.g. {"orders": {"path": "s3://b/orders", "format": "delta", '
         '"version": 3}, "fx": {"path": "/data/fx.csv", "format": "csv", "options": {"header": "true"}}}',
     )
     mode: str = option("append", choices=APPEND_MODES)
     table_schema: str | None = option(
+        templated=True,
+        json_text=True,
         metavar="JSON",
         help="Delta schema of a table this creates (or replaces with --overwrite-schema); its field metadata may "
         "declare generated (delta.generationExpression) and identity (delta.identity.*) columns",
@@ -51,22 +61,28 @@ class AppendSpec(OperationSpec):
     merge_schema: bool = switch()
     overwrite_schema: bool = switch()
     replace_where: str | None = option(
-        metavar="SQL", help="with --mode overwrite: replace only the rows this predicate matches, in one commit"
+        templated=True,
+        renderer="sql",
+        metavar="SQL",
+        help="with --mode overwrite: replace only the rows this predicate matches, in one commit",
     )
     partition_overwrite_mode: str | None = option(
+        templated=True,
         flag="--partition-overwrite",
         choices=PARTITION_OVERWRITE_MODES,
         help="with --mode overwrite: dynamic replaces only the partitions the source writes (default: static)",
     )
-    partition_by: tuple[str, ...] = repeated(metavar="COL")
+    partition_by: tuple[str, ...] = repeated(templated=True, metavar="COL")
     cluster_by: tuple[str, ...] = joined(
-        metavar="C1,C2", help="liquid clustering columns of a table this creates (never with --partition-by)"
+        templated=True,
+        metavar="C1,C2",
+        help="liquid clustering columns of a table this creates (never with --partition-by)",
     )
-    txn_app_id: str | None = option()
-    txn_version: int | None = option(parse=int)
-    options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option")
+    txn_app_id: str | None = option(templated=True)
+    txn_version: int | None = option(templated=True, parse=int)
+    options: tuple[tuple[str, str], ...] = pairs(templated=True, flag="--option", dest="option")
     table_properties: tuple[tuple[str, str], ...] = pairs(
-        flag="--property", dest="property", help="table property (delta.*)"
+        templated=True, flag="--property", dest="property", help="table property (delta.*)"
     )
 
     def validate(self) -> None:

@@ -27,12 +27,25 @@ class ChangesSpec(OperationSpec):
     }
 
     start_version: int = option(
-        flag="--start", dest="start", required=True, parse=int, help="the first version whose changes to read"
+        templated=True,
+        flag="--start",
+        dest="start",
+        required=True,
+        parse=int,
+        help="the first version whose changes to read",
     )
     end_version: int | None = option(
-        flag="--end", dest="end", parse=int, help="the last version whose changes to read (default: the latest)"
+        templated=True,
+        flag="--end",
+        dest="end",
+        parse=int,
+        help="the last version whose changes to read (default: the latest)",
     )
     output_path: str = option(
-        flag="--output", dest="output", required=True, help="the folder to write the changed rows to (replaced)"
+        templated=True,
+        flag="--output",
+        dest="output",
+        required=True,
+        help="the folder to write the changed rows to (replaced)",
     )
     output_format: str = option("parquet", choices=CHANGES_OUTPUT_FORMATS, help="default: parquet")

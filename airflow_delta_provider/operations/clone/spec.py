@@ -27,15 +27,16 @@ class CloneSpec(OperationSpec):
     runs_without_spark = True
 
     source_path: str = option(
-        flag="--source", dest="source", required=True, help="the Delta table to clone: a path or URI"
+        templated=True, flag="--source", dest="source", required=True, help="the Delta table to clone: a path or URI"
     )
-    version: int | None = option(parse=int, help="the source's version to clone (default: its latest)")
+    version: int | None = option(templated=True, parse=int, help="the source's version to clone (default: its latest)")
     timestamp: str | None = option(
-        help="clone the source's newest version committed at or before this time (ISO 8601, UTC if no zone)"
+        templated=True,
+        help="clone the source's newest version committed at or before this time (ISO 8601, UTC if no zone)",
     )
     replace: bool = switch(help="replace TABLE if it is a Delta table already (CREATE OR REPLACE ... CLONE)")
     table_properties: tuple[tuple[str, str], ...] = pairs(
-        flag="--property", dest="property", help="table property (delta.*) overriding the source's"
+        templated=True, flag="--property", dest="property", help="table property (delta.*) overriding the source's"
     )
 
     def validate(self) -> None:

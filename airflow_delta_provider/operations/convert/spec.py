@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from airflow_delta_provider.operations.spec.base import OperationSpec
@@ -9,6 +10,13 @@ from airflow_delta_provider.operations.spec.fields import (
     option,
     pairs,
 )
+
+
+def _partition_columns(value: str | Mapping[str, str] | None) -> str | None:
+    """The partition columns as ``"day date, region string"``, also from ``{"day": "date", ...}``."""
+    if isinstance(value, Mapping):
+        value = ", ".join(f"{name} {type_}" for name, type_ in value.items())
+    return value or None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,11 +28,13 @@ class ConvertSpec(OperationSpec):
     runs_without_spark = True
 
     partition_by: str | None = option(
+        templated=True,
+        coerce=_partition_columns,
         metavar='"COL TYPE, ..."',
         help='the Hive partition columns of the folders, in order, e.g. "day date, region string"',
     )
     table_properties: tuple[tuple[str, str], ...] = pairs(
-        flag="--property", dest="property", help="table property (delta.*) of the new table"
+        templated=True, flag="--property", dest="property", help="table property (delta.*) of the new table"
     )
 
     def needs_spark(self) -> bool:

@@ -15,4 +15,4 @@ class DeleteSpec(OperationSpec):
     operation = "delete"
     summary = "conditional DELETE"
 
-    condition: str | None = option(help="SQL predicate; all rows when absent")
+    condition: str | None = option(templated=True, renderer="sql", help="SQL predicate; all rows when absent")

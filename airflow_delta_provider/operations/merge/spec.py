@@ -22,21 +22,36 @@ class MergeSpec(OperationSpec):
     summary = "MERGE (upsert) a source into the table"
     renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "source_options": ("options", None)}
 
-    source: str | None = option(help="path of the source data (or give --source-sql)")
+    source: str | None = option(templated=True, help="path of the source data (or give --source-sql)")
     source_format: str = option("parquet", choices=SOURCE_FORMATS)
-    source_sql: str | None = option(metavar="SQL", help="a query whose rows are the source, over --source-views")
-    source_views: str | None = option(metavar="JSON", help="the views --source-sql reads (as append's)")
-    on: str = option(required=True, help='join condition, e.g. "t.id = s.id"')
+    source_sql: str | None = option(
+        templated=True, renderer="sql", metavar="SQL", help="a query whose rows are the source, over --source-views"
+    )
+    source_views: str | None = option(
+        templated=True,
+        renderer="json",
+        json_text=True,
+        metavar="JSON",
+        help="the views --source-sql reads (as append's)",
+    )
+    on: str = option(templated=True, renderer="sql", required=True, help='join condition, e.g. "t.id = s.id"')
     clauses: str = option(
+        templated=True,
+        renderer="json",
+        json_text=True,
         required=True,
         help='ordered WHEN clauses as JSON, e.g. [{"when": "matched", "update": "*"}, '
         '{"when": "not_matched", "insert": "*"}]',
     )
     target_alias: str = option("t")
     source_alias: str = option("s")
-    source_version: int | None = option(parse=int, help="version of a delta source (default: its latest)")
+    source_version: int | None = option(
+        templated=True, parse=int, help="version of a delta source (default: its latest)"
+    )
     merge_schema: bool = switch(help="let * clauses add the source's new columns")
-    options: tuple[tuple[str, str], ...] = pairs(flag="--option", dest="option", help="source reader option")
+    options: tuple[tuple[str, str], ...] = pairs(
+        templated=True, flag="--option", dest="option", help="source reader option"
+    )
 
     def validate(self) -> None:
         super().validate()

@@ -17,9 +17,9 @@ class RestoreSpec(OperationSpec):
     runs_without_spark = True
     exactly_one_of = ("version", "timestamp")
 
-    version: int | None = option(parse=int, help="the version to restore")
+    version: int | None = option(templated=True, parse=int, help="the version to restore")
     timestamp: str | None = option(
-        help="restore the newest version committed at or before this time (ISO 8601, UTC if no zone)"
+        templated=True, help="restore the newest version committed at or before this time (ISO 8601, UTC if no zone)"
     )
 
     def needs_spark(self) -> bool:

@@ -71,15 +71,15 @@ class OperationSpec(metaclass=_SpecType):
     #: Old argument names still accepted, with a DeprecationWarning (:class:`_SpecType`).
     renamed: ClassVar[Mapping[str, Renamed]] = {"table": ("table_path", None)}
 
-    table_path: str = positional(help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
+    table_path: str = positional(templated=True, help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
     io: str = option(
         "auto",
         choices=IO_MODES,
         help="data file I/O: Spark's Hadoop filesystem, or pyarrow through the storage layer (default: auto)",
     )
     debug: bool = switch(help="also log PySpark's records of Spark errors, with their JVM stacks", to_command=False)
-    spark_conf: tuple[tuple[str, str], ...] = pairs(help="Spark setting", to_command=False)
-    token: str | None = option(help="operation token recorded in the commit")
+    spark_conf: tuple[tuple[str, str], ...] = pairs(in_operator=False, help="Spark setting", to_command=False)
+    token: str | None = option(in_operator=False, help="operation token recorded in the commit")
 
     def __post_init__(self) -> None:
         self.validate()

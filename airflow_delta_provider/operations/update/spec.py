@@ -19,7 +19,13 @@ class UpdateSpec(OperationSpec):
     summary = "conditional UPDATE"
     renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "set_exprs": ("updates", None)}
 
-    condition: str | None = option(help="SQL predicate; all rows when absent")
+    condition: str | None = option(templated=True, renderer="sql", help="SQL predicate; all rows when absent")
     updates: tuple[tuple[str, str], ...] = pairs(
-        flag="--set", dest="set_exprs", metavar="COL=SQL", required=True, help="a column and the SQL of its new value"
+        templated=True,
+        renderer="json",
+        flag="--set",
+        dest="set_exprs",
+        metavar="COL=SQL",
+        required=True,
+        help="a column and the SQL of its new value",
     )

@@ -32,7 +32,7 @@ class VacuumSpec(OperationSpec):
     }
     runs_without_spark = True
 
-    retention_hours: float | None = option(parse=float)
+    retention_hours: float | None = option(templated=True, parse=float)
     dry_run: bool = switch()
     retention_check: bool = negated_switch(
         flag="--no-retention-check", help="allow a retention below delta.deletedFileRetentionDuration"
