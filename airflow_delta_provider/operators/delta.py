@@ -24,6 +24,8 @@ OpenLineage methods import :mod:`airflow_delta_provider.lineage` when called.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -36,32 +38,26 @@ from airflow_delta_provider.assets.events import emit_commit_event, table_alias
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
-from airflow_delta_provider.operations.alter.changes import ALTER_CHANGES
-from airflow_delta_provider.operations.alter.spec import REWRITING_DROPS, AlterSpec
+from airflow_delta_provider.operations.alter.spec import AlterSpec
 from airflow_delta_provider.operations.append.spec import (
-    APPEND_MODES,
-    DYNAMIC_OVERWRITE,
-    PARTITION_OVERWRITE_MODES,
-    STATIC_OVERWRITE,
     AppendSpec,
 )
-from airflow_delta_provider.operations.changes.spec import CHANGES_OUTPUT_FORMATS, ChangesSpec
+from airflow_delta_provider.operations.changes.spec import ChangesSpec
 from airflow_delta_provider.operations.checkpoint.spec import CheckpointSpec
 from airflow_delta_provider.operations.clone.spec import CloneSpec
 from airflow_delta_provider.operations.convert.spec import ConvertSpec
 from airflow_delta_provider.operations.delete.spec import DeleteSpec
-from airflow_delta_provider.operations.generate.spec import GENERATE_MODES, GenerateSpec
+from airflow_delta_provider.operations.generate.spec import GenerateSpec
 from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
 from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.operations.reorg.spec import ReorgSpec
 from airflow_delta_provider.operations.restore.spec import RestoreSpec
-from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, parse_source_views, views_json
+from airflow_delta_provider.operations.sources.spec import parse_source_views
 from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import UNSET, Argument, argument_of, number
 from airflow_delta_provider.operations.update.spec import UpdateSpec
-from airflow_delta_provider.operations.vacuum.spec import VACUUM_MODES, VacuumSpec
-from airflow_delta_provider.operators.rendered import number as _number
-from airflow_delta_provider.spark.runtime.io_modes import IO_MODES
+from airflow_delta_provider.operations.vacuum.spec import VacuumSpec
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -82,6 +78,57 @@ _SPARK_SUBMIT_ONLY = (
     "spark_binary",
     "name",
 )
+
+
+# --- the operators' signatures, from the specs ------------------------------------------
+
+#: Values a DAG file passes as they are; anything else (an ``XComArg``, say) is resolved when the task runs.
+_PLAIN = (str, int, float, bool, type(None), Mapping, list, tuple)
+
+
+def _unrendered(value: Any) -> bool:
+    """Whether ``value`` is only known once the task runs: a Jinja template, or an ``XComArg``."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(_unrendered(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_unrendered(v) for v in value)
+    return not isinstance(value, _PLAIN)
+
+
+def _default(operator: DeltaSparkOperator, name: str) -> Any:
+    """An argument's value when a task leaves it out: the operator's default, else the field's."""
+    return _default_of(type(operator), name)
+
+
+def _signature(cls: type[DeltaSparkOperator]) -> inspect.Signature:
+    """The operator's keyword arguments, as ``inspect`` and Airflow see them: the class's own
+    (if it has any), then its spec's fields, then those every Delta operator takes."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = {"self": inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+    for parameter in inspect.signature(cls.__dict__["__init__"]).parameters.values():
+        if parameter.kind == keyword:
+            parameters[parameter.name] = parameter
+    for name in cls.spec_arguments:
+        field = cls.spec_class.__dataclass_fields__[name]
+        required = field.default is dataclasses.MISSING and name not in cls.optional_fields
+        default = inspect.Parameter.empty if required else _default_of(cls, name)
+        parameters.setdefault(name, inspect.Parameter(name, keyword, default=default, annotation=field.type))
+    for parameter in inspect.signature(DeltaSparkOperator.__init__).parameters.values():
+        if parameter.kind == keyword:
+            parameters.setdefault(parameter.name, parameter)
+    parameters["kwargs"] = inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)
+    return inspect.Signature(list(parameters.values()))
+
+
+def _default_of(cls: type[DeltaSparkOperator], name: str) -> Any:
+    """The default of a spec field's operator argument."""
+    argument = cls.spec_arguments[name]
+    if argument.operator_default is not UNSET:
+        return argument.operator_default
+    field = cls.spec_class.__dataclass_fields__[name]
+    return None if field.default is dataclasses.MISSING else field.default
 
 
 class DeltaSparkOperator(BaseOperator):
@@ -126,31 +173,60 @@ class DeltaSparkOperator(BaseOperator):
     Over Spark Connect, ``conf`` holds runtime settings of the session (the
     server refuses static ones by name); the spark-submit sizing arguments
     (``executor_memory``, ``env_vars``, ...) are ignored with a warning.
+
+    Each subclass names its operation's spec (``spec_class``): its keyword
+    arguments, its ``template_fields`` and their renderers all come from the
+    spec's fields, and a subclass declares none of them itself.
     """
 
-    #: The request this operator builds (one frozen dataclass per operation).
-    request_class: ClassVar[type[OperationSpec]]
-    #: The Spark CLI command this operator runs: its request's operation.
+    #: The operation's spec: the one declaration of its arguments.
+    spec_class: ClassVar[type[OperationSpec]]
+    #: The Spark CLI command this operator runs: its spec's operation.
     operation: ClassVar[str]
     #: Whether a run commits a table version (and then emits an asset event for the table).
     commits_versions: ClassVar[bool] = True
+    #: ``engine`` when the task does not give one.
+    default_engine: ClassVar[str] = "spark"
+    #: Spec fields the operator lets a task leave out although the spec requires them
+    #: (the operator fills them from an argument of its own).
+    optional_fields: ClassVar[tuple[str, ...]] = ()
+    #: The spec's fields this operator takes, by name (from ``spec_class``).
+    spec_arguments: ClassVar[dict[str, Argument]] = {}
 
-    template_fields: Sequence[str] = ("table_path", "conf", "env_vars", "name")
+    template_fields: Sequence[str] = ("conf", "env_vars", "name")
     template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "env_vars": "json"}
     ui_color = "#9fe3f5"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "request_class" in cls.__dict__:
-            cls.operation = cls.request_class.operation
+        spec_class = cls.__dict__.get("spec_class")
+        if spec_class is None:
+            return
+        cls.operation = spec_class.operation
+        cls.spec_arguments = {
+            field.name: argument_of(field) for field in dataclasses.fields(spec_class) if argument_of(field).in_operator
+        }
+        templated = [name for name, argument in cls.spec_arguments.items() if argument.templated]
+        own = [name for name in cls.__dict__.get("own_template_fields", ())]
+        cls.template_fields = (*templated, *DeltaSparkOperator.template_fields, *own)
+        cls.template_fields_renderers = {
+            **DeltaSparkOperator.template_fields_renderers,
+            **{name: argument.renderer for name, argument in cls.spec_arguments.items() if argument.renderer},
+        }
+        if "__init__" not in cls.__dict__:
+
+            def __init__(self: DeltaSparkOperator, **kwargs: Any) -> None:
+                super(cls, self).__init__(**kwargs)
+
+            __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+            cls.__init__ = __init__  # type: ignore[method-assign]
+        cls.__init__.__signature__ = _signature(cls)  # type: ignore[attr-defined]
 
     def __init__(
         self,
         *,
-        table_path: str,
         conn_id: str = DeltaSparkHook.default_conn_name,
         storage_conn_id: str | None = None,
-        io: str = "auto",
         conf: dict[str, Any] | None = None,
         env_vars: dict[str, Any] | None = None,
         executor_cores: int | None = None,
@@ -162,23 +238,22 @@ class DeltaSparkOperator(BaseOperator):
         spark_binary: str | None = None,
         name: str | None = None,
         hook_params: Mapping[str, Any] | None = None,
-        debug: bool = False,
-        engine: str = "spark",
+        engine: str | None = None,
         **kwargs: Any,
     ) -> None:
+        values = {name: kwargs.pop(name) if name in kwargs else _default(self, name) for name in self.spec_arguments}
         super().__init__(**kwargs)
-        if io not in IO_MODES:
-            raise ValueError(f"io must be one of {IO_MODES}, not {io!r}")
+        for field_name, value in values.items():
+            setattr(self, field_name, value)
+        engine = engine or self.default_engine
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-        if engine == "python" and getattr(self, "operation", None) not in PYTHON_ENGINE_OPERATIONS:
+        if engine == "python" and self.operation not in PYTHON_ENGINE_OPERATIONS:
             raise ValueError(
                 f"engine='python' runs only {', '.join(PYTHON_ENGINE_OPERATIONS)}; {self.operation} needs Spark"
             )
-        self.table_path = table_path
         self.conn_id = conn_id
         self.storage_conn_id = storage_conn_id
-        self.io = io
         self.conf = conf
         self.env_vars = env_vars
         self.executor_cores = executor_cores
@@ -190,28 +265,45 @@ class DeltaSparkOperator(BaseOperator):
         self.spark_binary = spark_binary
         self.name = name
         self.hook_params = dict(hook_params or {})
-        self.debug = debug
         self.engine = engine
         # Named after the path as written: the alias is declared before templates are rendered.
-        self._table_alias = table_alias(table_path) if self.commits_versions else None
+        self._table_alias = table_alias(self.table_path) if self.commits_versions else None
         if self._table_alias is not None:
             self.outlets = [*self.outlets, self._table_alias]
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
+        if self._known_now():
+            self._check(self.spec())  # a template is checked once rendered, when the task runs
 
-    def request(self, token: str | None = None) -> OperationSpec:
-        """The request of this task, from its (rendered) arguments; ``token`` names its change."""
-        return self.request_class(
-            table_path=self.table_path, io=self.io, debug=self.debug, token=token, **self._request_fields()
-        )
+    def spec(self, token: str | None = None) -> OperationSpec:
+        """The spec of this task, from its (rendered) arguments; ``token`` names its change.
 
-    def _request_fields(self) -> dict[str, Any]:
-        """The operation's own fields of the request, from the operator's arguments."""
-        raise NotImplementedError
+        ValueError (:class:`~airflow_delta_provider.delta.errors.InvalidArgumentError`
+        among them) names a wrong argument."""
+        values = {
+            name: argument.from_operator(name, getattr(self, name)) for name, argument in self.spec_arguments.items()
+        }
+        return self.spec_class(**self.spec_values(values), token=token)
+
+    #: The old name of :meth:`spec`.
+    request = spec
+
+    def _known_now(self) -> bool:
+        """Whether every templated argument is known when the DAG is parsed (no template, no ``XComArg``)."""
+        return not any(_unrendered(getattr(self, name, None)) for name in self.template_fields)
+
+    def spec_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The spec's fields from the operator's, for an operator that fills some from its own arguments."""
+        return values
+
+    def _check(self, spec: OperationSpec) -> None:
+        """What the spec cannot know: whether ``engine="python"`` can run it."""
+        if self.engine == "python" and spec.needs_spark():
+            raise ValueError(f"{spec.spark_reason()}: it needs Spark, not engine='python'")
 
     def cli_arguments(self) -> list[str]:
         """The Spark CLI's options for this operation (after the table path)."""
-        return self.request().operation_arguments()
+        return self.spec().operation_arguments()
 
     @cached_property
     def hook(self) -> DeltaSparkHook | DeltaInProcessHook:
@@ -257,7 +349,8 @@ class DeltaSparkOperator(BaseOperator):
         token = operation_token(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         dag_run = context.get("dag_run")
         try:
-            request = self.request(token)
+            request = self.spec(token)
+            self._check(request)
         except ValueError as exc:  # a rendered argument of the wrong kind: no retry mends it
             raise AirflowFailException(f"{type(self).__name__}: {exc}") from None
         # The hook runs [operation, table, *arguments, "--token", token]: request.to_argv().
@@ -325,23 +418,7 @@ class DeltaUpdateOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    request_class = UpdateSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "updates", "condition")
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        **DeltaSparkOperator.template_fields_renderers,
-        "condition": "sql",
-        "updates": "json",
-    }
-
-    def __init__(self, *, updates: Mapping[str, str], condition: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if not updates:
-            raise ValueError("DeltaUpdateOperator needs at least one column in updates")
-        self.updates = dict(updates)
-        self.condition = condition
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {"condition": self.condition, "updates": _pairs(self.updates)}
+    spec_class = UpdateSpec
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {"assignments": self.updates, "condition": self.condition}}
@@ -353,19 +430,7 @@ class DeltaDeleteOperator(DeltaSparkOperator):
     :param condition: SQL condition; all rows when None. (templated)
     """
 
-    request_class = DeleteSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "condition")
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        **DeltaSparkOperator.template_fields_renderers,
-        "condition": "sql",
-    }
-
-    def __init__(self, *, condition: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.condition = condition
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {"condition": self.condition}
+    spec_class = DeleteSpec
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {"condition": self.condition, "deletes": True}}
@@ -424,118 +489,11 @@ class DeltaAppendOperator(DeltaSparkOperator):
         the source's rows fall in. (templated)
     """
 
-    request_class = AppendSpec
-    template_fields: Sequence[str] = (
-        *DeltaSparkOperator.template_fields,
-        "source",
-        "source_sql",
-        "source_views",
-        "partition_by",
-        "cluster_by",
-        "txn_app_id",
-        "txn_version",
-        "options",
-        "table_properties",
-        "table_schema",
-        "replace_where",
-        "partition_overwrite_mode",
-    )
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        **DeltaSparkOperator.template_fields_renderers,
-        "source_sql": "sql",
-        "source_views": "json",
-        "replace_where": "sql",
-    }
-    _MODES = APPEND_MODES
+    spec_class = AppendSpec
 
-    def __init__(
-        self,
-        *,
-        source: str | None = None,
-        source_format: str = "parquet",
-        source_sql: str | None = None,
-        source_views: Mapping[str, Any] | str | None = None,
-        merge_schema: bool = False,
-        partition_by: Sequence[str] | None = None,
-        cluster_by: Sequence[str] | str | None = None,
-        mode: str = "append",
-        overwrite_schema: bool = False,
-        txn_app_id: str | None = None,
-        txn_version: int | None = None,
-        options: Mapping[str, str] | None = None,
-        table_properties: Mapping[str, str] | None = None,
-        table_schema: Mapping[str, Any] | str | None = None,
-        replace_where: str | None = None,
-        partition_overwrite_mode: str = STATIC_OVERWRITE,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        _check_source(self, source, source_format, source_sql, source_views)
-        if mode not in self._MODES:
-            raise ValueError(f"mode must be one of {self._MODES}, not {mode!r}")
-        self.replace_where = replace_where
-        self.partition_overwrite_mode = partition_overwrite_mode
-        self._check_overwrite(mode, overwrite_schema)
-        if (txn_app_id is None) != (txn_version is None):
-            raise ValueError("txn_app_id and txn_version go together")
-        self.source = source
-        self.source_format = source_format
-        self.source_sql = source_sql
-        self.source_views = source_views
-        self.merge_schema = merge_schema
-        self.partition_by = list(partition_by or [])
-        self.cluster_by = cluster_by  # a list, or one string of comma-separated names (templates render strings)
-        if self.partition_by and _column_names(cluster_by):
-            raise ValueError("a table is partitioned (partition_by) or clustered (cluster_by), not both")
-        self.mode = mode
-        self.overwrite_schema = overwrite_schema
-        self.txn_app_id = txn_app_id
-        self.txn_version = txn_version
-        self.options = dict(options or {})
-        self.table_properties = dict(table_properties or {})
-        self.table_schema = (
-            table_schema if table_schema is None or isinstance(table_schema, str) else dict(table_schema)
-        )
-
-    def _request_fields(self) -> dict[str, Any]:
-        schema = self.table_schema
-        return {
-            "source": self.source,
-            "source_format": self.source_format if self.source is not None else None,
-            "source_sql": self.source_sql,
-            "source_views": views_json(self.source_views),
-            "mode": self.mode,
-            "table_schema": schema if schema is None or isinstance(schema, str) else json.dumps(schema),
-            "merge_schema": bool(self.merge_schema),
-            "overwrite_schema": bool(self.overwrite_schema),
-            "partition_by": tuple(str(column) for column in self.partition_by),
-            "cluster_by": _column_names(self.cluster_by),
-            "txn_app_id": self.txn_app_id,
-            "txn_version": _number(self.txn_version, "txn_version"),
-            "replace_where": self.replace_where,
-            "partition_overwrite_mode": None
-            if self.partition_overwrite_mode == STATIC_OVERWRITE
-            else self.partition_overwrite_mode,
-            "options": _pairs(self.options),
-            "table_properties": _pairs(self.table_properties),
-        }
-
-    def _check_overwrite(self, mode: str, overwrite_schema: bool) -> None:
-        """The selective-overwrite rules, when the DAG is parsed (a template is checked once rendered)."""
-        from airflow_delta_provider.delta.errors import InvalidInputError
-        from airflow_delta_provider.operations.append.plan import check_overwrite_arguments
-
-        overwrite_mode = self.partition_overwrite_mode
-        if "{{" in overwrite_mode:
-            return
-        if overwrite_mode not in PARTITION_OVERWRITE_MODES:
-            raise ValueError(
-                f"partition_overwrite_mode must be one of {PARTITION_OVERWRITE_MODES}, not {overwrite_mode!r}"
-            )
-        try:
-            check_overwrite_arguments(mode, self.replace_where, overwrite_mode == DYNAMIC_OVERWRITE, overwrite_schema)
-        except InvalidInputError as exc:
-            raise ValueError(f"DeltaAppendOperator: {exc}") from None
+    def spec_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        # ``source_format`` (default parquet) describes a source path; a query's views carry their own.
+        return values if self.source is not None else {**values, "source_format": None}
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {
@@ -575,81 +533,7 @@ class DeltaMergeOperator(DeltaSparkOperator):
     :param options: Reader options for the source, e.g. ``{"header": "true"}``. (templated)
     """
 
-    request_class = MergeSpec
-    template_fields: Sequence[str] = (
-        *DeltaSparkOperator.template_fields,
-        "source",
-        "source_sql",
-        "source_views",
-        "on",
-        "clauses",
-        "source_version",
-        "options",
-    )
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        **DeltaSparkOperator.template_fields_renderers,
-        "source_sql": "sql",
-        "source_views": "json",
-        "on": "sql",
-        "clauses": "json",
-    }
-
-    def __init__(
-        self,
-        *,
-        on: str,
-        clauses: Sequence[Mapping[str, Any]] | str,
-        source: str | None = None,
-        source_format: str = "parquet",
-        source_sql: str | None = None,
-        source_views: Mapping[str, Any] | str | None = None,
-        source_version: int | str | None = None,
-        target_alias: str = "t",
-        source_alias: str = "s",
-        merge_schema: bool = False,
-        options: Mapping[str, str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        _check_source(self, source, source_format, source_sql, source_views)
-        if source_sql is not None and (source_version is not None or options):
-            raise ValueError("source_version and options describe a source path; a query's views carry their own")
-        if source_version is not None and source_format != "delta":
-            raise ValueError("source_version needs source_format='delta'")
-        if not isinstance(clauses, str) or "{{" not in clauses:  # a template is checked once rendered
-            from airflow_delta_provider.delta.errors import InvalidInputError
-            from airflow_delta_provider.operations.merge.clauses import parse_clauses
-
-            try:
-                parse_clauses(clauses)
-            except InvalidInputError as exc:
-                raise ValueError(f"DeltaMergeOperator: {exc}") from None
-        self.source = source
-        self.source_sql = source_sql
-        self.source_views = source_views
-        self.on = on
-        self.clauses = clauses
-        self.source_format = source_format
-        self.source_version = source_version
-        self.target_alias = target_alias
-        self.source_alias = source_alias
-        self.merge_schema = merge_schema
-        self.options = dict(options or {})
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "source_format": self.source_format,
-            "source_sql": self.source_sql,
-            "source_views": views_json(self.source_views),
-            "on": self.on,
-            "clauses": self.clauses if isinstance(self.clauses, str) else json.dumps(list(self.clauses)),
-            "target_alias": self.target_alias,
-            "source_alias": self.source_alias,
-            "source_version": None if self.source_version == "" else _number(self.source_version, "source_version"),
-            "merge_schema": bool(self.merge_schema),
-            "options": _pairs(self.options),
-        }
+    spec_class = MergeSpec
 
     def _lineage_arguments(self) -> dict[str, Any]:
         sources = _lineage_sources(self.source, self.source_format, self.source_views)
@@ -665,15 +549,8 @@ class DeltaCheckpointOperator(DeltaSparkOperator):
         table's log retention (``delta.logRetentionDuration``).
     """
 
-    request_class = CheckpointSpec
+    spec_class = CheckpointSpec
     commits_versions = False
-
-    def __init__(self, *, cleanup_logs: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.cleanup_logs = cleanup_logs
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {"cleanup_logs": bool(self.cleanup_logs)}
 
 
 class DeltaVacuumOperator(DeltaSparkOperator):
@@ -691,59 +568,7 @@ class DeltaVacuumOperator(DeltaSparkOperator):
         removed the commits it needs: run a full VACUUM then.
     """
 
-    request_class = VacuumSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "retention_hours")
-
-    def __init__(
-        self,
-        *,
-        retention_hours: float | str | None = None,
-        dry_run: bool = False,
-        retention_check: bool = True,
-        mode: str = "full",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if mode not in VACUUM_MODES:
-            raise ValueError(f"mode must be one of {VACUUM_MODES}, not {mode!r}")
-        self.retention_hours = retention_hours
-        self.dry_run = dry_run
-        self.retention_check = retention_check
-        self.mode = mode
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {
-            "retention_hours": _number(self.retention_hours, "retention_hours", float),
-            "dry_run": bool(self.dry_run),
-            "retention_check": bool(self.retention_check),
-            "mode": self.mode,
-        }
-
-
-def _pairs(mapping: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """A mapping as the request's ``K=V`` pairs (values as their text)."""
-    return tuple((str(key), str(value)) for key, value in mapping.items())
-
-
-def _check_source(
-    operator: DeltaSparkOperator,
-    source: str | None,
-    source_format: str,
-    source_sql: str | None,
-    source_views: Mapping[str, Any] | str | None,
-) -> None:
-    """A source path or a query, with views whose description holds (a template is checked once rendered)."""
-    if source_format not in SOURCE_FORMATS:
-        raise ValueError(f"source_format must be one of {SOURCE_FORMATS}, not {source_format!r}")
-    if (source is None) == (source_sql is None):
-        raise ValueError(f"{type(operator).__name__} needs a source path (source) or a query (source_sql), exactly one")
-    if source_views is not None and source_sql is None:
-        raise ValueError("source_views name the views of source_sql: give source_sql too")
-    if source_views is not None and "{{" not in str(source_views):
-        try:
-            parse_source_views(source_views)
-        except ValueError as exc:
-            raise ValueError(f"{type(operator).__name__}: {exc}") from None
+    spec_class = VacuumSpec
 
 
 def _lineage_sources(
@@ -756,13 +581,6 @@ def _lineage_sources(
         return [(view.path, view.format) for view in parse_source_views(views)]
     except ValueError:  # the task fails on it; lineage has nothing to say
         return []
-
-
-def _check_unless_templated(operator: DeltaSparkOperator, value: Any) -> None:
-    """Build the request now, so a bad ``value`` fails when the DAG is parsed;
-    a template is checked once rendered, when the task runs."""
-    if not (isinstance(value, str) and "{{" in value):
-        operator.request()
 
 
 def _range_bounds(value: Any) -> tuple[Any, Any] | None:
@@ -802,16 +620,7 @@ class DeltaPurgeDeletionVectorsOperator(DeltaSparkOperator):
         this share of their rows (default 0: every file with a vector). (templated)
     """
 
-    request_class = ReorgSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "min_deleted_ratio")
-
-    def __init__(self, *, min_deleted_ratio: float | str = 0.0, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.min_deleted_ratio = min_deleted_ratio
-        _check_unless_templated(self, min_deleted_ratio)
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {"min_deleted_ratio": _number(self.min_deleted_ratio, "min_deleted_ratio", float)}
+    spec_class = ReorgSpec
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten
@@ -845,56 +654,38 @@ class DeltaChangesOperator(DeltaSparkOperator):
         (``parquet`` only with ``io="arrow"``).
     """
 
-    request_class = ChangesSpec
+    spec_class = ChangesSpec
     commits_versions = False
-    template_fields: Sequence[str] = (
-        *DeltaSparkOperator.template_fields,
-        "start_version",
-        "end_version",
-        "version_range",
-        "output_path",
-    )
+    optional_fields = ("start_version",)
+    own_template_fields = ("version_range",)
 
-    def __init__(
-        self,
-        *,
-        output_path: str,
-        start_version: int | str | None = None,
-        end_version: int | str | None = None,
-        version_range: Any = None,
-        output_format: str = "parquet",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if output_format not in CHANGES_OUTPUT_FORMATS:
-            raise ValueError(f"output_format must be one of {CHANGES_OUTPUT_FORMATS}, not {output_format!r}")
-        if version_range is not None and (start_version is not None or end_version is not None):
+    def __init__(self, *, version_range: Any = None, **kwargs: Any) -> None:
+        given = kwargs.get("start_version") is not None or kwargs.get("end_version") is not None
+        if version_range is not None and given:
             raise ValueError("give version_range, or start_version and end_version, not both")
-        if version_range is None and start_version is None:
+        if version_range is None and kwargs.get("start_version") is None:
             raise ValueError("give start_version (and end_version), or version_range")
-        self.start_version = start_version
-        self.end_version = end_version
         self.version_range = version_range
-        self.output_path = output_path
-        self.output_format = output_format
-        self._by_range = version_range is not None
+        super().__init__(**kwargs)
+
+    def _known_now(self) -> bool:
+        return self.version_range is None and super()._known_now()
 
     def _bounds(self) -> tuple[Any, Any] | None:
         """(start, end) as given; None for an empty ``version_range``."""
-        if not self._by_range:
+        if self.version_range is None:
             return self.start_version, self.end_version
         return _range_bounds(self.version_range)
 
-    def _request_fields(self) -> dict[str, Any]:
+    def spec_values(self, values: dict[str, Any]) -> dict[str, Any]:
         bounds = self._bounds()
         if bounds is None:
             raise ValueError("version_range is empty: there are no changes to read")
         start, end = bounds
         return {
-            "start_version": _number(start, "start_version"),
-            "end_version": None if end in (None, "") else _number(end, "end_version"),
-            "output_path": self.output_path,
-            "output_format": self.output_format,
+            **values,
+            "start_version": number(start, "start_version"),
+            "end_version": None if end in (None, "") else number(end, "end_version"),
         }
 
     def execute(self, context: Context) -> DeltaOperationResult:
@@ -977,55 +768,7 @@ class DeltaAlterTableOperator(DeltaSparkOperator):
         then need column mapping support (reader version 2).
     """
 
-    request_class = AlterSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "change", "drop_feature")
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        **DeltaSparkOperator.template_fields_renderers,
-        "change": "json",
-    }
-
-    def __init__(
-        self,
-        *,
-        change: Mapping[str, Any] | str | None = None,
-        drop_feature: str | None = None,
-        truncate_history: bool = False,
-        enable_column_mapping: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        if (change is None) == (drop_feature is None):
-            raise ValueError("give change or drop_feature, not both or neither")
-        if truncate_history and drop_feature is None:
-            raise ValueError(
-                "truncate_history goes with drop_feature (with change, it is the drop_feature change's own "
-                'key: {"drop_feature": {"name": ..., "truncate_history": true}})'
-            )
-        if isinstance(change, Mapping):  # JSON text (a template, say) is checked when the task runs
-            kinds = [k for k in change if k in ALTER_CHANGES]
-            if len(kinds) != 1:
-                raise ValueError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
-            if kinds == ["add_constraint"] and self.engine == "python":
-                raise ValueError(
-                    "adding a CHECK constraint checks the table's rows: it needs Spark, not engine='python'"
-                )
-        dropping = drop_feature
-        if isinstance(change, Mapping) and isinstance(change.get("drop_feature"), Mapping):
-            dropping = change["drop_feature"].get("name")
-        if dropping in REWRITING_DROPS and self.engine == "python":
-            raise ValueError(f"dropping {dropping} rewrites data files: it needs Spark, not engine='python'")
-        self.change = dict(change) if isinstance(change, Mapping) else change
-        self.drop_feature = drop_feature
-        self.truncate_history = truncate_history
-        self.enable_column_mapping = enable_column_mapping
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {
-            "change": json.dumps(self.change) if isinstance(self.change, Mapping) else self.change,
-            "drop_feature": self.drop_feature,
-            "truncate_history": bool(self.truncate_history),
-            "enable_column_mapping": bool(self.enable_column_mapping),
-        }
+    spec_class = AlterSpec
 
 
 class DeltaRestoreOperator(DeltaSparkOperator):
@@ -1041,20 +784,7 @@ class DeltaRestoreOperator(DeltaSparkOperator):
         this time (ISO 8601; UTC unless it has a zone). (templated)
     """
 
-    request_class = RestoreSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "version", "timestamp")
-
-    def __init__(self, *, version: int | str | None = None, timestamp: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if (version is None) == (timestamp is None):
-            raise ValueError("DeltaRestoreOperator needs version or timestamp (one of them)")
-        self.version = version
-        self.timestamp = timestamp
-
-    def _request_fields(self) -> dict[str, Any]:
-        if self.version is not None:
-            return {"version": _number(self.version, "version")}
-        return {"timestamp": str(self.timestamp)}
+    spec_class = RestoreSpec
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the table, from an earlier version of itself
@@ -1082,36 +812,7 @@ class DeltaOptimizeOperator(DeltaSparkOperator):
         other columns or another provider (``OPTIMIZE FULL``, as delta-spark's).
     """
 
-    request_class = OptimizeSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "where", "target_size", "zorder_by")
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        **DeltaSparkOperator.template_fields_renderers,
-        "where": "sql",
-    }
-
-    def __init__(
-        self,
-        *,
-        where: str | None = None,
-        target_size: int | str | None = None,
-        zorder_by: Sequence[str] | str | None = None,
-        full: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.where = where
-        self.target_size = target_size
-        self.zorder_by = zorder_by  # a list, or one string of comma-separated names (templates render strings)
-        self.full = full
-        _check_unless_templated(self, target_size)
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {
-            "where": self.where or None,  # a template that rendered nothing: every partition
-            "target_size": _number(self.target_size, "target_size"),
-            "zorder_by": _column_names(self.zorder_by),
-            "full": bool(self.full),
-        }
+    spec_class = OptimizeSpec
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"rewrite": {}}  # the same rows, rewritten
@@ -1135,26 +836,8 @@ class DeltaConvertOperator(DeltaSparkOperator):
         driver of a Spark application.
     """
 
-    request_class = ConvertSpec
-    template_fields: Sequence[str] = (*DeltaSparkOperator.template_fields, "partition_by", "table_properties")
-
-    def __init__(
-        self,
-        *,
-        partition_by: str | Mapping[str, str] | None = None,
-        table_properties: Mapping[str, Any] | None = None,
-        engine: str = "python",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(engine=engine, **kwargs)
-        self.partition_by = partition_by
-        self.table_properties = table_properties
-
-    def _request_fields(self) -> dict[str, Any]:
-        spec = self.partition_by
-        if isinstance(spec, Mapping):
-            spec = ", ".join(f"{name} {type_}" for name, type_ in spec.items())
-        return {"partition_by": spec or None, "table_properties": _pairs(self.table_properties or {})}
+    spec_class = ConvertSpec
+    default_engine = "python"
 
 
 class DeltaGenerateManifestOperator(DeltaSparkOperator):
@@ -1176,17 +859,9 @@ class DeltaGenerateManifestOperator(DeltaSparkOperator):
         the driver of a Spark application.
     """
 
-    request_class = GenerateSpec
+    spec_class = GenerateSpec
     commits_versions = False
-
-    def __init__(self, *, mode: str = GENERATE_MODES[0], engine: str = "python", **kwargs: Any) -> None:
-        super().__init__(engine=engine, **kwargs)
-        if mode not in GENERATE_MODES:
-            raise ValueError(f"mode must be one of {GENERATE_MODES}, not {mode!r}")
-        self.mode = mode
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {"mode": self.mode}
+    default_engine = "python"
 
 
 class DeltaCloneOperator(DeltaSparkOperator):
@@ -1214,49 +889,8 @@ class DeltaCloneOperator(DeltaSparkOperator):
         a Spark application.
     """
 
-    request_class = CloneSpec
-    template_fields: Sequence[str] = (
-        *DeltaSparkOperator.template_fields,
-        "source_path",
-        "version",
-        "timestamp",
-        "table_properties",
-    )
-
-    def __init__(
-        self,
-        *,
-        source_path: str,
-        version: int | str | None = None,
-        timestamp: str | None = None,
-        replace: bool = False,
-        table_properties: Mapping[str, Any] | None = None,
-        engine: str = "python",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(engine=engine, **kwargs)
-        if version is not None and timestamp is not None:
-            raise ValueError("DeltaCloneOperator takes version or timestamp, not both")
-        self.source_path = source_path
-        self.version = version
-        self.timestamp = timestamp
-        self.replace = replace
-        self.table_properties = table_properties
-
-    def _request_fields(self) -> dict[str, Any]:
-        return {
-            "source_path": self.source_path,
-            "version": _number(self.version, "version"),
-            "timestamp": None if self.timestamp is None else str(self.timestamp),
-            "replace": bool(self.replace),
-            "table_properties": _pairs(self.table_properties or {}),
-        }
+    spec_class = CloneSpec
+    default_engine = "python"
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"sources": [(self.source_path, "delta")], "source_has_table_columns": True}
-
-
-def _column_names(value: Sequence[str] | str | None) -> tuple[str, ...]:
-    """Column names given as a list, or as one comma-separated string (what a template renders)."""
-    names = value.split(",") if isinstance(value, str) else list(value or [])
-    return tuple(str(name).strip() for name in names if str(name).strip())

@@ -20,7 +20,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_delta_provider.hooks.delta_operation import task_error
-from airflow_delta_provider.operators.rendered import number
+from airflow_delta_provider.operations.spec.fields import number
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

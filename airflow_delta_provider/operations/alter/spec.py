@@ -60,6 +60,12 @@ class AlterSpec(OperationSpec):
                 'own key: {"drop_feature": {"name": ..., "truncate_history": true}})'
             )
 
+    def spark_reason(self) -> str:
+        if self.drop_feature is not None or "drop_feature" in (self.change or ""):
+            dropped = self.drop_feature or _dropped(self.change)
+            return f"dropping {dropped} rewrites data files"
+        return "adding a CHECK constraint checks the table's rows"
+
     def needs_spark(self) -> bool:
         """Adding a CHECK constraint (Spark checks the table's rows), and
         dropping a feature whose preparation rewrites data files."""
@@ -73,3 +79,12 @@ class AlterSpec(OperationSpec):
             return False
         drop = change.get("drop_feature")
         return "add_constraint" in change or (isinstance(drop, dict) and drop.get("name") in REWRITING_DROPS)
+
+
+def _dropped(change: str | None) -> str | None:
+    """The feature a ``drop_feature`` change names, if its JSON says so."""
+    try:
+        drop = json.loads(change or "").get("drop_feature")
+    except (ValueError, AttributeError):
+        return None
+    return drop.get("name") if isinstance(drop, dict) else None

@@ -105,6 +105,10 @@ class OperationSpec(metaclass=_SpecType):
         """Whether the Spark application opens a session for it (all but metadata-only operations)."""
         return True
 
+    def spark_reason(self) -> str:
+        """Why it needs Spark, for the error that refuses it with no Spark."""
+        return self.operation
+
     # --- argv ---------------------------------------------------------------
 
     @classmethod

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     option,
@@ -29,3 +30,8 @@ class UpdateSpec(OperationSpec):
         required=True,
         help="a column and the SQL of its new value",
     )
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.updates:
+            raise InvalidArgumentError("update needs at least one column in updates")
