@@ -64,7 +64,9 @@ def build(spark, root: Path, rows: int) -> tuple[Path, int]:
 
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.operations.alter.plan import alter_table, change_from_json
-    from tests.operations.runs import run_append, run_optimize
+    from airflow_delta_provider.operations.append.spec import AppendSpec
+    from airflow_delta_provider.operations.runners import run_spec
+    from tests.operations.runs import run_optimize
 
     shutil.rmtree(root, ignore_errors=True)
     rng = random.Random(11)
@@ -77,7 +79,7 @@ def build(spark, root: Path, rows: int) -> tuple[Path, int]:
     source = root / "new"
     source.mkdir()
     pq.write_table(_rows(rng, FILES * rows, int(FILES * rows * NEW_SHARE)), source / "part-0.parquet")
-    run_append(spark, str(base), str(source), format="parquet")
+    run_spec(spark, AppendSpec(table_path=str(base), source=str(source), source_format="parquet"))
     return base, size
 
 

@@ -11,7 +11,7 @@ half of them inserts of new ids above the table's. Two cases:
 
 Contenders, each on a fresh copy, interleaved, one warm ``local[2]`` session:
 
-* ours: ``run_merge`` with ``[matched: update *, not_matched: insert *]``;
+* ours: MERGE (``MergeSpec`` run by ``run_spec``) with ``[matched: update *, not_matched: insert *]``;
 * plain Spark: the table's files read whole, a full outer join with the
   source on ``id``, every row written again as parquet (no log);
 * delta-rs: ``DeltaTable.merge(...).when_matched_update_all()
@@ -75,7 +75,8 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from tests.operations.runs import run_merge
+    from airflow_delta_provider.operations.merge.spec import MergeSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     case = "scattered" if scattered else "narrow"
     source = write_source(args.data_dir / f"merge-source-{case}", rows, source_rows, scattered)
@@ -85,7 +86,8 @@ def merge_case(spark, args, ds, rows: int, source_rows: int, scattered: bool) ->
     touched: dict[str, int] = {}
 
     def ours(path: Path) -> None:
-        m = run_merge(spark, str(path), str(source), "t.id = s.id", UPSERT).metrics
+        spec = MergeSpec(table_path=str(path), source=str(source), on="t.id = s.id", clauses=json.dumps(UPSERT))
+        m = run_spec(spark, spec).metrics
         assert (m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (half, source_rows - half), m
         touched["files"] = m["numTargetFilesRemoved"]
 

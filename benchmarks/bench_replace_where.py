@@ -54,7 +54,8 @@ def build(spark: Any, root: Path, rows: int, days: int) -> tuple[Path, Path, Pat
     """The table (ours), its parquet twin (plain Spark), a one-day source and a 5%-of-ids source."""
     from pyspark.sql import functions as F
 
-    from tests.operations.runs import run_append
+    from airflow_delta_provider.operations.append.spec import AppendSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     key = root / f"{rows}x{days}"
     table, plain, day_src, ids_src = key / "table", key / "plain", key / "day_src", key / "ids_src"
@@ -68,7 +69,10 @@ def build(spark: Any, root: Path, rows: int, days: int) -> tuple[Path, Path, Pat
         (F.col("id") * 0.5).alias("val"),
     )
     frame.write.partitionBy("day").parquet(str(key / "raw"))
-    run_append(spark, str(table), str(key / "raw"), "parquet", partition_by=["day"])
+    run_spec(
+        spark,
+        AppendSpec(table_path=str(table), source=str(key / "raw"), source_format="parquet", partition_by=("day",)),
+    )
     shutil.copytree(key / "raw", plain)
     spark.read.parquet(str(key / "raw")).filter("day = '2026-01-02'").withColumn("val", F.col("val") + 1).write.parquet(
         str(day_src)
@@ -103,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     import deltalake
     import pyarrow.dataset as ds
 
-    from tests.operations.runs import run_append
+    from airflow_delta_provider.operations.append.spec import AppendSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     spark = spark_session()
     table, plain, day_src, ids_src = build(spark, args.data_dir, rows, days)
@@ -134,8 +139,15 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.repeat + 1):
             path = fresh(table, "ours")
             took, result = timed(
-                lambda path=path, case=case: run_append(
-                    spark, path, str(case["source"]), "parquet", mode="overwrite", replace_where=case["predicate"]
+                lambda path=path, case=case: run_spec(
+                    spark,
+                    AppendSpec(
+                        table_path=path,
+                        source=str(case["source"]),
+                        source_format="parquet",
+                        mode="overwrite",
+                        replace_where=case["predicate"],
+                    ),
                 )
             )
             check = deltalake.DeltaTable(path).to_pyarrow_table(columns=["id"]).num_rows

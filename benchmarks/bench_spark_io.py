@@ -35,8 +35,10 @@ MODES = ("hadoop", "arrow")
 
 def run(args: argparse.Namespace) -> dict:
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.operations.append.spec import AppendSpec
+    from airflow_delta_provider.operations.runners import run_spec
     from airflow_delta_provider.spark.read.scan import scan
-    from tests.operations.runs import run_append, run_update
+    from tests.operations.runs import run_update
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     files = 10 if args.quick else 50
@@ -53,7 +55,9 @@ def run(args: argparse.Namespace) -> dict:
         assert result.metrics["numUpdatedRows"] == (rows + 1) // 2, result.metrics
 
     def append(path: Path, io: str) -> None:
-        result = run_append(spark, str(path), str(ds.append_source), "parquet", io=io)
+        result = run_spec(
+            spark, AppendSpec(table_path=str(path), source=str(ds.append_source), source_format="parquet", io=io)
+        )
         assert result.metrics["numOutputRows"] == append_rows, result.metrics
 
     operations = {

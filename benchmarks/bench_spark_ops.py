@@ -154,12 +154,13 @@ def build_dataset(spark: Any, root: Path, rows: int, files: int, append_rows: in
     """Write (or reuse) the base table of ``rows`` rows in ``files`` files and an append source.
 
     Spark writes the rows as ``files`` parquet files (one per id range), and
-    our ``run_append`` commits them as a new Delta table. For that append,
+    our APPEND (``AppendSpec``) commits them as a new Delta table. For that append,
     each source file is read as its own Spark partition, so the table gets
     exactly one data file per source file, with disjoint id ranges.
     """
     from airflow_delta_provider.delta.table import DeltaTable
-    from tests.operations.runs import run_append
+    from airflow_delta_provider.operations.append.spec import AppendSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     home = root / f"spark_ops-{rows}r-{files}f"
     ds = Dataset(home / "table", home / f"append-source-{append_rows}r", rows, files, append_rows)
@@ -173,7 +174,7 @@ def build_dataset(spark: Any, root: Path, rows: int, files: int, append_rows: in
         source = home / "table-source"
         _rows_frame(spark, 0, rows, files).write.parquet(str(source))
         with _one_partition_per_file(spark):
-            run_append(spark, str(ds.table), str(source), format="parquet")
+            run_spec(spark, AppendSpec(table_path=str(ds.table), source=str(source), source_format="parquet"))
         shutil.rmtree(source)
         marker.write_text(json.dumps({"rows": rows, "files": files, "built": time.strftime("%Y-%m-%dT%H:%M:%S")}))
     if not ds.append_source.exists():
@@ -320,9 +321,11 @@ class Runner:
         return {"version": result.version, **result.metrics}
 
     def ours_append(self, op: str, path: Path) -> dict[str, Any]:
-        from tests.operations.runs import run_append
+        from airflow_delta_provider.operations.append.spec import AppendSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
-        result = run_append(self.spark, str(path), str(self.ds.append_source), format="parquet", mode="append")
+        spec = AppendSpec(table_path=str(path), source=str(self.ds.append_source), source_format="parquet")
+        result = run_spec(self.spark, spec)
         return {"version": result.version, **result.metrics}
 
     def ours_vacuum(self, op: str, path: Path) -> dict[str, Any]:

@@ -345,7 +345,8 @@ class Cases:
         from bench_merge import UPSERT, write_source
         from deltalake import DeltaTable as RsTable
 
-        from tests.operations.runs import run_merge
+        from airflow_delta_provider.operations.merge.spec import MergeSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
         ds = self.small_files()
         scattered = case == "merge_scattered"
@@ -372,7 +373,9 @@ class Cases:
         )
         contenders = [
             Contender("ours", ds.table, lambda p: timed(
-                lambda: run_merge(self.spark, str(p), str(source), "t.id = s.id", UPSERT)), check("ours")),
+                lambda: run_spec(self.spark, MergeSpec(
+                    table_path=str(p), source=str(source), on="t.id = s.id", clauses=json.dumps(UPSERT)))),
+                check("ours")),
             Contender("delta-spark", ds.table, self.peer_sql(sql), check("delta-spark")),
             Contender("delta-rs", ds.table, lambda p: timed(
                 lambda: RsTable(str(p)).merge(arrow_source, "t.id = s.id", source_alias="s", target_alias="t")
@@ -391,7 +394,8 @@ class Cases:
         import deltalake
         import pyarrow.dataset as pads
 
-        from tests.operations.runs import run_append
+        from airflow_delta_provider.operations.append.spec import AppendSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
         ds = self.table()
         src = str(ds.append_source)
@@ -407,7 +411,8 @@ class Cases:
 
         contenders = [
             Contender("ours", ds.table, lambda p: timed(
-                lambda: run_append(self.spark, str(p), src, format="parquet", mode="append")), check),
+                lambda: run_spec(self.spark, AppendSpec(table_path=str(p), source=src, source_format="parquet"))),
+                check),
             Contender("delta-spark", ds.table, self.peer_sql(f"INSERT INTO delta.`{{path}}` SELECT * FROM parquet.`{src}`"), check),
             Contender("delta-rs", ds.table, delta_rs),
             Contender("plain Spark", ds.table, lambda p: timed(

@@ -212,7 +212,11 @@ _ALTERNATIVES = {
     "alter": (("change", "enable_column_mapping"), ("drop_feature", "truncate_history")),
 }
 #: The least each operation needs beyond its required fields: a source.
-_MINIMAL = {"append": {"source": "x", "source_format": "parquet"}, "merge": {"source": "x"}, "alter": {"change": "{}"}}
+_MINIMAL = {
+    "append": {"source": "x", "source_format": "parquet"},
+    "merge": {"source": "x", "clauses": '[{"when": "matched", "delete": true}]'},
+    "alter": {"change": "{}"},
+}
 
 
 def _ids(case: tuple[type, dict[str, Any]]) -> str:

@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.expressions.parse import (
     NONDETERMINISTIC,
     column_equality,
@@ -133,11 +132,4 @@ def key_range_sql(column: str, low: Any, high: Any) -> str | None:
     return f"{name} >= {lo} AND {name} <= {hi}"
 
 
-def check_alias(alias: str, what: str) -> str:
-    """An alias must be a plain SQL identifier (it is spliced into column references)."""
-    if not alias or not alias.isascii() or not alias.replace("_", "a").isalnum() or alias[0].isdigit():
-        raise InvalidInputError(f"the {what} alias {alias!r} must be a plain identifier (letters, digits, _)")
-    return alias
-
-
-__all__ = ["NONDETERMINISTIC", "JoinFacts", "check_alias", "join_facts", "key_range_sql", "nondeterministic_calls"]
+__all__ = ["NONDETERMINISTIC", "JoinFacts", "join_facts", "key_range_sql", "nondeterministic_calls"]

@@ -27,30 +27,15 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.expressions.parse import nondeterministic_calls, parse_condition
 from airflow_delta_provider.delta.partitions import parse_partition_value
 from airflow_delta_provider.delta.watch.commit_filter import partition_predicate
+from airflow_delta_provider.operations.append.spec import check_overwrite_arguments  # the operator's import
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
 
 
-def check_overwrite_arguments(mode: str, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
-    """Refuse the combinations delta-spark refuses, and a selective overwrite
-    that is not an overwrite. ``dynamic``: dynamic partition overwrite."""
-    if replace_where is None and not dynamic:
-        return
-    if replace_where is not None and dynamic:
-        raise InvalidInputError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
-    what = "replace_where" if replace_where is not None else 'partition_overwrite_mode="dynamic"'
-    if mode != "overwrite":
-        raise InvalidInputError(f'{what} replaces part of the table: it needs mode="overwrite", not {mode!r}')
-    if overwrite_schema:
-        raise InvalidInputError(f"{what} cannot be used with overwrite_schema: the schema stays the table's")
-
-
 def check_replace_predicate(sql: str) -> None:
-    """Refuse an empty predicate, a subquery and a non-deterministic call,
-    naming them. Spark then resolves its columns against the table."""
-    if not sql.strip():
-        raise InvalidInputError("replace_where is empty; omit it to overwrite the whole table")
+    """Refuse a subquery and a non-deterministic call, naming them (the spec
+    refuses an empty predicate). Spark then resolves its columns against the table."""
     parse_condition(sql)  # syntax, and no subquery
     calls = nondeterministic_calls(sql)
     if calls:

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from airflow_delta_provider.delta.actions.model import AddFile, RemoveFile
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.operations.append.metrics import AppendMetrics
 from airflow_delta_provider.operations.append.plan import (
     check_replace_predicate,
     partitions_predicate,
@@ -170,24 +172,20 @@ class Replacement:
         remarked = [new for _old, new in result.marked]
         return [*result.added, *remarked, *(f.remove(now) for f in result.removes), *result.changes]
 
-    def metrics(self, new_files: list[AddFile]) -> dict[str, Any]:
+    def metrics(self, new_files: list[AddFile]) -> AppendMetrics:
         """delta-spark's WRITE metrics of an overwrite: the replace_where ones
         count rewritten files and copied rows as output, as it does."""
-        written = [*new_files, *self.written]
-        metrics: dict[str, Any] = {
-            "numFiles": len(written),
-            "numOutputRows": sum(a.num_records or 0 for a in written),
-            "numOutputBytes": sum(a.size for a in written),
-            "numRemovedFiles": len(self.removed),
-            "numRemovedBytes": sum(f.size or 0 for f in self.removed),
-        }
-        if self._rows is not None:
-            result = self._rows.result
-            metrics["numCopiedRows"] = result.rows_copied
-            metrics["numDeletedRows"] = result.rows_changed
-            metrics["numAddedChangeFiles"] = len(result.changes)
-            metrics["numDeletionVectorsAdded"] = len(result.marked)
-        return metrics
+        metrics = AppendMetrics.overwritten([*new_files, *self.written], self.removed)
+        if self._rows is None:
+            return metrics
+        result = self._rows.result
+        return replace(
+            metrics,
+            num_copied_rows=result.rows_copied,
+            num_deleted_rows=result.rows_changed,
+            num_added_change_files=len(result.changes),
+            num_deletion_vectors_added=len(result.marked),
+        )
 
 
 __all__ = ["Replacement"]

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-# Aliased: run_append's ``table_properties`` argument would shadow the module.
+# Aliased: the spec's ``table_properties`` would read as the module.
 from airflow_delta_provider.delta import table_properties as table_props
 from airflow_delta_provider.delta.actions.model import AddFile, DomainMetadata, Metadata
 from airflow_delta_provider.delta.errors import (
@@ -58,14 +58,13 @@ from airflow_delta_provider.delta.table_features import identity_columns as iden
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
 from airflow_delta_provider.operations.append.location import check_new_table_location
-from airflow_delta_provider.operations.append.plan import check_overwrite_arguments
+from airflow_delta_provider.operations.append.metrics import AppendMetrics
 from airflow_delta_provider.operations.append.replacement import Replacement
-from airflow_delta_provider.operations.append.spec import DYNAMIC_OVERWRITE, PARTITION_OVERWRITE_MODES
+from airflow_delta_provider.operations.append.spec import DYNAMIC_OVERWRITE, AppendSpec, parse_table_schema
 from airflow_delta_provider.operations.optimize.auto_compact import after_write
 from airflow_delta_provider.operations.result import CommandResult
 from airflow_delta_provider.operations.sources.spark import Source
-from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, SourceView
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 from airflow_delta_provider.spark.write.files import WrittenFiles, conform, write_files
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, with_identity_values, written_extreme
 
@@ -77,35 +76,12 @@ OPERATION = "WRITE"
 #: How many times an append that generated identity values runs when a
 #: concurrent commit moved the high-water mark under it.
 IDENTITY_ATTEMPTS = 3
-MODES = ("append", "overwrite")
 
 
-def run_append(
-    spark: SparkSession,
-    table: str,
-    source: str | None = None,
-    format: str | None = "parquet",
-    merge_schema: bool = False,
-    partition_by: Sequence[str] | None = None,
-    mode: str = "append",
-    overwrite_schema: bool = False,
-    txn_app_id: str | None = None,
-    txn_version: int | None = None,
-    options: Mapping[str, str] | None = None,
-    token: str | None = None,
-    io: str = "auto",
-    table_properties: Mapping[str, str] | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    table_schema: Mapping[str, Any] | str | None = None,
-    replace_where: str | None = None,
-    partition_overwrite_mode: str | None = None,
-    source_sql: str | None = None,
-    source_views: str | Mapping[str, Any] | Sequence[SourceView] | None = None,
-    cluster_by: Sequence[str] | None = None,
-) -> CommandResult:
-    """Append (or overwrite with) the rows at ``source`` (read as ``format``,
-    with reader ``options``), or those of the query ``source_sql`` over
-    ``source_views``, to ``table``.
+def run(spark: SparkSession, spec: AppendSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """Append (or overwrite with) the rows at ``spec.source`` (read as
+    ``source_format``, with reader ``options``), or those of the query
+    ``source_sql`` over ``source_views``, to ``spec.table_path``.
 
     ``io``: ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
     ``table_properties`` (``delta.*``) are set on the table in the same
@@ -120,9 +96,9 @@ def run_append(
     delta-spark), the append runs again from the new snapshot, new values
     and all, up to :data:`IDENTITY_ATTEMPTS` times.
 
-    ``table_schema`` (a Delta schema, as a dict or its JSON) is the schema of
-    a table this creates (or, with ``overwrite_schema``, replaces) instead of
-    the source's: its field metadata may declare generated columns
+    ``table_schema`` (a Delta schema's JSON) is the schema of a table this
+    creates (or, with ``overwrite_schema``, replaces) instead of the
+    source's: its field metadata may declare generated columns
     (``delta.generationExpression``) and identity columns
     (``delta.identity.start``/``step``/``allowExplicitInsert``), which then
     upgrade the protocol as delta-spark does. The source must fit it.
@@ -137,124 +113,89 @@ def run_append(
     never with ``partition_by``, as delta-spark refuses. On an existing table
     it must name the table's clustering columns (ALTER changes them); a
     schema it replaces without ``cluster_by`` keeps them, and must still fit.
+
+    The arguments were checked by ``spec.validate()``; what needs the table is checked here.
     """
-    _check_arguments(format, mode, overwrite_schema, txn_app_id, txn_version)
-    if cluster_by and partition_by:
-        raise InvalidInputError(
-            f"cannot both partition (by {list(partition_by)}) and cluster (by {list(cluster_by)}) a table, as "
-            "delta-spark refuses (clusterByWithPartitionedBy)"
-        )
-    if partition_overwrite_mode is not None and partition_overwrite_mode not in PARTITION_OVERWRITE_MODES:
-        raise InvalidInputError(
-            f"unknown partition_overwrite_mode {partition_overwrite_mode!r}; use one of "
-            f"{', '.join(PARTITION_OVERWRITE_MODES)}"
-        )
-    dynamic = partition_overwrite_mode == DYNAMIC_OVERWRITE
-    check_overwrite_arguments(mode, replace_where, dynamic, overwrite_schema)
-    check_io(io)
-    declared = _parse_table_schema(table_schema)
-    rows = Source(
-        spark, path=source, format=format, options=options, sql=source_sql, views=source_views, io=io,
-        storage_options=storage_options,
-    )  # fmt: skip
-    with rows:
+    declared = _parse_table_schema(spec.table_schema)
+    with Source.of(spark, spec, storage_options) as rows:
         for attempt in range(1, IDENTITY_ATTEMPTS + 1):
             try:
-                return _append_once(
-                    spark, table, rows, merge_schema, list(partition_by or []), mode, overwrite_schema, txn_app_id,
-                    txn_version, token, io, table_properties, storage_options, declared, replace_where, dynamic,
-                    cluster_by=list(cluster_by or []),
-                )  # fmt: skip
+                return _append_once(spark, spec, rows, declared, storage_options)
             except IdentityHighWaterMarkConflictError:
                 if attempt == IDENTITY_ATTEMPTS:
                     raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def write_parameters(
-    mode: str,
-    partition_by: Sequence[str],
-    merge_schema: bool,
-    overwrite_schema: bool,
-    replace_where: str | None = None,
-    dynamic: bool = False,
-) -> dict[str, Any]:
+def write_parameters(spec: AppendSpec) -> dict[str, Any]:
     """delta-spark's WRITE ``operationParameters``: the mode, the partitioning the writer asked for (not
     the table's: an append to a partitioned table without one records ``[]``), the ``predicate`` of a
-    ``replace_where`` (as written) or ``isDynamicPartitionOverwrite``, and the schema options that were
-    on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans."""
-    parameters: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": json.dumps(list(partition_by))}
-    if replace_where is not None:
-        parameters["predicate"] = replace_where
-    if dynamic:
+    ``replace_where`` (as written) or ``isDynamicPartitionOverwrite``, the schema options that were
+    on (``canMergeSchema``, and ``canOverwriteSchema`` for an overwrite), as JSON booleans, and ``clusterBy``."""
+    parameters: dict[str, Any] = {"mode": spec.mode.capitalize(), "partitionBy": json.dumps(list(spec.partition_by))}
+    if spec.replace_where is not None:
+        parameters["predicate"] = spec.replace_where
+    if _dynamic(spec):
         parameters["isDynamicPartitionOverwrite"] = True
-    if overwrite_schema and mode == "overwrite":
+    if spec.overwrite_schema and spec.mode == "overwrite":
         parameters["canOverwriteSchema"] = True
-    if merge_schema:
+    if spec.merge_schema:
         parameters["canMergeSchema"] = True
+    if spec.cluster_by:
+        parameters["clusterBy"] = json.dumps(list(spec.cluster_by))
     return parameters
+
+
+def _dynamic(spec: AppendSpec) -> bool:
+    """Whether ``spec`` is a dynamic partition overwrite."""
+    return spec.partition_overwrite_mode == DYNAMIC_OVERWRITE
 
 
 def _append_once(
     spark: SparkSession,
-    table: str,
+    spec: AppendSpec,
     source: Source,
-    merge_schema: bool,
-    partition_by: list[str],
-    mode: str,
-    overwrite_schema: bool,
-    txn_app_id: str | None,
-    txn_version: int | None,
-    token: str | None,
-    io: str,
-    table_properties: Mapping[str, str] | None,
+    table_schema: dict[str, Any] | None,
     storage_options: Mapping[str, str] | None,
-    table_schema: dict[str, Any] | None = None,
-    replace_where: str | None = None,
-    dynamic: bool = False,
-    cluster_by: list[str] | None = None,
 ) -> CommandResult:
+    table, mode, partition_by = spec.table_path, spec.mode, list(spec.partition_by)
+    properties = dict(spec.table_properties)
     target = DeltaTable(table, storage_options)
-    table_io = resolve_io(spark, target.storage.location, io)
+    table_io = resolve_io(spark, target.storage.location, spec.io)
     snapshot = target.snapshot() if target.exists() else None
     if snapshot is None and mode != "overwrite":
         check_new_table_location(target.storage, partition_by)
 
-    if snapshot is not None and txn_app_id is not None and txn_version is not None:
-        recorded = snapshot.txn_version(txn_app_id)
-        if recorded is not None and recorded >= int(txn_version):
-            return CommandResult(table, OPERATION, None, {"numFiles": 0, "numOutputRows": 0, "numOutputBytes": 0})
+    if snapshot is not None and spec.txn_app_id is not None and spec.txn_version is not None:
+        recorded = snapshot.txn_version(spec.txn_app_id)
+        if recorded is not None and recorded >= spec.txn_version:
+            return CommandResult(table, OPERATION, None, AppendMetrics.written([]))
 
     data = source.frame()
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here
     data_schema = type_widening.strip(data_schema)  # nor does a widened source's type history
     previous = snapshot.metadata if snapshot is not None else None
     widen = previous is not None and table_props.type_widening_enabled(
-        table_props.with_properties(previous, table_properties)
+        table_props.with_properties(previous, properties)
     )
-    metadata, schema, partition_columns = _plan_metadata(
-        snapshot, data_schema, partition_by, mode, merge_schema, overwrite_schema, widen, table_schema
-    )
-    metadata = column_mapping.apply(table_props.with_properties(metadata, table_properties), previous)
+    metadata, schema, partition_columns = _plan_metadata(snapshot, data_schema, spec, widen, table_schema)
+    metadata = column_mapping.apply(table_props.with_properties(metadata, properties), previous)
     if column_mapping.mode_of(metadata.configuration) == column_mapping.NONE:
         check_column_names(data_schema)  # mapping lets names hold any character
         if table_schema is not None:
             check_column_names(table_schema)
     schema = metadata.schema_json
-    domain = _clustering_domain(snapshot, metadata, cluster_by or [], overwrite_schema)
+    domain = _clustering_domain(snapshot, metadata, list(spec.cluster_by), spec.overwrite_schema)
     data, identities = _complete_rows(data, schema, data_schema)
 
-    parameters = write_parameters(mode, partition_by, merge_schema, overwrite_schema, replace_where, dynamic)
-    if cluster_by:
-        parameters["clusterBy"] = json.dumps(list(cluster_by))
-    txn = target.transaction(OPERATION, parameters=parameters, snapshot=snapshot)
+    txn = target.transaction(OPERATION, parameters=write_parameters(spec), snapshot=snapshot)
     if domain is not None:
         txn.set_domain(domain)
     replacement = None
     if snapshot is not None and mode == "overwrite":
         replacement = Replacement(
             spark, target, snapshot, txn, io=table_io, storage_options=storage_options,
-            replace_where=replace_where, dynamic=dynamic,
+            replace_where=spec.replace_where, dynamic=_dynamic(spec),
         )  # fmt: skip
         replacement.prepare()
     adds = write_files(
@@ -266,27 +207,23 @@ def _append_once(
     with WrittenFiles(target, adds) as written, WrittenFiles(target, rewritten, others) as rewrites:
         if identities:
             metadata = _record_high_water_marks(txn, target, adds, metadata, snapshot, identities)
-        metrics: dict[str, Any] = {
-            "numFiles": len(adds),
-            "numOutputRows": sum(a.num_records or 0 for a in adds),
-            "numOutputBytes": sum(a.size for a in adds),
-        }
+        metrics = AppendMetrics.written(adds)
         if replacement is not None:
             replacement.check_written(adds)
             replacement.remove(adds, conform(data, schema))
-            if dynamic and not adds and replacement.dynamic:  # nothing written, no partition replaced
+            if _dynamic(spec) and not adds and replacement.dynamic:  # nothing written, no partition replaced
                 return CommandResult(table, OPERATION, None, replacement.metrics(adds))
             txn.add_all(replacement.actions())
             metrics = replacement.metrics(adds)
         if metadata is not (snapshot.metadata if snapshot is not None else None):
             txn.update_metadata(metadata)
         txn.add_all(adds)
-        if txn_app_id is not None and txn_version is not None:
-            txn.set_txn(txn_app_id, int(txn_version))
+        if spec.txn_app_id is not None and spec.txn_version is not None:
+            txn.set_txn(spec.txn_app_id, spec.txn_version)
         written.committing()
         rewrites.committing()
         try:
-            result = txn.commit(metrics=metrics, token=token)
+            result = txn.commit(metrics=metrics.commit_metrics(), token=spec.token)
         except MetadataChangedError as exc:
             if not identities:
                 raise
@@ -374,28 +311,10 @@ def _record_high_water_marks(
     return replace(metadata, schema_string=schema_string(schema))
 
 
-def _check_arguments(
-    format: str | None, mode: str, overwrite_schema: bool, txn_app_id: str | None, txn_version: int | None
-) -> None:
-    if format is not None and format not in SOURCE_FORMATS:
-        raise InvalidInputError(f"unknown source format {format!r}; use one of {', '.join(SOURCE_FORMATS)}")
-    if mode not in MODES:
-        raise InvalidInputError(f"unknown mode {mode!r}; use append or overwrite")
-    if overwrite_schema and mode != "overwrite":
-        raise InvalidInputError("overwrite_schema needs mode overwrite")
-    if (txn_app_id is None) != (txn_version is None):
-        raise InvalidInputError("give both the txn app id and the txn version, or neither")
-    if txn_version is not None and int(txn_version) < 0:
-        raise InvalidInputError(f"txn version must not be negative, got {txn_version}")
-
-
 def _plan_metadata(
     snapshot: Snapshot | None,
     data_schema: dict[str, Any],
-    partition_by: list[str],
-    mode: str,
-    merge_schema: bool,
-    overwrite_schema: bool,
+    spec: AppendSpec,
     widen: bool = False,
     table_schema: dict[str, Any] | None = None,
 ) -> tuple[Metadata, dict[str, Any], list[str]]:
@@ -405,6 +324,7 @@ def _plan_metadata(
 
     Returns the snapshot's own Metadata object when nothing changes.
     """
+    partition_by, mode, overwrite_schema = list(spec.partition_by), spec.mode, spec.overwrite_schema
     now = int(time.time() * 1000)
     if table_schema is not None and snapshot is not None and not overwrite_schema:
         raise InvalidInputError(
@@ -437,7 +357,7 @@ def _plan_metadata(
             f"partition columns {partition_by} do not match the table's {partition_columns}; "
             "use mode overwrite with overwrite_schema to change them"
         )
-    if merge_schema:
+    if spec.merge_schema:
         merged = merge_schemas(table_schema, data_schema, type_widening=widen, can_overwrite=True)
         type_widening.check_partition_changes(table_schema, merged, partition_columns)
         if merged != table_schema:
@@ -457,17 +377,12 @@ def _derived_nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "fields": fields}
 
 
-def _parse_table_schema(table_schema: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
-    """A declared Delta schema: a struct of uniquely named fields of known
-    types, with readable identity metadata."""
-    if table_schema is None:
+def _parse_table_schema(table_schema: str | None) -> dict[str, Any] | None:
+    """A declared Delta schema (a struct's JSON, as the spec checked): its
+    fields of known types, uniquely named, with readable identity metadata."""
+    schema = parse_table_schema(table_schema)
+    if schema is None:
         return None
-    try:
-        schema = json.loads(table_schema) if isinstance(table_schema, str) else json.loads(json.dumps(table_schema))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"the table schema is not JSON: {exc}") from None
-    if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
-        raise InvalidInputError('the table schema must be a Delta schema: {"type": "struct", "fields": [...]}')
     try:
         for f in schema["fields"]:
             f.setdefault("nullable", True)
@@ -510,4 +425,4 @@ def _append_only(snapshot: Snapshot) -> AppendOnlyViolationError:
     )
 
 
-__all__ = ["MODES", "OPERATION", "run_append"]
+__all__ = ["OPERATION", "run", "write_parameters"]

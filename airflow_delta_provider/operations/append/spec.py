@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
@@ -98,3 +99,42 @@ class AppendSpec(OperationSpec):
             raise InvalidArgumentError(
                 "append: a table is partitioned (--partition-by) or clustered (--cluster-by), not both"
             )
+        if self.overwrite_schema and self.mode != "overwrite":
+            raise InvalidArgumentError("overwrite_schema needs mode overwrite")
+        if (self.txn_app_id is None) != (self.txn_version is None):
+            raise InvalidArgumentError("give both the txn app id and the txn version, or neither")
+        if self.txn_version is not None and self.txn_version < 0:
+            raise InvalidArgumentError(f"txn version must not be negative, got {self.txn_version}")
+        dynamic = self.partition_overwrite_mode == DYNAMIC_OVERWRITE
+        check_overwrite_arguments(self.mode, self.replace_where, dynamic, self.overwrite_schema)
+        if self.replace_where is not None and not self.replace_where.strip():
+            raise InvalidArgumentError("replace_where is empty; omit it to overwrite the whole table")
+        parse_table_schema(self.table_schema)
+
+
+def check_overwrite_arguments(mode: str, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
+    """Refuse the combinations delta-spark refuses, and a selective overwrite
+    that is not an overwrite. ``dynamic``: dynamic partition overwrite."""
+    if replace_where is None and not dynamic:
+        return
+    if replace_where is not None and dynamic:
+        raise InvalidArgumentError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
+    what = "replace_where" if replace_where is not None else 'partition_overwrite_mode="dynamic"'
+    if mode != "overwrite":
+        raise InvalidArgumentError(f'{what} replaces part of the table: it needs mode="overwrite", not {mode!r}')
+    if overwrite_schema:
+        raise InvalidArgumentError(f"{what} cannot be used with overwrite_schema: the schema stays the table's")
+
+
+def parse_table_schema(text: str | None) -> dict[str, Any] | None:
+    """The declared Delta schema ``text`` holds, as JSON, when it has a schema's
+    shape: a struct with a list of fields (the runner checks the fields' types)."""
+    if text is None:
+        return None
+    try:
+        schema = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"the table schema is not JSON: {exc}") from None
+    if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
+        raise InvalidArgumentError('the table schema must be a Delta schema: {"type": "struct", "fields": [...]}')
+    return schema

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 
 MATCHED = "matched"
 NOT_MATCHED = "not_matched"
@@ -68,20 +68,20 @@ class MergeClause:
 
 
 def parse_clauses(clauses: str | Sequence[Mapping[str, Any]]) -> tuple[MergeClause, ...]:
-    """The clauses of a MERGE, from JSON text or a list of dicts; InvalidInputError names the first problem."""
+    """The clauses of a MERGE, from JSON text or a list of dicts; InvalidArgumentError names the first problem."""
     if isinstance(clauses, str):
         try:
             clauses = json.loads(clauses)
         except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"MERGE clauses are not valid JSON: {exc}") from None
+            raise InvalidArgumentError(f"MERGE clauses are not valid JSON: {exc}") from None
     if not isinstance(clauses, (list, tuple)) or not clauses:
-        raise InvalidInputError('MERGE needs a non-empty list of clauses, e.g. [{"when": "matched", "update": "*"}]')
+        raise InvalidArgumentError('MERGE needs a non-empty list of clauses, e.g. [{"when": "matched", "update": "*"}]')
     parsed = tuple(_parse_clause(i, raw) for i, raw in enumerate(clauses))
     for when in ACTIONS:
         of_kind = [(i, c) for i, c in enumerate(parsed) if c.when == when]
         for i, clause in of_kind[:-1]:
             if clause.condition is None:
-                raise InvalidInputError(
+                raise InvalidArgumentError(
                     f"{clause.describe(i)} has no condition but is not the last {when} clause: "
                     f"only the last {when} clause may omit its condition"
                 )
@@ -91,36 +91,36 @@ def parse_clauses(clauses: str | Sequence[Mapping[str, Any]]) -> tuple[MergeClau
 def _parse_clause(index: int, raw: Any) -> MergeClause:
     where = f"clause {index + 1}"
     if not isinstance(raw, Mapping):
-        raise InvalidInputError(f"{where} is not an object: {raw!r}")
+        raise InvalidArgumentError(f"{where} is not an object: {raw!r}")
     unknown = sorted(set(raw) - _KEYS)
     if unknown:
-        raise InvalidInputError(f"{where} has unknown keys {unknown}; a clause has when, condition and one action")
+        raise InvalidArgumentError(f"{where} has unknown keys {unknown}; a clause has when, condition and one action")
     when = raw.get("when")
     if not isinstance(when, str) or when not in ACTIONS:
-        raise InvalidInputError(f"{where}: when must be one of {', '.join(ACTIONS)}, not {when!r}")
+        raise InvalidArgumentError(f"{where}: when must be one of {', '.join(ACTIONS)}, not {when!r}")
     actions = [a for a in (UPDATE, DELETE, INSERT) if a in raw]
     if len(actions) != 1:
-        raise InvalidInputError(f"{where} needs exactly one action of {', '.join(ACTIONS[when])}, got {actions}")
+        raise InvalidArgumentError(f"{where} needs exactly one action of {', '.join(ACTIONS[when])}, got {actions}")
     action = actions[0]
     if action not in ACTIONS[when]:
-        raise InvalidInputError(f"{where}: a {when} clause may {' or '.join(ACTIONS[when])}, not {action}")
+        raise InvalidArgumentError(f"{where}: a {when} clause may {' or '.join(ACTIONS[when])}, not {action}")
     condition = raw.get("condition")
     if condition is not None and (not isinstance(condition, str) or not condition.strip()):
-        raise InvalidInputError(f"{where}: condition must be a non-empty SQL string, or left out")
+        raise InvalidArgumentError(f"{where}: condition must be a non-empty SQL string, or left out")
     value = raw[action]
     if action == DELETE:
         if value is not True:
-            raise InvalidInputError(f'{where}: write the delete action as "delete": true')
+            raise InvalidArgumentError(f'{where}: write the delete action as "delete": true')
         return MergeClause(when, action, condition)
     if value == STAR:
         if when == NOT_MATCHED_BY_SOURCE:
-            raise InvalidInputError(f"{where}: a not_matched_by_source update has no source row, so it cannot use *")
+            raise InvalidArgumentError(f"{where}: a not_matched_by_source update has no source row, so it cannot use *")
         return MergeClause(when, action, condition)
     if not isinstance(value, Mapping) or not value:
-        raise InvalidInputError(f'{where}: {action} takes "*" or a non-empty object of column: SQL expression')
+        raise InvalidArgumentError(f'{where}: {action} takes "*" or a non-empty object of column: SQL expression')
     for column, sql in value.items():
         if not isinstance(sql, str) or not sql.strip():
-            raise InvalidInputError(f"{where}: the expression for column {column!r} must be a non-empty SQL string")
+            raise InvalidArgumentError(f"{where}: the expression for column {column!r} must be a non-empty SQL string")
     return MergeClause(when, action, condition, dict(value))
 
 

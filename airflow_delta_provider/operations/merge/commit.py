@@ -8,42 +8,40 @@ from airflow_delta_provider.delta.actions.model import AddFile, Metadata
 from airflow_delta_provider.delta.schema.types import schema_string
 from airflow_delta_provider.delta.table_features import column_mapping
 from airflow_delta_provider.operations.dml.copy_on_write import elapsed_ms, now_ms
+from airflow_delta_provider.operations.merge.metrics import MergeMetrics
 from airflow_delta_provider.operations.merge.prepare import OPERATION, MergePlan
 from airflow_delta_provider.operations.merge.rewrite import Rewritten, clause_counts
 from airflow_delta_provider.operations.result import CommandResult
 
 
-def merge_metrics(plan: MergePlan, rewritten: Rewritten) -> dict[str, int]:
+def merge_metrics(plan: MergePlan, rewritten: Rewritten) -> MergeMetrics:
     """delta-spark's MERGE metrics (``executionTimeMs`` up to now)."""
     r = rewritten
     c = clause_counts(plan.rows, r.counts)
-    updated = c["matched_updated"] + c["source_updated"]
-    deleted = c["matched_deleted"] + c["source_deleted"]
-    return {
-        "numSourceRows": plan.candidates.source_rows,
-        "numTargetRowsInserted": r.inserted,
-        "numTargetRowsUpdated": updated,
-        "numTargetRowsMatchedUpdated": c["matched_updated"],
-        "numTargetRowsNotMatchedBySourceUpdated": c["source_updated"],
-        "numTargetRowsDeleted": deleted,
-        "numTargetRowsMatchedDeleted": c["matched_deleted"],
-        "numTargetRowsNotMatchedBySourceDeleted": c["source_deleted"],
-        "numTargetRowsCopied": r.rows_copied,
-        "numOutputRows": sum(f.num_records or 0 for f in r.added),
-        "numTargetFilesAdded": len(r.added),
-        "numTargetFilesRemoved": len(r.removed),
-        "numTargetChangeFilesAdded": 0,
-        "numTargetBytesAdded": sum(f.size for f in r.added),
-        "numTargetBytesRemoved": sum(f.size for f in r.removed),
-        # Copy-on-write: no vector is written; a removed file may carry one.
-        "numTargetDeletionVectorsAdded": 0,
-        "numTargetDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in r.removed),
-        "numTargetDeletionVectorsUpdated": 0,
-        "materializeSourceTimeMs": plan.materialize_ms,
-        "executionTimeMs": elapsed_ms(plan.started),
-        "scanTimeMs": r.scan_ms,
-        "rewriteTimeMs": r.rewrite_ms,
-    }
+    return MergeMetrics(
+        num_source_rows=plan.candidates.source_rows,
+        num_target_rows_inserted=r.inserted,
+        num_target_rows_updated=c["matched_updated"] + c["source_updated"],
+        num_target_rows_matched_updated=c["matched_updated"],
+        num_target_rows_not_matched_by_source_updated=c["source_updated"],
+        num_target_rows_deleted=c["matched_deleted"] + c["source_deleted"],
+        num_target_rows_matched_deleted=c["matched_deleted"],
+        num_target_rows_not_matched_by_source_deleted=c["source_deleted"],
+        num_target_rows_copied=r.rows_copied,
+        num_output_rows=sum(f.num_records or 0 for f in r.added),
+        num_target_files_added=len(r.added),
+        num_target_files_removed=len(r.removed),
+        num_target_change_files_added=0,
+        num_target_bytes_added=sum(f.size for f in r.added),
+        num_target_bytes_removed=sum(f.size for f in r.removed),
+        num_target_deletion_vectors_added=0,
+        num_target_deletion_vectors_removed=sum(f.deletion_vector is not None for f in r.removed),
+        num_target_deletion_vectors_updated=0,
+        materialize_source_time_ms=plan.materialize_ms,
+        execution_time_ms=elapsed_ms(plan.started),
+        scan_time_ms=r.scan_ms,
+        rewrite_time_ms=r.rewrite_ms,
+    )
 
 
 def commit(plan: MergePlan, rewritten: Rewritten) -> CommandResult:
@@ -68,7 +66,7 @@ def commit(plan: MergePlan, rewritten: Rewritten) -> CommandResult:
         plan.txn.update_metadata(metadata)
     plan.txn.add_all([*r.added, *(f.remove(ts) for f in r.removed), *r.changes])
     metrics = merge_metrics(plan, r)
-    committed = plan.txn.commit(metrics=metrics, token=plan.token)
+    committed = plan.txn.commit(metrics=metrics.commit_metrics(), token=plan.token)
     return CommandResult(plan.table_uri, OPERATION, committed.version, metrics)
 
 

@@ -1,6 +1,6 @@
 """The MERGE's plan: everything decided before a file is written.
 
-:func:`plan_merge` checks the arguments, opens the snapshot and a
+:func:`plan_merge` (the arguments checked by the spec) opens the snapshot and a
 transaction (the writer-feature gate), checks the source's schema against
 the table's (``*`` clauses need a source that fits, or ``merge_schema``),
 analyses every expression, persists a file source so every step reads the
@@ -16,7 +16,7 @@ unless it says otherwise, as in delta-spark.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,6 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.scan.merge_condition import (
     JoinFacts,
-    check_alias,
     join_facts,
     nondeterministic_calls,
 )
@@ -53,9 +52,10 @@ from airflow_delta_provider.operations.merge.files import Target
 from airflow_delta_provider.operations.merge.prune import Candidates, prune
 from airflow_delta_provider.operations.merge.rows import MergeRows
 from airflow_delta_provider.operations.merge.schema import merge_schema_of
+from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.sources.spark import Source
 from airflow_delta_provider.spark.read.files import spark_schema
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 
 #: The operation a MERGE commits as.
 OPERATION = "MERGE"
@@ -142,35 +142,25 @@ class MergePlan:
 
 def plan_merge(
     spark: SparkSession,
-    table: str,
+    spec: MergeSpec,
     source: Source,
-    on: str,
-    clauses: str | Sequence[Mapping[str, Any]],
     *,
     keep: Callable[[DataFrame], DataFrame],
-    target_alias: str = "t",
-    source_alias: str = "s",
-    merge_schema: bool = False,
-    token: str | None = None,
-    io: str = "auto",
     storage_options: Mapping[str, str] | None = None,
 ) -> MergePlan:
-    """Plan the MERGE of ``source`` into ``table``: every check, the
-    candidate files, and the transaction's read set. Writes nothing.
-    ``keep`` persists a frame until the MERGE ends (a source that is not a
-    Delta snapshot)."""
+    """Plan the MERGE ``spec`` asks for, of ``source`` into its table: every
+    check that needs the table or Spark (``spec.validate()`` checked the
+    arguments), the candidate files, and the transaction's read set. Writes
+    nothing. ``keep`` persists a frame until the MERGE ends (a source that
+    is not a Delta snapshot)."""
     from airflow_delta_provider.spark.read.row_tracking import materialized
 
-    requested_io = check_io(io)
+    table, on, target_alias, source_alias = spec.table_path, spec.on, spec.target_alias, spec.source_alias
     delta_table = DeltaTable(table, storage_options)
-    if not on or not on.strip():
-        raise InvalidInputError("MERGE needs a join condition (on), e.g. t.id = s.id")
-    if check_alias(target_alias, "target").lower() == check_alias(source_alias, "source").lower():
-        raise InvalidInputError(f"the target and source aliases must differ, both are {target_alias!r}")
-    parsed = parse_clauses(clauses)
+    parsed = parse_clauses(spec.clauses)
 
     started = time.monotonic()
-    resolved_io = resolve_io(spark, delta_table.storage.location, requested_io)
+    resolved_io = resolve_io(spark, delta_table.storage.location, spec.io)
     snap = delta_table.snapshot()
     txn = delta_table.transaction(
         OPERATION,
@@ -198,7 +188,7 @@ def plan_merge(
             )
     read = source.frame()
     source_schema = type_widening.strip(column_mapping.strip(read.schema.jsonValue()))
-    written = merge_schema_of(snap, source_schema, parsed, merge_schema)
+    written = merge_schema_of(snap, source_schema, parsed, spec.merge_schema)
     table_struct = spark_schema(snap.schema)
     facts = join_facts(on, target_alias, source_alias, table_struct.names, [f.name for f in read.schema.fields])
     rows = MergeRows(
@@ -237,7 +227,7 @@ def plan_merge(
     txn.read_files(candidates.files)
     return MergePlan(
         table_uri=table,
-        token=token,
+        token=spec.token,
         target=target,
         txn=txn,
         on=on,

@@ -2,11 +2,11 @@
 
 The clause language is :mod:`~airflow_delta_provider.operations.merge.clauses`;
 what each joined row becomes is :mod:`~airflow_delta_provider.operations.merge.rows`;
-``docs/merge.rst`` is the user's account. :func:`run_merge` runs the steps,
+``docs/merge.rst`` is the user's account. :func:`run` runs the steps,
 each a function that takes the frozen plan and returns a value, each as
 cheap as the clauses allow:
 
-1. **Plan** (:func:`~.plan.plan_merge`, no data written): the snapshot and a
+1. **Plan** (:func:`~.prepare.plan_merge`, no data written): the snapshot and a
    transaction; the source's schema against the table's (``*`` clauses need
    a source that fits, or ``merge_schema``); every expression analysed; a
    file source persisted, so every step reads the same rows; the
@@ -46,8 +46,7 @@ may have landed (:class:`~airflow_delta_provider.spark.write.files.WrittenFiles`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
@@ -55,47 +54,28 @@ from airflow_delta_provider.operations.merge.commit import commit
 from airflow_delta_provider.operations.merge.files import KeptFrames
 from airflow_delta_provider.operations.merge.prepare import plan_merge
 from airflow_delta_provider.operations.merge.rewrite import rewrite
+from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.merge.touched import find_touched_files
 from airflow_delta_provider.operations.optimize.auto_compact import after_write
 from airflow_delta_provider.operations.result import CommandResult
 from airflow_delta_provider.operations.sources.spark import Source
-from airflow_delta_provider.operations.sources.spec import SourceView
 from airflow_delta_provider.spark.write.files import WrittenFiles
 
 
-def run_merge(
-    spark: SparkSession,
-    table: str,
-    source: str | None,
-    on: str,
-    clauses: str | Sequence[Mapping[str, Any]],
-    *,
-    source_format: str = "parquet",
-    source_version: int | None = None,
-    source_options: Mapping[str, str] | None = None,
-    source_sql: str | None = None,
-    source_views: str | Mapping[str, Any] | Sequence[SourceView] | None = None,
-    **options: Any,
-) -> CommandResult:
-    """MERGE INTO ``table`` AS ``target_alias`` USING ``source`` AS
+def run(spark: SparkSession, spec: MergeSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """MERGE INTO ``spec.table_path`` AS ``target_alias`` USING the source AS
     ``source_alias`` ON ``on`` with ``clauses``; a CommandResult.
 
     The source is the path ``source`` read as ``source_format`` (``parquet``,
     ``csv``, ``json``, ``orc`` or ``delta``; a Delta source at
-    ``source_version``, default its latest) with reader ``source_options``,
-    or else the query ``source_sql`` over ``source_views``
+    ``source_version``, default its latest) with reader ``options``, or else
+    the query ``source_sql`` over ``source_views``
     (:class:`~airflow_delta_provider.operations.sources.spark.Source`).
-    ``options`` are :func:`~.plan.plan_merge`'s: ``target_alias`` (``t``),
-    ``source_alias`` (``s``), ``merge_schema``, ``token``, ``io`` and
-    ``storage_options`` (which reach the table and a Delta source from this
-    process). ``version`` is None when nothing changed.
+    ``storage_options`` reach the table and a Delta source from this process.
+    ``version`` is None when nothing changed.
     """
-    rows = Source(
-        spark, path=source, format=source_format, options=source_options, version=source_version, sql=source_sql,
-        views=source_views, io=options.get("io", "auto"), storage_options=options.get("storage_options"),
-    )  # fmt: skip
-    with rows, KeptFrames() as keep:
-        plan = plan_merge(spark, table, rows, on, clauses, keep=keep, **options)
+    with Source.of(spark, spec, storage_options, version=spec.source_version) as rows, KeptFrames() as keep:
+        plan = plan_merge(spark, spec, rows, keep=keep, storage_options=storage_options)
         with WrittenFiles(plan.target.table.storage, [], []) as written:
             touched = find_touched_files(plan, keep)
             rewritten = rewrite(plan, touched, written)
@@ -105,4 +85,4 @@ def run_merge(
     return after_write(spark, plan.target.table, result, rewritten.added, configuration, plan.target.io)
 
 
-__all__ = ["run_merge"]
+__all__ = ["run"]

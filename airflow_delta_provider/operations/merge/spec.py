@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from airflow_delta_provider.delta.errors import InvalidArgumentError
+from airflow_delta_provider.operations.merge.clauses import parse_clauses
 from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
 from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
@@ -60,3 +61,17 @@ class MergeSpec(OperationSpec):
             raise InvalidArgumentError(
                 "merge: --source-version and --option describe a --source path; a query's views carry their own"
             )
+        if self.source_version is not None and self.source_format != "delta":
+            raise InvalidArgumentError(f"a source version needs a delta source, not {self.source_format}")
+        if not self.on.strip():
+            raise InvalidArgumentError("MERGE needs a join condition (on), e.g. t.id = s.id")
+        if check_alias(self.target_alias, "target").lower() == check_alias(self.source_alias, "source").lower():
+            raise InvalidArgumentError(f"the target and source aliases must differ, both are {self.target_alias!r}")
+        parse_clauses(self.clauses)
+
+
+def check_alias(alias: str, what: str) -> str:
+    """An alias must be a plain SQL identifier (it is spliced into column references)."""
+    if not alias or not alias.isascii() or not alias.replace("_", "a").isalnum() or alias[0].isdigit():
+        raise InvalidArgumentError(f"the {what} alias {alias!r} must be a plain identifier (letters, digits, _)")
+    return alias

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from airflow_delta_provider.operations.append.spark import run_append
+from airflow_delta_provider.operations.append import spark as append
 from airflow_delta_provider.operations.append.spec import AppendSpec
 from airflow_delta_provider.operations.changes.spark import run_changes
 from airflow_delta_provider.operations.changes.spec import ChangesSpec
 from airflow_delta_provider.operations.delete.spark import run_delete
 from airflow_delta_provider.operations.delete.spec import DeleteSpec
-from airflow_delta_provider.operations.merge.spark import run_merge
+from airflow_delta_provider.operations.merge import spark as merge
 from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.optimize.spark import run_optimize
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
@@ -22,8 +22,8 @@ from airflow_delta_provider.operations.update.spec import UpdateSpec
 SPARK_RUNNERS: dict[type[OperationSpec], Runner] = {
     UpdateSpec: Keywords(run_update, renames=(("updates", "set_exprs"),)),
     DeleteSpec: Keywords(run_delete),
-    AppendSpec: Keywords(run_append, renames=(("source_format", "format"),)),
-    MergeSpec: Keywords(run_merge, renames=(("options", "source_options"),)),
+    AppendSpec: append.run,
+    MergeSpec: merge.run,
     ReorgSpec: Keywords(run_reorg_purge),
     OptimizeSpec: Keywords(run_optimize),
     ChangesSpec: Keywords(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -64,6 +64,23 @@ def read_source(
         raise InvalidInputError(f"cannot read {format} source {source}: {first_line(exc)}") from None
 
 
+class SourceArguments(Protocol):
+    """The fields of a spec that reads a source (APPEND's, MERGE's)."""
+
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def source_format(self) -> str | None: ...
+    @property
+    def options(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def source_sql(self) -> str | None: ...
+    @property
+    def source_views(self) -> str | None: ...
+    @property
+    def io(self) -> str: ...
+
+
 class Source:
     """A command's source rows, read when first asked for (:meth:`frame`).
 
@@ -90,10 +107,6 @@ class Source:
         io: str = "auto",
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        if (path is None) == (sql is None):
-            raise InvalidInputError("give the source as a path or as a query (source_sql), exactly one")
-        if version is not None and format != "delta":
-            raise InvalidInputError(f"a source version needs a delta source, not {format}")
         self.spark = spark
         self.path, self.format, self.options, self.version = path, format or "parquet", dict(options or {}), version
         self.sql = sql
@@ -106,6 +119,20 @@ class Source:
         self.io, self.storage_options = io, storage_options
         self._frame: DataFrame | None = None
         self._registered: list[str] = []
+
+    @classmethod
+    def of(
+        cls,
+        spark: SparkSession,
+        spec: SourceArguments,
+        storage_options: Mapping[str, str] | None = None,
+        version: int | None = None,
+    ) -> Source:
+        """The source ``spec`` names (its ``validate()`` checked it), a Delta path at ``version``."""
+        return cls(
+            spark, path=spec.source, format=spec.source_format, options=dict(spec.options), version=version,
+            sql=spec.source_sql, views=spec.source_views, io=spec.io, storage_options=storage_options,
+        )  # fmt: skip
 
     @property
     def is_snapshot(self) -> bool:
@@ -160,4 +187,4 @@ class Source:
                 self.spark.catalog.dropTempView(name)
 
 
-__all__ = ["Source", "read_source"]
+__all__ = ["Source", "SourceArguments", "read_source"]

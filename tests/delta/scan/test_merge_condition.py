@@ -8,8 +8,9 @@ from decimal import Decimal
 import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.scan.merge_condition import check_alias, join_facts, key_range_sql
+from airflow_delta_provider.delta.scan.merge_condition import join_facts, key_range_sql
 from airflow_delta_provider.delta.scan.skipping import Predicate
+from airflow_delta_provider.operations.merge.spec import check_alias
 
 TARGET = ["id", "day", "region", "amount"]
 SOURCE = ["id", "day", "amount", "src_only"]

@@ -26,6 +26,7 @@ from airflow_delta_provider.operations.merge.commit import commit
 from airflow_delta_provider.operations.merge.files import KeptFrames
 from airflow_delta_provider.operations.merge.prepare import MergePlan, plan_merge
 from airflow_delta_provider.operations.merge.rewrite import rewrite
+from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.merge.touched import find_touched_files
 from airflow_delta_provider.operations.sources.spark import Source
 from airflow_delta_provider.spark.write.files import WrittenFiles
@@ -61,7 +62,8 @@ def source_rows(ids: list[int | None], *, extra: bool = False) -> pa.Table:
 def plan(spark, path: str, source: str, on: str, clauses: list[dict]) -> MergePlan:
     """The MERGE's plan (its persisted source released at once: these tests read the plan only)."""
     with KeptFrames() as keep:
-        return plan_merge(spark, path, Source(spark, path=source), on, clauses, keep=keep)
+        spec = MergeSpec(table_path=path, source=source, on=on, clauses=json.dumps(clauses))
+        return plan_merge(spark, spec, Source(spark, path=source), keep=keep)
 
 
 def write_source(tmp_path: Path, table: pa.Table, name: str = "source") -> str:
@@ -521,7 +523,8 @@ def test_concurrent_append_conflicts_with_a_merge_unless_the_table_is_write_seri
             RsTable(path).alter.set_table_properties({"delta.isolationLevel": level})
         source = write_source(tmp_path, source_rows([1, 70]), f"s{n}")
         with KeptFrames() as keep:
-            planned = plan_merge(spark, path, Source(spark, path=source), ON, clauses, keep=keep)
+            spec = MergeSpec(table_path=path, source=source, on=ON, clauses=json.dumps(clauses))
+            planned = plan_merge(spark, spec, Source(spark, path=source), keep=keep)
             ledger = WrittenFiles(planned.target.table.storage, [])
             rewritten = rewrite(planned, find_touched_files(planned, keep), ledger)
             write_deltalake(path, source_rows([500]), mode="append")

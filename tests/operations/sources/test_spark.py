@@ -18,7 +18,7 @@ import pytest
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.operations.sources.spark import Source
+from airflow_delta_provider.operations.merge.spec import MergeSpec
 from tests.operations.runs import run_append, run_merge
 from tests.spark.conftest import disk_files, table_rows
 
@@ -31,6 +31,7 @@ ORDERS = pa.table(
     }
 )
 CUSTOMERS = pa.table({"customer": pa.array([1, 2, 3], pa.int64()), "region": ["north", "south", "east"]})
+UPSERT_JSON = json.dumps([{"when": "matched", "update": "*"}, {"when": "not_matched", "insert": "*"}])
 JOIN = "SELECT o.id, o.amount, c.region, o.ds FROM orders o JOIN customers c USING (customer)"
 
 
@@ -162,13 +163,16 @@ def test_bad_views_are_refused_before_anything_is_read(spark, tmp_path, views, m
     assert not Path(target).exists()
 
 
-def test_a_source_is_a_path_or_a_query(spark):
+def test_a_source_is_a_path_or_a_query():
+    """The specs check it, before a Source is made."""
     with pytest.raises(InvalidInputError, match="exactly one"):
-        Source(spark, path="/x", sql="SELECT 1")
+        MergeSpec(table_path="/t", source="/x", source_sql="SELECT 1", on="t.id = s.id", clauses=UPSERT_JSON)
     with pytest.raises(InvalidInputError, match="exactly one"):
-        Source(spark)
+        MergeSpec(table_path="/t", on="t.id = s.id", clauses=UPSERT_JSON)
     with pytest.raises(InvalidInputError, match="a source version needs a delta source"):
-        Source(spark, path="/x", format="csv", version=3)
+        MergeSpec(
+            table_path="/t", source="/x", source_format="csv", source_version=3, on="t.id = s.id", clauses=UPSERT_JSON
+        )
 
 
 def test_a_query_source_on_every_backend(spark, tmp_path, backend):

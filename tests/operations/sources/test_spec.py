@@ -73,7 +73,7 @@ def test_append_takes_a_path_or_a_query(fields, message) -> None:
 
 
 def test_merge_takes_a_path_or_a_query() -> None:
-    common = {"table": "/t", "on": "t.id = s.id", "clauses": "[]"}
+    common = {"table": "/t", "on": "t.id = s.id", "clauses": json.dumps([{"when": "matched", "delete": True}])}
     with pytest.raises(ValueError, match="exactly one"):
         MergeSpec(**common)
     with pytest.raises(ValueError, match="a query's views carry their own"):
