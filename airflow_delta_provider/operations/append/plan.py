@@ -27,7 +27,6 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.expressions.parse import nondeterministic_calls, parse_condition
 from airflow_delta_provider.delta.partitions import parse_partition_value
 from airflow_delta_provider.delta.watch.commit_filter import partition_predicate
-from airflow_delta_provider.operations.append.spec import check_overwrite_arguments  # the operator's import
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -84,7 +83,6 @@ def _partition_reader(
 
 
 __all__ = [
-    "check_overwrite_arguments",
     "check_replace_predicate",
     "partitions_predicate",
     "replaced_partitions",
