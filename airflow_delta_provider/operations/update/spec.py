@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     option,
@@ -23,3 +24,11 @@ class UpdateSpec(OperationSpec):
     updates: tuple[tuple[str, str], ...] = pairs(
         flag="--set", dest="set_exprs", metavar="COL=SQL", required=True, help="a column and the SQL of its new value"
     )
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.updates:
+            raise InvalidArgumentError("UPDATE needs at least one SET column=expression")
+        for target, sql in self.updates:
+            if sql is None or not str(sql).strip():
+                raise InvalidArgumentError(f"SET {target}= has an empty expression")
