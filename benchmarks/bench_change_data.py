@@ -9,8 +9,8 @@ with ``delta.enableChangeDataFeed`` set. 1% of the rows are updated, two ways:
 
 Contenders, each on a fresh copy, interleaved, one warm ``local[2]`` session:
 
-* ours: ``run_update`` on the table without the feed;
-* ours, CDF: ``run_update`` on the table with it, which also writes the
+* ours: ``run_spec(UpdateSpec(...))`` on the table without the feed;
+* ours, CDF: the same on the table with it, which also writes the
   pre- and post-images as ``cdc`` files (a second read of the touched files);
 * delta-rs, CDF: ``DeltaTable.update`` on the table with the feed;
 * plain Spark: the table's files read whole, ``when(cond, new)``, every row
@@ -60,20 +60,21 @@ def update_case(spark, args, ds, cdf_table: Path, rows: int, scattered: bool) ->
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.operations.runners import run_spec
+    from airflow_delta_provider.operations.update.spec import UpdateSpec
     from airflow_delta_provider.spark.read.table_changes import read_changes
-    from tests.operations.runs import run_update
 
     condition = "id % 100 = 0" if scattered else f"id < {rows // 100}"
     updated = rows // 100
     touched: dict[str, int] = {}
 
     def ours(path: Path) -> None:
-        m = run_update(spark, str(path), condition, SET).metrics
+        m = run_spec(spark, UpdateSpec(table_path=str(path), condition=condition, updates=tuple(SET.items()))).metrics
         assert m["numUpdatedRows"] == updated and m["numAddedChangeFiles"] == 0, m
         touched["files"] = m["numRemovedFiles"]
 
     def ours_cdf(path: Path) -> None:
-        result = run_update(spark, str(path), condition, SET)
+        result = run_spec(spark, UpdateSpec(table_path=str(path), condition=condition, updates=tuple(SET.items())))
         assert result.metrics["numUpdatedRows"] == updated and result.metrics["numAddedChangeFiles"] > 0
         touched["cdc"] = result.version  # checked once, outside the timing
 

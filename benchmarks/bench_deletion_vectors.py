@@ -63,8 +63,10 @@ def run(args: argparse.Namespace) -> dict:
     from pyspark.sql import functions as F
 
     from airflow_delta_provider.delta.table import DeltaTable
+    from airflow_delta_provider.operations.delete.spec import DeleteSpec
+    from airflow_delta_provider.operations.runners import run_spec
+    from airflow_delta_provider.operations.update.spec import UpdateSpec
     from airflow_delta_provider.spark.read.scan import scan
-    from tests.operations.runs import run_delete, run_update
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     files = 10 if args.quick else 50
@@ -80,21 +82,22 @@ def run(args: argparse.Namespace) -> dict:
     if hidden.exists():
         shutil.rmtree(hidden)
     shutil.copytree(base_dv, hidden)
-    run_delete(spark, str(hidden), SCAN_CONDITION)
+    run_spec(spark, DeleteSpec(table_path=str(hidden), condition=SCAN_CONDITION))
     schema = spark.read.parquet(str(ds.table)).schema
     deleted_expected = len(range(7, rows, 1000))
 
+    def ours_spec(op: str, path: Path) -> DeleteSpec | UpdateSpec:
+        if op == "delete":
+            return DeleteSpec(table_path=str(path), condition=CONDITION)
+        return UpdateSpec(table_path=str(path), condition=CONDITION, updates=(("val", "val + 1"),))
+
     def ours_dv(op: str, path: Path) -> None:
-        fn = run_delete if op == "delete" else run_update
-        extra = () if op == "delete" else ({"val": "val + 1"},)
-        result = fn(spark, str(path), CONDITION, *extra)
+        result = run_spec(spark, ours_spec(op, path))
         changed = result.metrics["numDeletedRows" if op == "delete" else "numUpdatedRows"]
         assert changed == deleted_expected and result.metrics["numCopiedRows"] == 0, result.metrics
 
     def ours_cow(op: str, path: Path) -> None:
-        fn = run_delete if op == "delete" else run_update
-        extra = () if op == "delete" else ({"val": "val + 1"},)
-        result = fn(spark, str(path), CONDITION, *extra)
+        result = run_spec(spark, ours_spec(op, path))
         assert result.metrics["numCopiedRows"] > 0, result.metrics
 
     def plain_spark(op: str, path: Path) -> None:

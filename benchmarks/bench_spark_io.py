@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> dict:
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.operations.append.spec import AppendSpec
     from airflow_delta_provider.operations.runners import run_spec
+    from airflow_delta_provider.operations.update.spec import UpdateSpec
     from airflow_delta_provider.spark.read.scan import scan
-    from tests.operations.runs import run_update
 
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     files = 10 if args.quick else 50
@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> dict:
         scan(spark, DeltaTable(str(path)).snapshot(), io=io).write.format("noop").mode("overwrite").save()
 
     def update_all(path: Path, io: str) -> None:
-        result = run_update(spark, str(path), "id % 2 = 0", {"val": "val + 1"}, io=io)
+        spec = UpdateSpec(table_path=str(path), condition="id % 2 = 0", updates=(("val", "val + 1"),), io=io)
+        result = run_spec(spark, spec)
         assert result.metrics["numUpdatedRows"] == (rows + 1) // 2, result.metrics
 
     def append(path: Path, io: str) -> None:

@@ -315,9 +315,11 @@ class Runner:
 
     # ours
     def ours_update(self, op: str, path: Path) -> dict[str, Any]:
-        from tests.operations.runs import run_update
+        from airflow_delta_provider.operations.runners import run_spec
+        from airflow_delta_provider.operations.update.spec import UpdateSpec
 
-        result = run_update(self.spark, str(path), self.condition(op), {"val": "val + 1"})
+        spec = UpdateSpec(table_path=str(path), condition=self.condition(op), updates=(("val", "val + 1"),))
+        result = run_spec(self.spark, spec)
         return {"version": result.version, **result.metrics}
 
     def ours_append(self, op: str, path: Path) -> dict[str, Any]:

@@ -269,7 +269,8 @@ class Cases:
     def update(self, case: str) -> dict[str, Any]:
         import deltalake
 
-        from tests.operations.runs import run_update
+        from airflow_delta_provider.operations.runners import run_spec
+        from airflow_delta_provider.operations.update.spec import UpdateSpec
 
         ds = self.table()
         cond = ds.update_one_condition if case == "update_one" else UPDATE_ALL_CONDITION
@@ -284,7 +285,7 @@ class Cases:
             return problems
 
         contenders = [
-            Contender("ours", ds.table, lambda p: timed(lambda: run_update(self.spark, str(p), cond, {"val": "val + 1"})), check),
+            Contender("ours", ds.table, lambda p: timed(lambda: run_spec(self.spark, UpdateSpec(table_path=str(p), condition=cond, updates=(("val", "val + 1"),)))), check),
             Contender("delta-spark", ds.table, self.peer_sql(f"UPDATE delta.`{{path}}` SET val = val + 1 WHERE {cond}"), check),
             Contender("delta-rs", ds.table, lambda p: timed(
                 lambda: deltalake.DeltaTable(str(p)).update(updates={"val": "val + 1"}, predicate=cond))),
@@ -298,7 +299,8 @@ class Cases:
         import deltalake
         from pyspark.sql import functions as F
 
-        from tests.operations.runs import run_delete
+        from airflow_delta_provider.operations.delete.spec import DeleteSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
         ds = self.table()
         vectors = case == "delete_dv"
@@ -321,7 +323,14 @@ class Cases:
             return timed(go)
 
         contenders = [
-            Contender("ours", base, lambda p: timed(lambda: run_delete(self.spark, str(p), DELETE_CONDITION)), check),
+            Contender(
+                "ours",
+                base,
+                lambda p: timed(
+                    lambda: run_spec(self.spark, DeleteSpec(table_path=str(p), condition=DELETE_CONDITION))
+                ),
+                check,
+            ),
             Contender(
                 "delta-spark", base, self.peer_sql(f"DELETE FROM delta.`{{path}}` WHERE {DELETE_CONDITION}"), check
             ),
@@ -522,15 +531,16 @@ class Cases:
         from pyspark.sql import functions as F
 
         from airflow_delta_provider.delta.table import DeltaTable
+        from airflow_delta_provider.operations.delete.spec import DeleteSpec
+        from airflow_delta_provider.operations.runners import run_spec
         from airflow_delta_provider.spark.read.scan import scan
-        from tests.operations.runs import run_delete
 
         plain_base = self.dv_table()
         hidden = self.data_dir / f"vs_delta_spark-dv-hidden-{self.b.sizes.rows}r"
         if not (hidden / ".complete").exists():
             shutil.rmtree(hidden, ignore_errors=True)
             shutil.copytree(plain_base, hidden)
-            run_delete(self.spark, str(hidden), SCAN_CONDITION)
+            run_spec(self.spark, DeleteSpec(table_path=str(hidden), condition=SCAN_CONDITION))
             (hidden / ".complete").write_text("ok")
 
         def ours(path: Path) -> Callable[[Path | None], tuple[float, Any]]:

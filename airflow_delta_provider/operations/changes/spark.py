@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -31,36 +30,29 @@ from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.storage import TableLocation, TableStorage, open_storage, parse_location
 from airflow_delta_provider.delta.table_changes import SUMMARY_FILE
 from airflow_delta_provider.delta.table_features.change_data_feed import CHANGE_TYPE_COLUMN, CHANGE_TYPES
-from airflow_delta_provider.operations.changes.spec import CHANGES_OUTPUT_FORMATS
+from airflow_delta_provider.operations.changes.metrics import ChangesMetrics
+from airflow_delta_provider.operations.changes.spec import ChangesSpec
 from airflow_delta_provider.operations.result import CommandResult
 from airflow_delta_provider.spark.read.table_changes import read_changes
-from airflow_delta_provider.spark.runtime.io_mode import ARROW, check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import ARROW, resolve_io
 
 OPERATION = "CHANGES"
 
 
-def run_changes(
-    spark: SparkSession,
-    table: str,
-    start: int,
-    end: int | None,
-    output: str,
-    output_format: str = "parquet",
-    *,
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
-) -> CommandResult:
-    """Write the changes of versions ``start`` to ``end`` (default: latest) of ``table`` to ``output``."""
+def run(spark: SparkSession, spec: ChangesSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """Write the changes of versions ``spec.start_version`` to ``spec.end_version`` (default:
+    latest) of ``spec.table_path`` to ``spec.output_path``; the result's metrics are
+    :class:`~.metrics.ChangesMetrics`."""
     started = time.monotonic()
-    if output_format not in CHANGES_OUTPUT_FORMATS:
-        raise InvalidInputError(f"unknown output format {output_format!r}; expected one of {CHANGES_OUTPUT_FORMATS}")
-    check_io(io)
+    table, output, output_format = spec.table_path, spec.output_path, spec.output_format
     location = parse_location(output)
     _check_output(location, parse_location(table), storage_options)
-    mode = resolve_io(spark, location, io)
+    mode = resolve_io(spark, location, spec.io)
     if mode == ARROW and output_format != "parquet":
         raise InvalidInputError(f"{output} is written with arrow I/O, which writes parquet only, not {output_format}")
-    changes = read_changes(spark, table, start, end, io=io, storage_options=storage_options)
+    changes = read_changes(
+        spark, table, spec.start_version, spec.end_version, io=spec.io, storage_options=storage_options
+    )
     frame = changes.frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = {t: 0 for t in CHANGE_TYPES}
@@ -78,15 +70,15 @@ def run_changes(
     finally:
         frame.unpersist()
     rng = changes.range
-    metrics: dict[str, Any] = {
-        "startVersion": rng.start,
-        "endVersion": rng.end,
-        "numOutputRows": sum(counts.values()),
-        "numChangeFiles": len(rng.files),
-        "changes": counts,
-        "output": output,
-        "executionTimeMs": int((time.monotonic() - started) * 1000),
-    }
+    metrics = ChangesMetrics(
+        start_version=rng.start,
+        end_version=rng.end,
+        num_output_rows=sum(counts.values()),
+        num_change_files=len(rng.files),
+        changes=counts,
+        output=output,
+        execution_time_ms=int((time.monotonic() - started) * 1000),
+    )
     result = CommandResult(table, OPERATION, rng.end, metrics)
     storage.put(SUMMARY_FILE, result.to_json().encode("utf-8"))
     return result
@@ -125,4 +117,4 @@ def _write_arrow(frame: DataFrame, storage: TableStorage) -> None:
     write_arrow(frame, storage, frame.columns, [], {}, [])
 
 
-__all__ = ["OPERATION", "run_changes"]
+__all__ = ["OPERATION", "run"]

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.operations.delete.metrics import DeleteMetrics
+from airflow_delta_provider.operations.delete.spec import DeleteSpec
 from airflow_delta_provider.operations.dml.copy_on_write import DmlCommand
 from airflow_delta_provider.operations.result import CommandResult
 from airflow_delta_provider.operations.update.spark import GATHER_CHANGES_ABOVE_FILES
@@ -37,6 +39,7 @@ from airflow_delta_provider.operations.update.spark import GATHER_CHANGES_ABOVE_
 
 class DeleteCommand(DmlCommand):
     operation = "DELETE"
+    metrics_class = DeleteMetrics
 
     def rewrite(self) -> None:
         whole = self.whole_files()
@@ -75,23 +78,13 @@ class DeleteCommand(DmlCommand):
             rows = rows.repartition(self.change_file_count(deleted))
         self.write_changes(with_change_type(rows, DELETE))
 
-    def metrics(self) -> dict[str, int]:
-        return {"numDeletedRows": self.result.rows_changed, **super().metrics()}
 
-
-def run_delete(
-    spark: SparkSession,
-    table: str,
-    condition: str | None,
-    token: str | None = None,
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
-) -> CommandResult:
-    """DELETE FROM ``table`` [WHERE ``condition``]; a CommandResult. Without
-    a condition every row goes. ``version``, ``io`` and ``storage_options``
-    as for :func:`~airflow_delta_provider.operations.update.spark.run_update`.
+def run(spark: SparkSession, spec: DeleteSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """DELETE FROM ``spec.table_path`` [WHERE ``spec.condition``]; a CommandResult whose
+    metrics are :class:`~.metrics.DeleteMetrics`. Without a condition every row goes.
+    ``version``, ``io`` and ``storage_options`` as for :func:`~airflow_delta_provider.operations.update.spark.run`.
     """
-    return DeleteCommand(spark, table, condition, token, io, storage_options).run()
+    return DeleteCommand(spark, spec.table_path, spec.condition, spec.token, spec.io, storage_options).run()
 
 
-__all__ = ["DeleteCommand", "run_delete"]
+__all__ = ["DeleteCommand", "run"]

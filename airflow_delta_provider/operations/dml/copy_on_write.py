@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -44,8 +44,9 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.change_data_feed import check_deterministic_values
+from airflow_delta_provider.operations.dml.metrics import DmlMetrics
 from airflow_delta_provider.spark import conditions
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.scan.skipping import Predicate
@@ -93,6 +94,8 @@ class DmlCommand:
     """One UPDATE or DELETE over one table, as one core transaction."""
 
     operation: str = ""
+    #: The command's metrics (:class:`DmlMetrics` with its name for the rows changed).
+    metrics_class: ClassVar[type[DmlMetrics]] = DmlMetrics
 
     def __init__(
         self,
@@ -107,7 +110,7 @@ class DmlCommand:
         self.table_uri = table
         self.condition_sql = condition
         self.token = token
-        self.io = check_io(io)  # resolved to hadoop or arrow by prepare()
+        self.io = io  # checked by the spec; resolved to hadoop or arrow by prepare()
         self.table = DeltaTable(table, storage_options)
         self.snapshot: Snapshot  # set by prepare()
         self.txn: Transaction  # set by prepare()
@@ -382,26 +385,24 @@ class DmlCommand:
     def rewrite(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def metrics(self) -> dict[str, int]:
-        """delta-spark's metrics. A file re-added under a new deletion vector
-        is neither an added nor a removed file; vectors count as in
-        delta-spark: adds and removes carrying one, and paths carrying one on
-        both sides."""
+    def metrics(self) -> DmlMetrics:
+        """delta-spark's metrics of what :attr:`result` holds (:class:`DmlMetrics`)."""
         r = self.result
-        return {
-            "numAddedFiles": len(r.added),
-            "numRemovedFiles": len(r.removed),
-            "numCopiedRows": r.rows_copied,
-            "numAddedChangeFiles": len(r.changes),
-            "numAddedBytes": sum(f.size for f in r.added),
-            "numRemovedBytes": sum(f.size for f in r.removed),
-            "numDeletionVectorsAdded": len(r.marked),
-            "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in r.removes),
-            "numDeletionVectorsUpdated": sum(old.deletion_vector is not None for old, _new in r.marked),
-            "executionTimeMs": elapsed_ms(self._started),
-            "scanTimeMs": r.scan_ms,
-            "rewriteTimeMs": r.rewrite_ms,
-        }
+        return self.metrics_class(
+            num_changed_rows=r.rows_changed,
+            num_added_files=len(r.added),
+            num_removed_files=len(r.removed),
+            num_copied_rows=r.rows_copied,
+            num_added_change_files=len(r.changes),
+            num_added_bytes=sum(f.size for f in r.added),
+            num_removed_bytes=sum(f.size for f in r.removed),
+            num_deletion_vectors_added=len(r.marked),
+            num_deletion_vectors_removed=sum(f.deletion_vector is not None for f in r.removes),
+            num_deletion_vectors_updated=sum(old.deletion_vector is not None for old, _new in r.marked),
+            execution_time_ms=elapsed_ms(self._started),
+            scan_time_ms=r.scan_ms,
+            rewrite_time_ms=r.rewrite_ms,
+        )
 
     def commit(self) -> CommandResult:
         """Commit the rewrite; with nothing removed, commit nothing (version None)."""
@@ -415,7 +416,7 @@ class DmlCommand:
         self.txn.add_all([*self.result.added, *remarked, *(f.remove(ts) for f in self.result.removes)])
         self.txn.add_all(self.result.changes)
         metrics = self.metrics()  # executionTimeMs up to the commit
-        commit = self.txn.commit(metrics=metrics, token=self.token)
+        commit = self.txn.commit(metrics=metrics.commit_metrics(), token=self.token)
         return CommandResult(self.table_uri, self.operation, commit.version, metrics)
 
     def abort(self) -> None:

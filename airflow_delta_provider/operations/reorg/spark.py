@@ -19,51 +19,44 @@ versions (:mod:`~airflow_delta_provider.spark.read.row_tracking`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from pyspark.sql import SparkSession
 
 from airflow_delta_provider.delta.actions.model import AddFile
-from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+from airflow_delta_provider.delta.errors import DeltaError
 from airflow_delta_provider.delta.footers import files_with_extra_columns
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.transaction.transaction import Transaction
-from airflow_delta_provider.operations.result import CommandResult
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
+from airflow_delta_provider.operations.reorg.metrics import ReorgMetrics, file_sizes
+from airflow_delta_provider.operations.reorg.spec import ReorgSpec
+from airflow_delta_provider.operations.result import CommandResult, metric_name
+from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 
 OPERATION = "REORG"
 #: delta-spark's REORG ... APPLY (PURGE) parameters: no predicate.
 _PARAMETERS = {"predicate": json.dumps([]), "applyPurge": True}
 
 
-def run_reorg_purge(
-    spark: SparkSession,
-    table: str,
-    min_deleted_ratio: float = 0.0,
-    token: str | None = None,
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
-) -> CommandResult:
-    """Rewrite the files of ``table`` whose vectors hide more than
-    ``min_deleted_ratio`` of their rows; ``version`` is None when none does."""
-    if not 0.0 <= float(min_deleted_ratio) < 1.0:
-        raise InvalidInputError(f"min_deleted_ratio must be at least 0 and below 1, got {min_deleted_ratio}")
-    check_io(io)
+def run(spark: SparkSession, spec: ReorgSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """Rewrite the files of ``spec.table_path`` whose vectors hide more than
+    ``spec.min_deleted_ratio`` of their rows; ``version`` is None when none does.
+    The result's metrics are :class:`~.metrics.ReorgMetrics`."""
     started = time.monotonic()
-    target = DeltaTable(table, storage_options)
+    target = DeltaTable(spec.table_path, storage_options)
     snapshot = target.snapshot()
     txn = target.transaction(OPERATION, parameters=_PARAMETERS, snapshot=snapshot)
     extra = files_with_extra_columns(target.storage, snapshot)
-    purged = [f for f in snapshot.files if f.path in extra or _hides_more_than(f, float(min_deleted_ratio))]
+    purged = [f for f in snapshot.files if f.path in extra or _hides_more_than(f, spec.min_deleted_ratio)]
     if not purged:
-        return CommandResult(table, OPERATION, None, _metrics([], [], started))
-    mode = resolve_io(spark, target.storage.location, io)
-    return rewrite_files(spark, target, snapshot, txn, purged, mode, token, started)
+        return CommandResult(spec.table_path, OPERATION, None, _metrics([], [], started))
+    mode = resolve_io(spark, target.storage.location, spec.io)
+    return rewrite_files(spark, target, snapshot, txn, purged, mode=mode, token=spec.token, started=started)
 
 
 def rewrite_files(
@@ -72,6 +65,7 @@ def rewrite_files(
     snapshot: Snapshot,
     txn: Transaction,
     files: list[AddFile],
+    *,
     mode: str,
     token: str | None,
     started: float,
@@ -96,7 +90,7 @@ def rewrite_files(
         txn.add_all([*adds, *(f.remove(now, data_change=False) for f in files)])
         metrics = _metrics(adds, files, started)
         written.committing()
-        commit = txn.commit(metrics=_commit_metrics(metrics), token=token)
+        commit = txn.commit(metrics=metrics.commit_metrics(), token=token)
     return CommandResult(target.uri, OPERATION, commit.version, metrics)
 
 
@@ -106,11 +100,11 @@ def file_rewriter(
     """A REORG rewrite of given files, for the core's DROP FEATURE
     (:data:`~airflow_delta_provider.operations.alter.drop_feature.FileRewrite`):
     it purges deletion vectors, and rewrites files in the table's (widened) types."""
-    mode = resolve_io(spark, target.storage.location, check_io(io))
+    mode = resolve_io(spark, target.storage.location, io)
 
     def rewrite(snapshot: Snapshot, files: list[AddFile]) -> int:
         txn = target.transaction(OPERATION, parameters=_PARAMETERS, snapshot=snapshot)
-        result = rewrite_files(spark, target, snapshot, txn, files, mode, None, time.monotonic())
+        result = rewrite_files(spark, target, snapshot, txn, files, mode=mode, token=None, started=time.monotonic())
         assert result.version is not None
         return result.version
 
@@ -142,40 +136,23 @@ def _hides_more_than(f: AddFile, ratio: float) -> bool:
 
 
 def file_size_metrics(adds: list[AddFile]) -> dict[str, int]:
-    """delta-spark's sizes of the files an OPTIMIZE or REORG wrote: min, max, and the
-    sorted sizes at n/4, n/2 and 3n/4 as its percentiles (0 when none)."""
-    sizes = sorted(a.size for a in adds)
-    n = len(sizes)
-    at = (lambda i: sizes[i]) if sizes else (lambda i: 0)
-    return {
-        "minFileSize": at(0),
-        "p25FileSize": at(n // 4),
-        "p50FileSize": at(n // 2),
-        "p75FileSize": at(3 * n // 4),
-        "maxFileSize": at(n - 1),
-    }
+    """delta-spark's sizes of the files an OPTIMIZE or REORG wrote, by its names
+    (:func:`~.metrics.file_sizes`)."""
+    sizes = file_sizes([a.size for a in adds])
+    return {metric_name(f): sizes[f.name] for f in dataclasses.fields(ReorgMetrics) if f.name in sizes}
 
 
-#: Metrics of the result that delta-spark's REORG does not record in its commit.
-_RESULT_ONLY_METRICS = ("numPurgedRows", "executionTimeMs")
+def _metrics(adds: list[AddFile], removed: list[AddFile], started: float) -> ReorgMetrics:
+    return ReorgMetrics(
+        num_added_files=len(adds),
+        num_removed_files=len(removed),
+        num_added_bytes=sum(a.size for a in adds),
+        num_removed_bytes=sum(f.size for f in removed),
+        **file_sizes([a.size for a in adds]),
+        num_deletion_vectors_removed=sum(f.deletion_vector is not None for f in removed),
+        num_purged_rows=sum(f.num_deleted_records for f in removed),
+        execution_time_ms=int((time.monotonic() - started) * 1000),
+    )
 
 
-def _commit_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """What the commit records: delta-spark's REORG (its OPTIMIZE) metrics."""
-    return {k: v for k, v in metrics.items() if k not in _RESULT_ONLY_METRICS}
-
-
-def _metrics(adds: list[AddFile], removed: list[AddFile], started: float) -> dict[str, Any]:
-    return {
-        "numAddedFiles": len(adds),
-        "numRemovedFiles": len(removed),
-        "numAddedBytes": sum(a.size for a in adds),
-        "numRemovedBytes": sum(f.size for f in removed),
-        **file_size_metrics(adds),
-        "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in removed),
-        "numPurgedRows": sum(f.num_deleted_records for f in removed),
-        "executionTimeMs": int((time.monotonic() - started) * 1000),
-    }
-
-
-__all__ = ["OPERATION", "check_rows_kept", "file_rewriter", "file_size_metrics", "rewrite_files", "run_reorg_purge"]
+__all__ = ["OPERATION", "check_rows_kept", "file_rewriter", "file_size_metrics", "rewrite_files", "run"]

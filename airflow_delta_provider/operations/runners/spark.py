@@ -4,33 +4,29 @@ from __future__ import annotations
 
 from airflow_delta_provider.operations.append import spark as append
 from airflow_delta_provider.operations.append.spec import AppendSpec
-from airflow_delta_provider.operations.changes.spark import run_changes
+from airflow_delta_provider.operations.changes import spark as changes
 from airflow_delta_provider.operations.changes.spec import ChangesSpec
-from airflow_delta_provider.operations.delete.spark import run_delete
+from airflow_delta_provider.operations.delete import spark as delete
 from airflow_delta_provider.operations.delete.spec import DeleteSpec
 from airflow_delta_provider.operations.merge import spark as merge
 from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.optimize.spark import run_optimize
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
-from airflow_delta_provider.operations.reorg.spark import run_reorg_purge
+from airflow_delta_provider.operations.reorg import spark as reorg
 from airflow_delta_provider.operations.reorg.spec import ReorgSpec
 from airflow_delta_provider.operations.runners.python import Keywords, Runner
 from airflow_delta_provider.operations.spec.base import OperationSpec
-from airflow_delta_provider.operations.update.spark import run_update
+from airflow_delta_provider.operations.update import spark as update
 from airflow_delta_provider.operations.update.spec import UpdateSpec
 
 SPARK_RUNNERS: dict[type[OperationSpec], Runner] = {
-    UpdateSpec: Keywords(run_update, renames=(("updates", "set_exprs"),)),
-    DeleteSpec: Keywords(run_delete),
+    UpdateSpec: update.run,
+    DeleteSpec: delete.run,
     AppendSpec: append.run,
     MergeSpec: merge.run,
-    ReorgSpec: Keywords(run_reorg_purge),
+    ReorgSpec: reorg.run,
     OptimizeSpec: Keywords(run_optimize),
-    ChangesSpec: Keywords(
-        run_changes,
-        ignores=("token",),
-        renames=(("start_version", "start"), ("end_version", "end"), ("output_path", "output")),
-    ),
+    ChangesSpec: changes.run,
 }
 
 __all__ = ["SPARK_RUNNERS"]

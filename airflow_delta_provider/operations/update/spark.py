@@ -41,6 +41,8 @@ from airflow_delta_provider.delta.table_features.generated_columns import depend
 from airflow_delta_provider.delta.table_features.identity_columns import check_not_updated
 from airflow_delta_provider.operations.dml.copy_on_write import DmlCommand, elapsed_ms
 from airflow_delta_provider.operations.result import CommandResult
+from airflow_delta_provider.operations.update.metrics import UpdateMetrics
+from airflow_delta_provider.operations.update.spec import UpdateSpec
 from airflow_delta_provider.spark import conditions
 from airflow_delta_provider.spark.read.files import free_name
 from airflow_delta_provider.spark.write.generated_columns import fill_generated, generated_over
@@ -54,6 +56,7 @@ GATHER_CHANGES_ABOVE_FILES = 16
 
 class UpdateCommand(DmlCommand):
     operation = "UPDATE"
+    metrics_class = UpdateMetrics
 
     def __init__(
         self,
@@ -213,26 +216,19 @@ class UpdateCommand(DmlCommand):
                 columns.append((new if only_matching else F.when(matched, new).otherwise(old)).alias(name))
         return columns
 
-    def metrics(self) -> dict[str, int]:
-        return {"numUpdatedRows": self.result.rows_changed, **super().metrics()}
 
+def run(spark: SparkSession, spec: UpdateSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """UPDATE ``spec.table_path`` SET ``spec.updates`` [WHERE ``spec.condition``]; a CommandResult
+    whose metrics are :class:`~.metrics.UpdateMetrics`.
 
-def run_update(
-    spark: SparkSession,
-    table: str,
-    condition: str | None,
-    set_exprs: Mapping[str, str],
-    token: str | None = None,
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
-) -> CommandResult:
-    """UPDATE ``table`` SET ``set_exprs`` [WHERE ``condition``]; a CommandResult.
-
-    ``version`` is None when no row matched (nothing is committed). ``io``:
+    ``version`` is None when no row matched (nothing is committed). ``spec.io``:
     ``auto``, ``hadoop`` or ``arrow`` (:mod:`~airflow_delta_provider.spark.runtime.io_mode`).
     ``storage_options`` reach the table from this process (default: the environment).
     """
-    return UpdateCommand(spark, table, condition, set_exprs, token, io, storage_options).run()
+    command = UpdateCommand(
+        spark, spec.table_path, spec.condition, dict(spec.updates), spec.token, spec.io, storage_options
+    )
+    return command.run()
 
 
-__all__ = ["UpdateCommand", "run_update"]
+__all__ = ["UpdateCommand", "run"]

@@ -34,4 +34,7 @@ class UpdateSpec(OperationSpec):
     def validate(self) -> None:
         super().validate()
         if not self.updates:
-            raise InvalidArgumentError("update needs at least one column in updates")
+            raise InvalidArgumentError("UPDATE needs at least one SET column=expression in updates")
+        for target, sql in self.updates:
+            if sql is None or not str(sql).strip():
+                raise InvalidArgumentError(f"SET {target}= has an empty expression")
