@@ -272,8 +272,11 @@ class DeltaSparkOperator(BaseOperator):
             self.outlets = [*self.outlets, self._table_alias]
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
-        if self._known_now():
-            self._check(self.spec())  # a template is checked once rendered, when the task runs
+        if self._known_now():  # a template is checked once rendered, when the task runs
+            try:
+                self._check(self.spec())
+            except ValueError as exc:  # the DAG file fails to parse, naming the operator
+                raise ValueError(f"{type(self).__name__}: {exc}") from None
 
     def spec(self, token: str | None = None) -> OperationSpec:
         """The spec of this task, from its (rendered) arguments; ``token`` names its change.
