@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import Action, DeletionVector, action_to_json
+from airflow_delta_provider.delta.checkpoint import parsed_stats
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
@@ -183,16 +185,37 @@ def non_file_rows(
     return pa.table(columns, schema=schema)
 
 
+def with_stats_columns(schema: pa.Schema, snapshot: Snapshot) -> pa.Schema:
+    """``schema`` with its ``add`` struct as the table's properties ask
+    (delta-spark's ``Checkpoints.buildCheckpoint``): ``stats`` only with
+    ``delta.checkpoint.writeStatsAsJson`` (default true), then
+    ``partitionValues_parsed`` (partitioned tables) and ``stats_parsed`` with
+    ``delta.checkpoint.writeStatsAsStruct`` (default false, PROTOCOL.md's)."""
+    add = schema.field("add").type
+    fields = [f for f in add if f.name != "stats" or table_properties.checkpoint_stats_as_json(snapshot.metadata)]
+    if table_properties.checkpoint_stats_as_struct(snapshot.metadata):
+        partitions = parsed_stats.partition_values_struct_type(snapshot)
+        if partitions is not None:
+            fields.append(pa.field("partitionValues_parsed", partitions))
+        fields.append(pa.field("stats_parsed", parsed_stats.stats_struct_type(snapshot)))
+    if len(fields) == len(add) and all(a.name == b.name for a, b in zip(fields, add)):
+        return schema
+    return schema.set(schema.get_field_index("add"), pa.field("add", pa.struct(fields)))
+
+
 def file_rows(snapshot: Snapshot, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pa.Table:
-    """The live files, then the unexpired tombstones, one row each, in ``schema``."""
-    adds = _single_column_table(schema, "add", _add_array(snapshot))
+    """The live files, then the unexpired tombstones, one row each, in ``schema``
+    (its ``add`` struct as :func:`with_stats_columns` makes it)."""
+    schema = with_stats_columns(schema, snapshot)
+    adds = _single_column_table(schema, "add", _add_array(snapshot, schema.field("add").type))
     removes = _single_column_table(schema, "remove", _remove_array(snapshot))
     return pa.concat_tables([adds, removes])
 
 
 def checkpoint_table(snapshot: Snapshot) -> pa.Table:
     """The rows of a classic (V1 spec) checkpoint of ``snapshot``."""
-    return pa.concat_tables([non_file_rows(snapshot), file_rows(snapshot)])
+    schema = with_stats_columns(CHECKPOINT_SCHEMA, snapshot)
+    return pa.concat_tables([non_file_rows(snapshot, schema), file_rows(snapshot, schema)])
 
 
 def parquet_bytes(data: pa.Table) -> bytes:
@@ -208,9 +231,8 @@ def _single_column_table(schema: pa.Schema, name: str, array: pa.Array) -> pa.Ta
     return pa.table(columns, schema=schema)
 
 
-def _add_array(snapshot: Snapshot) -> pa.Array:
+def _add_array(snapshot: Snapshot, t: pa.StructType) -> pa.Array:
     files = snapshot.files
-    t = CHECKPOINT_SCHEMA.field("add").type
     children = [
         pa.array([f.path for f in files], pa.string()),
         pa.array([_map(f.partition_values) for f in files], _STR_MAP),
@@ -222,8 +244,15 @@ def _add_array(snapshot: Snapshot) -> pa.Array:
         pa.array([f.base_row_id for f in files], pa.int64()),
         pa.array([f.default_row_commit_version for f in files], pa.int64()),
         pa.array([f.clustering_provider for f in files], pa.string()),
-        pa.array([f.stats_json() for f in files], pa.string()),
     ]
+    names = {f.name for f in t}
+    if "stats" in names:
+        children.append(pa.array([f.stats_json() for f in files], pa.string()))
+    if "partitionValues_parsed" in names:
+        pv_type = t.field("partitionValues_parsed").type
+        children.append(parsed_stats.partition_values_parsed_array(files, snapshot, pv_type))
+    if "stats_parsed" in names:
+        children.append(parsed_stats.stats_parsed_array(files, t.field("stats_parsed").type))
     return pa.StructArray.from_arrays(children, fields=list(t))
 
 
