@@ -192,6 +192,8 @@ def with_stats_columns(schema: pa.Schema, snapshot: Snapshot) -> pa.Schema:
     ``partitionValues_parsed`` (partitioned tables) and ``stats_parsed`` with
     ``delta.checkpoint.writeStatsAsStruct`` (default false, PROTOCOL.md's)."""
     add = schema.field("add").type
+    if "stats" not in add.names or "stats_parsed" in add.names:
+        return schema  # already as the properties ask (the base schemas hold ``stats`` and no parsed column)
     fields = [f for f in add if f.name != "stats" or table_properties.checkpoint_stats_as_json(snapshot.metadata)]
     if table_properties.checkpoint_stats_as_struct(snapshot.metadata):
         partitions = parsed_stats.partition_values_struct_type(snapshot)
