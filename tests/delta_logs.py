@@ -32,9 +32,7 @@ PARTITIONED_SCHEMA = {
 }
 
 
-def write_commit(
-    root: Path, version: int, operation: str | None = None, *, partition_value: str | None = None
-) -> int:
+def write_commit(root: Path, version: int, operation: str | None = None, *, partition_value: str | None = None) -> int:
     """Write commit ``version`` (must be new); returns its commitInfo timestamp.
 
     With ``partition_value``, the table is partitioned by ``ds`` (when this is
@@ -76,8 +74,12 @@ def write_commit(
                 "modificationTime": timestamp,
                 "dataChange": True,
                 "stats": json.dumps(
-                    {"numRecords": 1, "minValues": {"id": version}, "maxValues": {"id": version},
-                     "nullCount": {"id": 0}}
+                    {
+                        "numRecords": 1,
+                        "minValues": {"id": version},
+                        "maxValues": {"id": version},
+                        "nullCount": {"id": 0},
+                    }
                 ),
             }
         }

@@ -313,7 +313,7 @@ def test_write_stats_as_struct_holds_typed_stats_and_partition_values(
 
 
 def test_stats_as_json_only_by_default(table):
-    add_type, adds = _checkpoint_adds(table)
+    add_type, _adds = _checkpoint_adds(table)
     names = [f.name for f in add_type]
     assert "stats" in names and "stats_parsed" not in names and "partitionValues_parsed" not in names
 
