@@ -99,3 +99,4 @@ def log_calls(monkeypatch):
     from tests.delta_logs import count_log_calls
 
     return count_log_calls(monkeypatch)
+

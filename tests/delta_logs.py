@@ -32,7 +32,9 @@ PARTITIONED_SCHEMA = {
 }
 
 
-def write_commit(root: Path, version: int, operation: str | None = None, *, partition_value: str | None = None) -> int:
+def write_commit(
+    root: Path, version: int, operation: str | None = None, *, partition_value: str | None = None
+) -> int:
     """Write commit ``version`` (must be new); returns its commitInfo timestamp.
 
     With ``partition_value``, the table is partitioned by ``ds`` (when this is
@@ -74,12 +76,8 @@ def write_commit(root: Path, version: int, operation: str | None = None, *, part
                 "modificationTime": timestamp,
                 "dataChange": True,
                 "stats": json.dumps(
-                    {
-                        "numRecords": 1,
-                        "minValues": {"id": version},
-                        "maxValues": {"id": version},
-                        "nullCount": {"id": 0},
-                    }
+                    {"numRecords": 1, "minValues": {"id": version}, "maxValues": {"id": version},
+                     "nullCount": {"id": 0}}
                 ),
             }
         }

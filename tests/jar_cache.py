@@ -102,20 +102,11 @@ def _fetch(name: str, target: Path) -> None:
     wanted = ", ".join(a.coordinates for a in artifacts)
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise JarFetchError(
-            f"cannot fetch {wanted}: Maven (mvn) is not installed; install it, or set {JARS_DIR_VARIABLE}"
-        )
+        raise JarFetchError(f"cannot fetch {wanted}: Maven (mvn) is not installed; install it, or set {JARS_DIR_VARIABLE}")
     with tempfile.TemporaryDirectory() as work:
         (Path(work) / "pom.xml").write_text(_pom(artifacts))
         out = Path(work) / "out"
-        command = [
-            mvn,
-            "-q",
-            "-B",
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={out}",
-            "-DincludeScope=runtime",
-        ]
+        command = [mvn, "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={out}", "-DincludeScope=runtime"]
         done = subprocess.run(command, cwd=work, capture_output=True, text=True)
         if done.returncode != 0:
             raise JarFetchError(

@@ -324,16 +324,7 @@ def azurite_binary() -> Path:
         pytest.skip("Azurite needs node and npm, and this machine has neither on PATH")
     AZURITE_HOME.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [
-            "npm",
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--silent",
-            "--prefix",
-            str(AZURITE_HOME),
-            f"azurite@{AZURITE_VERSION}",
-        ],
+        ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(AZURITE_HOME), f"azurite@{AZURITE_VERSION}"],
         check=True,
         timeout=600,
     )
@@ -346,12 +337,9 @@ class Azurite:
         self.proc = subprocess.Popen(
             [
                 str(azurite_binary()),
-                "--blobHost",
-                "127.0.0.1",
-                "--blobPort",
-                str(self.port),
-                "--location",
-                str(workdir),
+                "--blobHost", "127.0.0.1",
+                "--blobPort", str(self.port),
+                "--location", str(workdir),
                 "--silent",
                 "--skipApiVersionCheck",
             ],

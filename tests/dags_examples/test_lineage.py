@@ -150,11 +150,7 @@ def test_the_merge_reads_the_table_and_its_source(pipeline_run) -> None:
     written = _one(event["outputs"])
     assert _version(written) == "2" and "columnLineage" not in written["facets"]
     metrics = pipeline_run["xcom"]["upsert_day_3"]["metrics"]
-    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"], metrics["numTargetRowsInserted"]) == (
-        1,
-        1,
-        1,
-    )
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsDeleted"], metrics["numTargetRowsInserted"]) == (1, 1, 1)
     assert _statistics(written) == (
         metrics["numOutputRows"], metrics["numTargetBytesAdded"], metrics["numTargetFilesAdded"]
     )  # fmt: skip

@@ -554,9 +554,7 @@ def test_type_widening_table_matches_oracles_at_every_version(
     for version in range(3):
         snap = table.snapshot(version=version)
         got = snapshot_rows(snap)
-        oracles = [
-            duckdb_delta.execute(f"SELECT * FROM delta_scan('{path}', version => {version})").fetch_arrow_table()
-        ]
+        oracles = [duckdb_delta.execute(f"SELECT * FROM delta_scan('{path}', version => {version})").fetch_arrow_table()]
         if version == 0:
             oracles.append(_rs_table(path, 0).to_pyarrow_table())
         for expected in oracles:

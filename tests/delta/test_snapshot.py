@@ -57,13 +57,7 @@ def metadata(partition_columns=(), configuration=None, schema=SCHEMA) -> dict:
 
 
 def add(path: str, pv: dict | None = None, size: int = 10, stats: dict | None = None, dv: dict | None = None) -> dict:
-    body: dict[str, Any] = {
-        "path": path,
-        "partitionValues": pv or {},
-        "size": size,
-        "modificationTime": 1,
-        "dataChange": True,
-    }
+    body: dict[str, Any] = {"path": path, "partitionValues": pv or {}, "size": size, "modificationTime": 1, "dataChange": True}
     if stats is not None:
         body["stats"] = json.dumps(stats)
     if dv is not None:
@@ -150,15 +144,9 @@ def test_txn_versions_are_tracked_per_app_id(tmp_path):
 
 
 def test_domain_metadata_last_wins_and_removed_ones_go(tmp_path):
-    write(
-        tmp_path, 0, protocol(), metadata(), {"domainMetadata": {"domain": "x", "configuration": "1", "removed": False}}
-    )
-    write(
-        tmp_path,
-        1,
-        {"domainMetadata": {"domain": "x", "configuration": "", "removed": True}},
-        {"domainMetadata": {"domain": "y", "configuration": "2", "removed": False}},
-    )
+    write(tmp_path, 0, protocol(), metadata(), {"domainMetadata": {"domain": "x", "configuration": "1", "removed": False}})
+    write(tmp_path, 1, {"domainMetadata": {"domain": "x", "configuration": "", "removed": True}},
+          {"domainMetadata": {"domain": "y", "configuration": "2", "removed": False}})
     assert {k: d.configuration for k, d in DeltaTable(tmp_path).snapshot().domain_metadata.items()} == {"y": "2"}
 
 
@@ -173,19 +161,14 @@ def test_partition_values_are_typed_in_both_timestamp_forms(tmp_path):
         ],
     }
     write(
-        tmp_path,
-        0,
-        protocol(),
-        metadata(["ts", "d", "n"], schema=schema),
+        tmp_path, 0, protocol(), metadata(["ts", "d", "n"], schema=schema),
         add("legacy", {"ts": "2021-09-08 11:11:11", "d": "2021-09-08", "n": "3"}),
         add("iso", {"ts": "2021-09-08T11:11:11.000000Z", "d": "2021-09-08", "n": "3"}),
         add("null", {"ts": None, "d": "", "n": None}),
         add("other", {"ts": "2022-01-01 00:00:00.123456", "d": "2022-01-01", "n": "-4"}),
     )
     snap = DeltaTable(tmp_path).snapshot()
-    typed = {
-        f.path: parse_partition_values(f.partition_values, snap.schema, snap.partition_columns) for f in snap.files
-    }
+    typed = {f.path: parse_partition_values(f.partition_values, snap.schema, snap.partition_columns) for f in snap.files}
     moment = dt.datetime(2021, 9, 8, 11, 11, 11, tzinfo=dt.timezone.utc)
     assert typed["legacy"] == typed["iso"] == {"ts": moment, "d": dt.date(2021, 9, 8), "n": 3}
     assert typed["null"] == {"ts": None, "d": None, "n": None}
@@ -197,10 +180,7 @@ def test_partition_values_are_typed_in_both_timestamp_forms(tmp_path):
 
 def test_files_matching_uses_stats_and_keeps_files_without_them(tmp_path):
     write(
-        tmp_path,
-        0,
-        protocol(),
-        metadata(),
+        tmp_path, 0, protocol(), metadata(),
         add("low", stats={"numRecords": 2, "minValues": {"id": 0}, "maxValues": {"id": 4}, "nullCount": {"id": 0}}),
         add("high", stats={"numRecords": 2, "minValues": {"id": 5}, "maxValues": {"id": 9}, "nullCount": {"id": 0}}),
         add("nostats"),
@@ -226,87 +206,37 @@ def _write_checkpoint_with_stats_parsed(root: Path, version: int) -> None:
     file (``stats_parsed``, no JSON) and ``writeStatsAsJson`` on the other."""
     bounds = pa.struct([("id", pa.int64()), ("ts", pa.timestamp("us", "UTC"))])
     stats_parsed = pa.struct(
-        [
-            ("numRecords", pa.int64()),
-            ("minValues", bounds),
-            ("maxValues", bounds),
-            ("nullCount", pa.struct([("id", pa.int64()), ("ts", pa.int64())])),
-        ]
+        [("numRecords", pa.int64()), ("minValues", bounds), ("maxValues", bounds),
+         ("nullCount", pa.struct([("id", pa.int64()), ("ts", pa.int64())]))]
     )
     add_type = pa.struct(
-        [
-            ("path", pa.string()),
-            ("partitionValues", _MAP),
-            ("size", pa.int64()),
-            ("modificationTime", pa.int64()),
-            ("dataChange", pa.bool_()),
-            ("stats", pa.string()),
-            ("stats_parsed", stats_parsed),
-        ]
+        [("path", pa.string()), ("partitionValues", _MAP), ("size", pa.int64()), ("modificationTime", pa.int64()),
+         ("dataChange", pa.bool_()), ("stats", pa.string()), ("stats_parsed", stats_parsed)]
     )
     ts = dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
-    md = metadata(
-        schema={
-            "type": "struct",
-            "fields": [
-                {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-                {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
-            ],
-        }
-    )["metaData"]
+    md = metadata(schema={"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+    ]})["metaData"]
     md["configuration"] = []
     md["format"] = {"provider": "parquet", "options": []}
     table = pa.table(
         {
-            "protocol": pa.array(
-                [{"minReaderVersion": 1, "minWriterVersion": 2}, None, None, None],
-                pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())]),
-            ),
-            "metaData": pa.array(
-                [None, md, None, None],
-                pa.struct(
-                    [
-                        ("id", pa.string()),
-                        ("format", pa.struct([("provider", pa.string()), ("options", _MAP)])),
-                        ("schemaString", pa.string()),
-                        ("partitionColumns", pa.list_(pa.string())),
-                        ("configuration", _MAP),
-                        ("createdTime", pa.int64()),
-                    ]
-                ),
-            ),
-            "add": pa.array(
-                [
-                    None,
-                    None,
-                    {
-                        "path": "parsed.parquet",
-                        "partitionValues": [],
-                        "size": 3,
-                        "modificationTime": 1,
-                        "dataChange": False,
-                        "stats": None,
-                        "stats_parsed": {
-                            "numRecords": 4,
-                            "minValues": {"id": 10, "ts": ts},
-                            "maxValues": {"id": 19, "ts": ts},
-                            "nullCount": {"id": 0, "ts": 1},
-                        },
-                    },
-                    {
-                        "path": "json.parquet",
-                        "partitionValues": [],
-                        "size": 5,
-                        "modificationTime": 2,
-                        "dataChange": False,
-                        "stats": json.dumps(
-                            {"numRecords": 7, "minValues": {"id": 0}, "maxValues": {"id": 9}, "nullCount": {"id": 0}}
-                        ),
-                        "stats_parsed": None,
-                    },
-                ],
-                add_type,
-            ),
+            "protocol": pa.array([{"minReaderVersion": 1, "minWriterVersion": 2}, None, None, None],
+                                 pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])),
+            "metaData": pa.array([None, md, None, None], pa.struct([
+                ("id", pa.string()), ("format", pa.struct([("provider", pa.string()), ("options", _MAP)])),
+                ("schemaString", pa.string()), ("partitionColumns", pa.list_(pa.string())), ("configuration", _MAP),
+                ("createdTime", pa.int64())])),
+            "add": pa.array([
+                None, None,
+                {"path": "parsed.parquet", "partitionValues": [], "size": 3, "modificationTime": 1, "dataChange": False,
+                 "stats": None, "stats_parsed": {"numRecords": 4, "minValues": {"id": 10, "ts": ts},
+                                                 "maxValues": {"id": 19, "ts": ts}, "nullCount": {"id": 0, "ts": 1}}},
+                {"path": "json.parquet", "partitionValues": [], "size": 5, "modificationTime": 2, "dataChange": False,
+                 "stats": json.dumps({"numRecords": 7, "minValues": {"id": 0}, "maxValues": {"id": 9}, "nullCount": {"id": 0}}),
+                 "stats_parsed": None},
+            ], add_type),
         }
     )
     log = root / "_delta_log"
@@ -374,15 +304,11 @@ def test_the_file_state_is_built_once_under_concurrent_readers(tmp_path):
 @pytest.mark.parametrize(
     ("proto", "feature"),
     [
-        (
-            protocol(3, 7, readerFeatures=["deletionVectors", "catalogManaged"], writerFeatures=["deletionVectors"]),
-            "catalogManaged",
-        ),
+        (protocol(3, 7, readerFeatures=["deletionVectors", "catalogManaged"], writerFeatures=["deletionVectors"]),
+         "catalogManaged"),
         # timestampNtz is read; a feature from the future is not.
         (
-            protocol(
-                3, 7, readerFeatures=["timestampNtz", "futureFeature"], writerFeatures=["timestampNtz", "futureFeature"]
-            ),
+            protocol(3, 7, readerFeatures=["timestampNtz", "futureFeature"], writerFeatures=["timestampNtz", "futureFeature"]),
             "futureFeature",
         ),
         (protocol(4, 7), "reader version 4"),

@@ -41,22 +41,9 @@ def add(path: str) -> dict:
 def make(root: Path, mtimes: list[float]) -> DeltaTable:
     """A table whose commit ``v`` adds file ``f{v}`` and has modification time ``mtimes[v]``."""
     for v, m in enumerate(mtimes):
-        head = (
-            [
-                {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
-                {
-                    "metaData": {
-                        "id": "x",
-                        "format": {"provider": "parquet", "options": {}},
-                        "schemaString": SCHEMA,
-                        "partitionColumns": [],
-                        "configuration": {},
-                    }
-                },
-            ]
-            if v == 0
-            else []
-        )
+        head = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+                {"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": SCHEMA,
+                              "partitionColumns": [], "configuration": {}}}] if v == 0 else []
         write(root, v, info(v, token=f"tok{v}"), *head, add(f"f{v}"), mtime_s=m)
     return DeltaTable(root)
 

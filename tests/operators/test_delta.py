@@ -244,9 +244,7 @@ def test_changes_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> Non
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"source_format": "avro"},
-        {"mode": "upsert"},
-        {"txn_app_id": "only-the-id"},
+        {"source_format": "avro"}, {"mode": "upsert"}, {"txn_app_id": "only-the-id"},
         {"partition_by": ["day"], "cluster_by": "id"},
     ],
 )

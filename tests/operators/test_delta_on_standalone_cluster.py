@@ -24,7 +24,9 @@ from airflow_delta_provider.hooks.delta_spark import application_path
 from airflow_delta_provider.operators.delta import DeltaAppendOperator
 from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, xcom
 
-pytestmark = pytest.mark.skipif(not Path(application_path()).is_file(), reason="the Spark CLI is not there yet")
+pytestmark = pytest.mark.skipif(
+    not Path(application_path()).is_file(), reason="the Spark CLI is not there yet"
+)
 
 STARTUP_LIMIT_S = 120
 

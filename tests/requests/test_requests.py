@@ -59,57 +59,33 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
             "txn_version": 7,
             "options": {"header": "true", "sep": ";"},
             "table_properties": {"delta.enableDeletionVectors": "true", "delta.appendOnly": "false"},
-            "table_schema": {
-                "type": "struct",
-                "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
-            },
+            "table_schema": {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]},
         },
     ),
     (
         DeltaAppendOperator,
         {
-            "source": "/in/day=2",
-            "source_format": "json",
-            "merge_schema": True,
-            "partition_by": ["day"],
-            "mode": "overwrite",
-            "replace_where": "day = '2'",
-            "txn_app_id": "loader",
-            "txn_version": 8,
-            "options": {"multiLine": "true"},
-            "table_properties": {"delta.appendOnly": "false"},
+            "source": "/in/day=2", "source_format": "json", "merge_schema": True, "partition_by": ["day"],
+            "mode": "overwrite", "replace_where": "day = '2'", "txn_app_id": "loader", "txn_version": 8,
+            "options": {"multiLine": "true"}, "table_properties": {"delta.appendOnly": "false"},
             "table_schema": '{"type": "struct", "fields": []}',
         },
     ),
     (
         DeltaAppendOperator,
         {
-            "source": "/in/day=3",
-            "source_format": "delta",
-            "merge_schema": True,
-            "partition_by": ["day"],
-            "mode": "overwrite",
-            "partition_overwrite_mode": "dynamic",
-            "txn_app_id": "loader",
-            "txn_version": 9,
-            "options": {"k": "v"},
-            "table_properties": {"delta.appendOnly": "false"},
+            "source": "/in/day=3", "source_format": "delta", "merge_schema": True, "partition_by": ["day"],
+            "mode": "overwrite", "partition_overwrite_mode": "dynamic", "txn_app_id": "loader", "txn_version": 9,
+            "options": {"k": "v"}, "table_properties": {"delta.appendOnly": "false"},
             "table_schema": '{"type": "struct", "fields": []}',
         },
     ),
     (
         DeltaAppendOperator,
         {
-            "source": "/in/day=5",
-            "source_format": "parquet",
-            "merge_schema": True,
-            "cluster_by": "day, id",
-            "mode": "overwrite",
-            "overwrite_schema": True,
-            "txn_app_id": "loader",
-            "txn_version": 11,
-            "options": {"k": "v"},
-            "table_properties": {"delta.appendOnly": "false"},
+            "source": "/in/day=5", "source_format": "parquet", "merge_schema": True, "cluster_by": "day, id",
+            "mode": "overwrite", "overwrite_schema": True, "txn_app_id": "loader", "txn_version": 11,
+            "options": {"k": "v"}, "table_properties": {"delta.appendOnly": "false"},
             "table_schema": '{"type": "struct", "fields": []}',
         },
     ),
@@ -118,13 +94,8 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         {
             "source_sql": "SELECT * FROM a JOIN b USING (id) WHERE a.day = '4'",
             "source_views": {"a": {"path": "/in/a", "format": "orc"}, "b": {"path": "/in/b", "format": "delta"}},
-            "merge_schema": True,
-            "partition_by": ["day"],
-            "mode": "overwrite",
-            "replace_where": "day = '4'",
-            "txn_app_id": "loader",
-            "txn_version": 10,
-            "table_properties": {"delta.appendOnly": "false"},
+            "merge_schema": True, "partition_by": ["day"], "mode": "overwrite", "replace_where": "day = '4'",
+            "txn_app_id": "loader", "txn_version": 10, "table_properties": {"delta.appendOnly": "false"},
             "table_schema": '{"type": "struct", "fields": []}',
         },
     ),
@@ -133,10 +104,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         {
             "source": "/in/upserts",
             "on": "tt.id = ss.id",
-            "clauses": [
-                {"when": "matched", "condition": "ss.op = 'D'", "delete": True},
-                {"when": "not_matched", "insert": "*"},
-            ],
+            "clauses": [{"when": "matched", "condition": "ss.op = 'D'", "delete": True}, {"when": "not_matched", "insert": "*"}],
             "source_format": "delta",
             "source_version": 4,
             "target_alias": "tt",
@@ -176,10 +144,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
         DeltaChangesOperator,
         {"start_version": 2, "end_version": 5, "output_path": "s3://lake/changes", "output_format": "json"},
     ),
-    (
-        DeltaConvertOperator,
-        {"partition_by": "day date, region string", "table_properties": {"delta.appendOnly": "true"}},
-    ),
+    (DeltaConvertOperator, {"partition_by": "day date, region string", "table_properties": {"delta.appendOnly": "true"}}),
     (DeltaConvertOperator, {"partition_by": {"day": "date", "`a b`": "decimal(10,2)"}, "table_properties": {"k": "v"}}),
     (DeltaGenerateManifestOperator, {"mode": "symlink_format_manifest"}),
     (
@@ -257,9 +222,7 @@ def test_each_field_that_excludes_others_has_its_own_case() -> None:
         names = (*exclusive.get(operation, ()), *alternatives.get(operation, ()))
         cls = REQUESTS[operation]
         defaults = {f.name: f.default for f in cls.operation_fields()}
-        requests_ = [
-            op_cls(task_id="t", **COMMON, **args).request() for op_cls, args in OPERATORS if op_cls.request_class is cls
-        ]
+        requests_ = [op_cls(task_id="t", **COMMON, **args).request() for op_cls, args in OPERATORS if op_cls.request_class is cls]
         for name in names:
             assert any(getattr(request, name) != defaults[name] for request in requests_), name
 
@@ -310,15 +273,7 @@ def test_the_cli_flags_keep_their_spelling() -> None:
         "--io", "arrow", "--debug", "--token", TOKEN,
     ]  # fmt: skip
     vacuum = DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours="48", retention_check=False)
-    assert vacuum.request().to_argv() == [
-        "vacuum",
-        "/t",
-        "--retention-hours",
-        "48",
-        "--no-retention-check",
-        "--io",
-        "auto",
-    ]
+    assert vacuum.request().to_argv() == ["vacuum", "/t", "--retention-hours", "48", "--no-retention-check", "--io", "auto"]
     reorg = DeltaPurgeDeletionVectorsOperator(task_id="p", table_path="/t")
     assert reorg.request().to_argv() == ["reorg", "/t", "--purge", "--min-deleted-ratio", "0", "--io", "auto"]
 
@@ -384,12 +339,7 @@ def test_numbers_are_templated_and_converted_once_rendered(operator, argument, r
         (DeltaOptimizeOperator, "target_size", "1.5", "target_size must be an integer, not '1.5'"),
         (DeltaOptimizeOperator, "target_size", "-3", "target_size must be positive, not -3"),
         (DeltaPurgeDeletionVectorsOperator, "min_deleted_ratio", "half", "min_deleted_ratio must be a number"),
-        (
-            DeltaPurgeDeletionVectorsOperator,
-            "min_deleted_ratio",
-            "1",
-            "min_deleted_ratio must be at least 0 and below 1",
-        ),
+        (DeltaPurgeDeletionVectorsOperator, "min_deleted_ratio", "1", "min_deleted_ratio must be at least 0 and below 1"),
     ],
 )
 def test_a_rendered_number_of_the_wrong_kind_is_named(operator, argument, rendered, message) -> None:
@@ -415,30 +365,11 @@ def test_template_fields_are_unchanged() -> None:
         DeltaUpdateOperator: (*base, "updates", "condition"),
         DeltaDeleteOperator: (*base, "condition"),
         DeltaAppendOperator: (
-            *base,
-            "source",
-            "source_sql",
-            "source_views",
-            "partition_by",
-            "cluster_by",
-            "txn_app_id",
-            "txn_version",
+            *base, "source", "source_sql", "source_views", "partition_by", "cluster_by", "txn_app_id", "txn_version",
             "options",
-            "table_properties",
-            "table_schema",
-            "replace_where",
-            "partition_overwrite_mode",
+            "table_properties", "table_schema", "replace_where", "partition_overwrite_mode",
         ),
-        DeltaMergeOperator: (
-            *base,
-            "source",
-            "source_sql",
-            "source_views",
-            "on",
-            "clauses",
-            "source_version",
-            "options",
-        ),
+        DeltaMergeOperator: (*base, "source", "source_sql", "source_views", "on", "clauses", "source_version", "options"),
         DeltaCheckpointOperator: base,
         DeltaVacuumOperator: (*base, "retention_hours"),
         DeltaPurgeDeletionVectorsOperator: (*base, "min_deleted_ratio"),
@@ -470,15 +401,7 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     assert io_mode.IO_MODES is requests.IO_MODES
     assert delta_operation.OPERATIONS is requests.OPERATIONS == tuple(REQUESTS)
     assert delta_in_process.PYTHON_ENGINE_OPERATIONS is requests.PYTHON_ENGINE_OPERATIONS
-    assert requests.PYTHON_ENGINE_OPERATIONS == (
-        "checkpoint",
-        "vacuum",
-        "alter",
-        "restore",
-        "convert",
-        "generate",
-        "clone",
-    )
+    assert requests.PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone")
 
 
 def test_the_request_layer_imports_neither_pyspark_nor_airflow_nor_the_core() -> None:

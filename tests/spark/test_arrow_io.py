@@ -209,9 +209,7 @@ def test_append_creating_a_partitioned_table(tmp_path, spark):
 )
 def test_append_modes(tmp_path, spark, mode, merge_schema, data):
     existing = deltalake_table(tmp_path / "existing", partition_by=["part"])
-    hadoop, arrow = _append_twice(
-        tmp_path, spark, existing, _source(tmp_path, data), mode=mode, merge_schema=merge_schema
-    )
+    hadoop, arrow = _append_twice(tmp_path, spark, existing, _source(tmp_path, data), mode=mode, merge_schema=merge_schema)
     _assert_same_change(hadoop, arrow)
 
 
@@ -354,16 +352,10 @@ def _folder_as_table(tmp_path, paths):
 def test_plan_splits_packs_largest_first():
     assert plan_splits([], 2) == []
     # total 3 * (10 + 4) = 42 -> 21 per core -> split 21: 10+4 fits, then 10 > 21 - 14.
-    assert plan_splits([10, 10, 10], 2, max_partition_bytes=100, open_cost=4) == [
-        [[0, 0, None]],
-        [[1, 0, None]],
-        [[2, 0, None]],
-    ]
+    assert plan_splits([10, 10, 10], 2, max_partition_bytes=100, open_cost=4) == [[[0, 0, None]], [[1, 0, None]], [[2, 0, None]]]
     # One file above the split size is cut into pieces, largest first.
     assert plan_splits([25, 1], 1, max_partition_bytes=10, open_cost=0) == [
-        [[0, 0, 10]],
-        [[0, 10, 10]],
-        [[0, 20, 5], [1, 0, None]],
+        [[0, 0, 10]], [[0, 10, 10]], [[0, 20, 5], [1, 0, None]]
     ]
 
 

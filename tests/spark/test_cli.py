@@ -31,59 +31,16 @@ def test_parser_reads_every_command():
     p = build_parser()
     a = p.parse_args(["update", "t", "--condition", "id = 1", "--set", "v=v+1", "--set", "w='a=b'", "--token", "k"])
     assert a.set_exprs == [("v", "v+1"), ("w", "'a=b'")] and a.token == "k"
-    a = p.parse_args(
-        [
-            "append",
-            "t",
-            "--source",
-            "s",
-            "--format",
-            "csv",
-            "--partition-by",
-            "a",
-            "--partition-by",
-            "b",
-            "--option",
-            "header=true",
-            "--txn-app-id",
-            "x",
-            "--txn-version",
-            "3",
-            "--spark-conf",
-            "k=v",
-        ]
-    )
+    a = p.parse_args(["append", "t", "--source", "s", "--format", "csv", "--partition-by", "a", "--partition-by", "b",
+                      "--option", "header=true", "--txn-app-id", "x", "--txn-version", "3", "--spark-conf", "k=v"])
     assert a.partition_by == ["a", "b"] and a.option == [("header", "true")] and a.txn_version == 3
     assert a.spark_conf == [("k", "v")] and a.mode == "append"
     a = p.parse_args(["vacuum", "t", "--retention-hours", "0", "--dry-run", "--no-retention-check"])
     assert a.retention_hours == 0 and a.dry_run and a.enforce_retention is False
     assert p.parse_args(["checkpoint", "t", "--cleanup-logs"]).cleanup_logs
-    a = p.parse_args(
-        [
-            "merge",
-            "t",
-            "--source",
-            "s",
-            "--source-format",
-            "delta",
-            "--source-version",
-            "4",
-            "--on",
-            "t.id = s.id",
-            "--clauses",
-            "[]",
-            "--merge-schema",
-            "--target-alias",
-            "tt",
-        ]
-    )
-    assert (a.source_format, a.source_version, a.on, a.target_alias, a.source_alias) == (
-        "delta",
-        4,
-        "t.id = s.id",
-        "tt",
-        "s",
-    )
+    a = p.parse_args(["merge", "t", "--source", "s", "--source-format", "delta", "--source-version", "4",
+                      "--on", "t.id = s.id", "--clauses", "[]", "--merge-schema", "--target-alias", "tt"])
+    assert (a.source_format, a.source_version, a.on, a.target_alias, a.source_alias) == ("delta", 4, "t.id = s.id", "tt", "s")
     assert a.merge_schema and a.clauses == "[]"
     a = p.parse_args(["changes", "t", "--start", "3", "--output", "/o", "--output-format", "csv"])
     assert (a.start, a.end, a.output, a.output_format) == (3, None, "/o", "csv")
@@ -99,28 +56,20 @@ def test_usage_error_is_one_line_exit_2(capsys):
 
 def test_append_in_process_prints_result_json(spark, tmp_path, capsys):
     path = str(tmp_path / "t")
-    code = main(
-        ["append", path, "--source", _source(tmp_path, pa.table({"id": [1]})), "--format", "parquet", "--token", "tk"],
-        session_factory=lambda conf: spark,
-    )
+    code = main(["append", path, "--source", _source(tmp_path, pa.table({"id": [1]})), "--format", "parquet",
+                 "--token", "tk"], session_factory=lambda conf: spark)
     assert code == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert out == {
-        "table": path,
-        "operation": "WRITE",
-        "version": 0,
-        "metrics": {"numFiles": 1, "numOutputRows": 1, "numOutputBytes": out["metrics"]["numOutputBytes"]},
-    }
+    assert out == {"table": path, "operation": "WRITE", "version": 0,
+                   "metrics": {"numFiles": 1, "numOutputRows": 1, "numOutputBytes": out["metrics"]["numOutputBytes"]}}
 
 
 def test_schema_mismatch_in_process_is_one_line_and_changes_nothing(spark, tmp_path, make_table, capsys):
     path = make_table(pa.table({"id": [1]}))
     before = disk_files(path)
     with pytest.raises(SystemExit) as exit_info:
-        main(
-            ["append", path, "--source", _source(tmp_path, pa.table({"other": [1]})), "--format", "parquet"],
-            session_factory=lambda conf: spark,
-        )
+        main(["append", path, "--source", _source(tmp_path, pa.table({"other": [1]})), "--format", "parquet"],
+             session_factory=lambda conf: spark)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("SchemaMismatchError:")
@@ -129,13 +78,8 @@ def test_schema_mismatch_in_process_is_one_line_and_changes_nothing(spark, tmp_p
 
 def _run(*args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "airflow_delta_provider.spark", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return subprocess.run([sys.executable, "-m", "airflow_delta_provider.spark", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
 
 
 def test_merge_with_a_multiple_match_is_one_line_and_changes_nothing(spark, tmp_path, make_table, capsys):
@@ -144,10 +88,8 @@ def test_merge_with_a_multiple_match_is_one_line_and_changes_nothing(spark, tmp_
     source = _source(tmp_path, pa.table({"id": [2, 2], "v": ["x", "y"]}))
     clauses = json.dumps([{"when": "matched", "update": "*"}])
     with pytest.raises(SystemExit) as exit_info:
-        main(
-            ["merge", path, "--source", source, "--on", "t.id = s.id", "--clauses", clauses],
-            session_factory=lambda conf: spark,
-        )
+        main(["merge", path, "--source", source, "--on", "t.id = s.id", "--clauses", clauses],
+             session_factory=lambda conf: spark)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("MultipleSourceMatchesError:") and "id=2" in err[0]
@@ -158,18 +100,8 @@ def test_subprocess_append_then_bad_input(tmp_path):
     """End to end in a fresh process (one JVM each)."""
     path = str(tmp_path / "t")
     src = _source(tmp_path, pa.table({"id": [1, 2], "p": ["a", "b"]}))
-    ok = _run(
-        "append",
-        path,
-        "--source",
-        src,
-        "--format",
-        "parquet",
-        "--partition-by",
-        "p",
-        "--spark-conf",
-        "spark.sql.shuffle.partitions=2",
-    )
+    ok = _run("append", path, "--source", src, "--format", "parquet", "--partition-by", "p",
+              "--spark-conf", "spark.sql.shuffle.partitions=2")
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert json.loads(ok.stdout.strip().splitlines()[-1])["version"] == 0
     assert table_rows(path) == [(1, "a"), (2, "b")]
@@ -201,11 +133,8 @@ def test_alter_needs_no_spark_and_refuses_bad_changes_in_one_line(make_table, ca
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (out["operation"], out["version"]) == ("RENAME COLUMN", 1)
     assert [f["name"] for f in DeltaTable(path).snapshot().schema["fields"]] == ["id", "value"]
-    for bad, message in [
-        ("{not json", "not JSON"),
-        ('{"drop_columns": ["id", "value"]}', "last column of the table"),
-        ('{"explode": 1}', "exactly one of"),
-    ]:
+    for bad, message in [("{not json", "not JSON"), ('{"drop_columns": ["id", "value"]}', "last column of the table"),
+                         ('{"explode": 1}', "exactly one of")]:
         with pytest.raises(SystemExit) as exit_info:
             main(["alter", path, "--change", bad], no_session)
         err = capsys.readouterr().err.strip().splitlines()

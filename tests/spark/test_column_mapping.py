@@ -136,9 +136,7 @@ def test_update_delete_and_merge_schema_on_a_mapped_table(spark, tmp_path, sourc
         (None, 4, None, "q", (("x", 3),)),
         ("e", 9, None, "q", None),
     ]
-    assert (
-        rows_duckdb(duckdb_delta, path) == rows_datafusion(path) == ours(spark, path, io) == sorted(expected, key=repr)
-    )
+    assert rows_duckdb(duckdb_delta, path) == rows_datafusion(path) == ours(spark, path, io) == sorted(expected, key=repr)
 
 
 @pytest.mark.parametrize("io", IO_MODES)
@@ -192,9 +190,7 @@ def test_append_to_a_mapped_table_delta_spark_wrote(spark, golden_copy, duckdb_d
     run_append(spark, path, src)
     by_duckdb = duckdb_delta.execute(f"SELECT count(*), count(DISTINCT ByteType) FROM delta_scan('{path}')").fetchone()
     assert scan(spark, DeltaTable(path).snapshot()).count() == before + 2 == by_duckdb[0]
-    assert parquet_names(path) == {
-        f["metadata"][cm.PHYSICAL_NAME_KEY] for f in DeltaTable(path).snapshot().schema["fields"]
-    }
+    assert parquet_names(path) == {f["metadata"][cm.PHYSICAL_NAME_KEY] for f in DeltaTable(path).snapshot().schema["fields"]}
 
 
 def test_a_mapped_source_brings_no_ids_into_another_table(spark, tmp_path, golden_dir):
@@ -278,18 +274,12 @@ def _renamed_keeping_ids(table: pa.Table) -> pa.Table:
 
     def rename(t: pa.DataType) -> pa.DataType:
         if pa.types.is_struct(t):
-            return pa.struct(
-                [
-                    t.field(i).with_name(f"other_{next(counter)}").with_type(rename(t.field(i).type))
-                    for i in range(t.num_fields)
-                ]
-            )
+            return pa.struct([t.field(i).with_name(f"other_{next(counter)}").with_type(rename(t.field(i).type))
+                              for i in range(t.num_fields)])
         return t
 
     fields = [f.with_name(f"other_{next(counter)}").with_type(rename(f.type)) for f in table.schema]
-    columns = [
-        pa.chunked_array([c.view(f.type) for c in col.chunks], type=f.type) for col, f in zip(table.columns, fields)
-    ]
+    columns = [pa.chunked_array([c.view(f.type) for c in col.chunks], type=f.type) for col, f in zip(table.columns, fields)]
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
@@ -309,9 +299,7 @@ def test_id_mode_matches_columns_by_field_id_not_by_name(spark, tmp_path, source
     new_path = "renamed.parquet"
     pq.write_table(renamed, os.path.join(path, new_path))
     txn = table.transaction("WRITE", {}, snap)
-    txn.add_all(
-        [old.remove(0), replace(old, path=new_path, size=os.path.getsize(os.path.join(path, new_path)), stats=None)]
-    )
+    txn.add_all([old.remove(0), replace(old, path=new_path, size=os.path.getsize(os.path.join(path, new_path)), stats=None)])
     txn.commit()
 
     assert ours(spark, path, "hadoop") == ours(spark, path, "arrow") == expected

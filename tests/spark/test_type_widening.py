@@ -114,9 +114,7 @@ def test_golden_widened_tables_scan_like_duckdb(spark, golden_dir, duckdb_delta,
     snap = DeltaTable(path).snapshot()
     types = {f["name"]: f["type"] for f in snap.schema["fields"]}
     if name == "type-widening":
-        assert (
-            got.schema.field("byte_decimal").type == pa.decimal128(11, 1) == expected.schema.field("byte_decimal").type
-        )
+        assert got.schema.field("byte_decimal").type == pa.decimal128(11, 1) == expected.schema.field("byte_decimal").type
         assert got.schema.field("date_timestamp_ntz").type == pa.timestamp("us")
         assert types["decimal_decimal_greater_scale"] == "decimal(20,5)"
         assert Decimal("67.89000") in got.column("decimal_decimal_greater_scale").to_pylist()
@@ -236,9 +234,7 @@ def test_widening_a_table_delta_spark_made_in_preview(spark, golden_copy, tmp_pa
     preview feature and dates its change with ``tableVersion``, as
     delta-spark 3.2 does; the earlier entries keep theirs."""
     path = golden_copy("type-widening")
-    src = _source(
-        tmp_path, pa.table({"decimal_decimal_same_scale": pa.array([Decimal("1.5")], pa.decimal128(22, 2))}), "src"
-    )
+    src = _source(tmp_path, pa.table({"decimal_decimal_same_scale": pa.array([Decimal("1.5")], pa.decimal128(22, 2))}), "src")
     assert run_append(spark, path, src, merge_schema=True).version == 3
     snap = DeltaTable(path).snapshot()
     assert "typeWidening" not in snap.protocol.reader_features
@@ -258,39 +254,21 @@ def test_widening_a_table_delta_spark_made_in_preview(spark, golden_copy, tmp_pa
 @pytest.mark.parametrize(
     ("properties", "partition_by", "wide", "says"),
     [
-        pytest.param(
-            {},
-            [],
-            {"i": pa.array([5], pa.int64())},
-            "column i: cannot widen integer in the table to long in the data",
-            id="property-off",
-        ),
-        pytest.param(
-            WIDEN,
-            [],
-            {"i": pa.array([5.5], pa.float64())},
-            "never turns an integer column into double",
-            id="integer-to-double",
-        ),
-        pytest.param(
-            WIDEN, [], {"i": pa.array(["x"])}, "cannot merge type string in the data into integer", id="string"
-        ),
-        pytest.param(
-            WIDEN,
-            ["d"],
-            {"d": pa.array([dt.datetime(2024, 1, 3)], pa.timestamp("us"))},
-            "cannot widen partition column d from date to timestamp_ntz",
-            id="date-partition",
-        ),
+        pytest.param({}, [], {"i": pa.array([5], pa.int64())},
+                     "column i: cannot widen integer in the table to long in the data", id="property-off"),
+        pytest.param(WIDEN, [], {"i": pa.array([5.5], pa.float64())},
+                     "never turns an integer column into double", id="integer-to-double"),
+        pytest.param(WIDEN, [], {"i": pa.array(["x"])}, "cannot merge type string in the data into integer", id="string"),
+        pytest.param(WIDEN, ["d"], {"d": pa.array([dt.datetime(2024, 1, 3)], pa.timestamp("us"))},
+                     "cannot widen partition column d from date to timestamp_ntz", id="date-partition"),
     ],
 )
 @pytest.mark.parametrize("io", IO_MODES)
 def test_a_refused_widening_writes_nothing(spark, tmp_path, properties, partition_by, wide, says, io):
     narrow = pa.table({"i": pa.array([1], pa.int32()), "d": pa.array([dt.date(2024, 1, 1)])})
     path = str(tmp_path / "t")
-    run_append(
-        spark, path, _source(tmp_path, narrow, "narrow"), partition_by=partition_by, io=io, table_properties=properties
-    )
+    run_append(spark, path, _source(tmp_path, narrow, "narrow"), partition_by=partition_by, io=io,
+               table_properties=properties)
     before = state(path)
     with pytest.raises(SchemaMismatchError, match=says) as err:
         run_append(spark, path, _source(tmp_path, pa.table(wide), "wide"), merge_schema=True, io=io)

@@ -51,5 +51,7 @@ def test_zip_imports_without_the_installed_package(tmp_path: Path) -> None:
         "import airflow_delta_provider.delta.errors as e, airflow_delta_provider as p;"
         "print(p.__file__)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout
     assert out.strip().startswith(str(archive))

@@ -18,12 +18,7 @@ def conn(conn_type: str, **fields) -> Connection:
 
 def test_aws_keys_region_and_endpoint():
     got = settings_from_connection(
-        conn(
-            "aws",
-            login="AKIA1",
-            password="s3cr3t",
-            extra={"region_name": "eu-west-1", "endpoint_url": "http://127.0.0.1:9000", "aws_session_token": "tok"},
-        )
+        conn("aws", login="AKIA1", password="s3cr3t", extra={"region_name": "eu-west-1", "endpoint_url": "http://127.0.0.1:9000", "aws_session_token": "tok"})
     )
     assert got == {
         "AWS_ACCESS_KEY_ID": "AKIA1",
@@ -36,9 +31,7 @@ def test_aws_keys_region_and_endpoint():
 
 
 def test_aws_endpoint_from_service_config_and_https_needs_no_allow_http():
-    got = settings_from_connection(
-        conn("aws", extra={"service_config": {"s3": {"endpoint_url": "https://minio.example"}}})
-    )
+    got = settings_from_connection(conn("aws", extra={"service_config": {"s3": {"endpoint_url": "https://minio.example"}}}))
     assert got == {"AWS_ENDPOINT_URL": "https://minio.example"}
 
 
@@ -93,9 +86,7 @@ def test_gcp_key_path_keyfile_dict_and_the_instance_chain():
         "GOOGLE_SERVICE_ACCOUNT": "/k.json"
     }
     key = {"type": "service_account", "client_email": "x@y"}
-    got = settings_from_connection(
-        conn("google_cloud_platform", extra={"extra__google_cloud_platform__keyfile_dict": key})
-    )
+    got = settings_from_connection(conn("google_cloud_platform", extra={"extra__google_cloud_platform__keyfile_dict": key}))
     assert json.loads(got["GOOGLE_SERVICE_ACCOUNT_KEY"]) == key
     assert settings_from_connection(conn("google_cloud_platform")) == {}
 

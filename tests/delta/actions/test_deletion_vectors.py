@@ -293,9 +293,7 @@ def test_bad_bitmap_is_a_corrupt_vector(tmp_path, payload, cardinality, message)
 
 def test_bad_inline_vector_is_a_corrupt_vector():
     storage = open_storage("/nonexistent-root")
-    with pytest.raises(
-        CorruptDeletionVectorError, match=r"inline deletion vector of f\.parquet: inline data is not Z85"
-    ):
+    with pytest.raises(CorruptDeletionVectorError, match=r"inline deletion vector of f\.parquet: inline data is not Z85"):
         read_deletion_vector(storage, DeletionVector("i", "abc", 3, 1), "f.parquet")
     short = inline_dv([1])
     with pytest.raises(CorruptDeletionVectorError, match="the descriptor says 400"):
@@ -304,19 +302,10 @@ def test_bad_inline_vector_is_a_corrupt_vector():
 
 # --- tables with deletion vectors ---------------------------------------------------
 
-SCHEMA = {
-    "type": "struct",
-    "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
-    ],
-}
-DV_PROTOCOL = {
-    "minReaderVersion": 3,
-    "minWriterVersion": 7,
-    "readerFeatures": ["deletionVectors"],
-    "writerFeatures": ["deletionVectors"],
-}
+SCHEMA = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}},
+                                       {"name": "p", "type": "string", "nullable": True, "metadata": {}}]}
+DV_PROTOCOL = {"minReaderVersion": 3, "minWriterVersion": 7,
+               "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}
 
 
 def _now() -> int:
@@ -330,7 +319,8 @@ def _commit(root: Path, version: int, *actions: dict) -> None:
 
 
 def _with_dv(add: AddFile, dv: DeletionVector) -> AddFile:
-    return AddFile(add.path, add.partition_values, add.size, add.modification_time, True, add.stats, deletion_vector=dv)
+    return AddFile(add.path, add.partition_values, add.size, add.modification_time, True, add.stats,
+                   deletion_vector=dv)
 
 
 @pytest.fixture
@@ -344,40 +334,18 @@ def dv_table(tmp_path, data_file):
         data_file(root, pa.table({"id": list(range(start, start + 10))}), {"p": p}, {"p": "string"})
         for start, p in ((0, "a"), (10, "a"), (20, "b"))
     ]
-    _commit(
-        root,
-        0,
-        {"commitInfo": {"timestamp": _now(), "operation": "WRITE"}},
-        {"protocol": DV_PROTOCOL},
-        {
-            "metaData": {
-                "id": "dv-test",
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": json.dumps(SCHEMA),
-                "partitionColumns": ["p"],
-                "configuration": {"delta.enableDeletionVectors": "true"},
-                "createdTime": _now(),
-            }
-        },
-        *({"add": f.to_json()} for f in files),
-    )
+    _commit(root, 0, {"commitInfo": {"timestamp": _now(), "operation": "WRITE"}}, {"protocol": DV_PROTOCOL},
+            {"metaData": {"id": "dv-test", "format": {"provider": "parquet", "options": {}},
+                          "schemaString": json.dumps(SCHEMA), "partitionColumns": ["p"],
+                          "configuration": {"delta.enableDeletionVectors": "true"}, "createdTime": _now()}},
+            *({"add": f.to_json()} for f in files))
     dvs = [uuid_dv(root, [0, 9], prefix="xy"), inline_dv([1, 2, 3]), absolute_dv(root / "abs_dv.bin", [5])]
     v1 = [_with_dv(f, dv) for f, dv in zip(files, dvs)]
-    _commit(
-        root,
-        1,
-        {"commitInfo": {"timestamp": _now(), "operation": "DELETE"}},
-        *({"add": a.to_json()} for a in v1),
-        *({"remove": f.remove(_now()).to_json()} for f in files),
-    )
+    _commit(root, 1, {"commitInfo": {"timestamp": _now(), "operation": "DELETE"}},
+            *({"add": a.to_json()} for a in v1), *({"remove": f.remove(_now()).to_json()} for f in files))
     wider = _with_dv(files[0], uuid_dv(root, [0, 4, 9]))
-    _commit(
-        root,
-        2,
-        {"commitInfo": {"timestamp": _now(), "operation": "DELETE"}},
-        {"add": wider.to_json()},
-        {"remove": v1[0].remove(_now()).to_json()},
-    )
+    _commit(root, 2, {"commitInfo": {"timestamp": _now(), "operation": "DELETE"}},
+            {"add": wider.to_json()}, {"remove": v1[0].remove(_now()).to_json()})
     return root
 
 
@@ -392,9 +360,7 @@ def _oracles(root: Path, version: int, duckdb_delta) -> tuple[list[int], list[in
     from deltalake import DeltaTable as RsTable
     from deltalake import QueryBuilder
 
-    rs = pa.table(
-        QueryBuilder().register("t", RsTable(str(root), version=version)).execute("SELECT id FROM t").read_all()
-    )
+    rs = pa.table(QueryBuilder().register("t", RsTable(str(root), version=version)).execute("SELECT id FROM t").read_all())
     duck = duckdb_delta.execute(f"SELECT id FROM delta_scan('{root}', version => {version})").fetch_arrow_table()
     return sorted(rs.column("id").to_pylist()), sorted(duck.column("id").to_pylist())
 

@@ -54,9 +54,7 @@ def test_latest_uses_the_newest_checkpoint_and_the_commits_after_it():
     assert versions(seg) == [11, 12]
 
 
-@pytest.mark.parametrize(
-    ("target", "checkpoint", "commits"), [(4, None, [0, 1, 2, 3, 4]), (5, 5, []), (9, 5, [6, 7, 8, 9]), (10, 10, [])]
-)
+@pytest.mark.parametrize(("target", "checkpoint", "commits"), [(4, None, [0, 1, 2, 3, 4]), (5, 5, []), (9, 5, [6, 7, 8, 9]), (10, 10, [])])
 def test_by_version_uses_the_newest_checkpoint_at_or_below_it(target, checkpoint, commits):
     files = [commit(v) for v in range(13)] + [cp(5), cp(10)]
     seg = build_segment(files, target)

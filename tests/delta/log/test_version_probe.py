@@ -65,3 +65,5 @@ def test_probe_cost_does_not_grow_with_the_log(big_log, tmp_path, log_calls):
     assert dict(log_calls) == small_calls
     # The hint, then one listing from it: never a listing of the whole log.
     assert log_calls.total <= 3 and log_calls.listings == 1
+
+

@@ -331,7 +331,9 @@ def staging_listing(mtime: int = OLD, young: str | None = None) -> list[ListedEn
         f(f"{STAGE}/_temporary/0/part-00001-x.snappy.parquet"),
         d(f"{STAGE}/_temporary/0/_temporary"),  # empty
     ]
-    return [ListedEntry(e.path, e.size, YOUNG if e.path == young else mtime, e.is_dir) for e in entries]
+    return [
+        ListedEntry(e.path, e.size, YOUNG if e.path == young else mtime, e.is_dir) for e in entries
+    ]
 
 
 def test_old_staging_folder_is_planned_whole():
@@ -448,7 +450,8 @@ def test_vacuum_never_deletes_live_or_retained_files(tmp_path_factory, steps, ag
         os.makedirs(os.path.dirname(full), exist_ok=True)
         pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), full)
         st_ = os.stat(full)
-        return AddFile(rel, {"p": part}, st_.st_size, st_.st_mtime_ns // 1_000_000, stats=json.dumps({"numRecords": 2}))
+        return AddFile(rel, {"p": part}, st_.st_size, st_.st_mtime_ns // 1_000_000,
+                       stats=json.dumps({"numRecords": 2}))
 
     txn = table.transaction("WRITE", parameters={"mode": "ErrorIfExists"}, snapshot=None)
     txn.update_metadata(Metadata.new(json.dumps(schema), ["p"], created_time=NOW))
@@ -498,9 +501,7 @@ def test_vacuum_never_deletes_live_or_retained_files(tmp_path_factory, steps, ag
     )
     planned = {e.path for e in p.files}
     live = {relative_path(a.path, root) for a in snap.files}
-    kept_tombs = {
-        relative_path(t.path, root) for t in snap.all_tombstones if (t.deletion_timestamp or 0) >= NOW - retention
-    }
+    kept_tombs = {relative_path(t.path, root) for t in snap.all_tombstones if (t.deletion_timestamp or 0) >= NOW - retention}
     mtimes = {e.path: e.mtime_ms for e in listing}
     assert not planned & live
     # ...and it is complete: every old, unreferenced data file is planned.

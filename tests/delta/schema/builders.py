@@ -70,37 +70,21 @@ GOLDEN_STATS_TABLES = [
 
 
 _PRIMITIVES = st.sampled_from(
-    [
-        "string",
-        "long",
-        "integer",
-        "short",
-        "byte",
-        "float",
-        "double",
-        "boolean",
-        "binary",
-        "date",
-        "timestamp",
-        "timestamp_ntz",
-    ]
+    ["string", "long", "integer", "short", "byte", "float", "double", "boolean", "binary", "date",
+     "timestamp", "timestamp_ntz"]
 ) | st.builds(lambda p, s: f"decimal({p},{min(s, p)})", st.integers(1, 38), st.integers(0, 38))
 
 
 _NAMES = st.text(alphabet="abcdefghijXYZ_0123456789.-é", min_size=1, max_size=6)
 
 
-_METADATA = st.dictionaries(
-    st.sampled_from(["comment", "delta.x", "k"]),
-    st.one_of(st.text(max_size=5), st.integers(), st.booleans()),
-    max_size=2,
-)
+_METADATA = st.dictionaries(st.sampled_from(["comment", "delta.x", "k"]),
+                            st.one_of(st.text(max_size=5), st.integers(), st.booleans()), max_size=2)
 
 
 def _struct_of(children):
-    fields = st.lists(
-        st.tuples(_NAMES, children, st.booleans(), _METADATA), min_size=1, max_size=4, unique_by=lambda f: f[0].lower()
-    )
+    fields = st.lists(st.tuples(_NAMES, children, st.booleans(), _METADATA), min_size=1, max_size=4,
+                      unique_by=lambda f: f[0].lower())
     return fields.map(lambda fs: struct_type(struct_field(*f) for f in fs))
 
 

@@ -154,9 +154,8 @@ def test_arrow_types_with_no_delta_type_name_the_column(arrow_type):
 
 
 def test_from_arrow_keeps_only_delta_metadata():
-    arrow = pa.schema(
-        [pa.field("a", pa.int32(), metadata={"PARQUET:field_id": "1", "comment": '"hi"', "junk": "not json"})]
-    )
+    arrow = pa.schema([pa.field("a", pa.int32(), metadata={"PARQUET:field_id": "1", "comment": '"hi"',
+                                                            "junk": "not json"})])
 
     assert from_arrow_schema(arrow)["fields"][0]["metadata"] == {"comment": "hi"}
     assert from_arrow_schema(arrow, metadata=False)["fields"][0]["metadata"] == {}

@@ -13,11 +13,8 @@ from tests.delta.schema.builders import GOLDEN_STATS_TABLES, array, field, flatt
 
 @pytest.mark.parametrize("table", GOLDEN_STATS_TABLES)
 def test_leaf_fields_match_delta_spark_stats_layout(golden_dir, table):
-    actions = [
-        a
-        for p in sorted((golden_dir / table / "_delta_log").glob("*.json"))
-        for a in map(json.loads, p.read_text().splitlines())
-    ]
+    actions = [a for p in sorted((golden_dir / table / "_delta_log").glob("*.json"))
+               for a in map(json.loads, p.read_text().splitlines())]
     metadata = next(a["metaData"] for a in actions if "metaData" in a)
     stats = next(json.loads(a["add"]["stats"]) for a in actions if a.get("add", {}).get("stats"))
 

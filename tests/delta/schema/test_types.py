@@ -31,12 +31,8 @@ def test_schema_string_uses_delta_spark_key_order_and_is_compact():
     scrambled = {
         "fields": [
             {"metadata": {}, "nullable": False, "type": "long", "name": "id"},
-            {
-                "type": {"valueContainsNull": True, "valueType": "string", "keyType": "string", "type": "map"},
-                "name": "tags",
-                "nullable": True,
-                "metadata": {},
-            },
+            {"type": {"valueContainsNull": True, "valueType": "string", "keyType": "string", "type": "map"},
+             "name": "tags", "nullable": True, "metadata": {}},
         ],
         "type": "struct",
     }

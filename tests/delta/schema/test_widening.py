@@ -68,14 +68,7 @@ def test_merge_widens_and_records_each_change_as_delta_spark_does():
     data = _schema(i="long", f="double", d="timestamp_ntz", m="decimal(12,4)", b="integer", s="string")
     merged = merge_schemas(table, data, type_widening=True)
     by_name = {f["name"]: f for f in merged["fields"]}
-    assert [f["type"] for f in merged["fields"]] == [
-        "long",
-        "double",
-        "timestamp_ntz",
-        "decimal(12,4)",
-        "integer",
-        "string",
-    ]
+    assert [f["type"] for f in merged["fields"]] == ["long", "double", "timestamp_ntz", "decimal(12,4)", "integer", "string"]
     assert by_name["i"]["metadata"] == {KEY: [{"fromType": "integer", "toType": "long"}]}
     assert by_name["m"]["metadata"] == {KEY: [{"fromType": "decimal(10,2)", "toType": "decimal(12,4)"}]}
     assert by_name["b"]["metadata"] == {KEY: [{"fromType": "byte", "toType": "integer"}]}

@@ -44,14 +44,8 @@ def test_atomic_create_mode_from_the_environment(monkeypatch):
 
 
 def test_secrets_are_named_and_redacted():
-    secret_names = [
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AZURE_STORAGE_ACCOUNT_KEY",
-        "AZURE_STORAGE_SAS_TOKEN",
-        "GOOGLE_SERVICE_ACCOUNT_KEY",
-        "password",
-    ]
+    secret_names = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_ACCOUNT_KEY",
+                    "AZURE_STORAGE_SAS_TOKEN", "GOOGLE_SERVICE_ACCOUNT_KEY", "password"]
     assert all(is_secret_key(n) for n in secret_names)
     assert not any(is_secret_key(n) for n in ["AWS_ACCESS_KEY_ID", "AWS_REGION", "AWS_ENDPOINT_URL"])
     assert redacted({"AWS_SECRET_ACCESS_KEY": "s3cr3t", "AWS_REGION": "eu"}) == {

@@ -37,11 +37,8 @@ NESTED = {
         ),
         mapped(
             "arr",
-            {
-                "type": "array",
-                "containsNull": True,
-                "elementType": {"type": "struct", "fields": [mapped("y", "string", 5, "col-y")]},
-            },
+            {"type": "array", "containsNull": True,
+             "elementType": {"type": "struct", "fields": [mapped("y", "string", 5, "col-y")]}},
             4,
             "col-arr",
         ),

@@ -16,7 +16,9 @@ def test_every_supported_feature_is_named_here():
     assert _names() >= features.SUPPORTED_READER_FEATURES
     assert _names() >= features.SUPPORTED_WRITER_FEATURES
     # A reader-and-writer feature we read, we also write (vacuumProtocolCheck asks nothing of either).
-    assert {features.VACUUM_PROTOCOL_CHECK} == features.SUPPORTED_READER_FEATURES - features.SUPPORTED_WRITER_FEATURES
+    assert {
+        features.VACUUM_PROTOCOL_CHECK
+    } == features.SUPPORTED_READER_FEATURES - features.SUPPORTED_WRITER_FEATURES
 
 
 @pytest.mark.parametrize(
@@ -30,11 +32,7 @@ def test_every_supported_feature_is_named_here():
             {"columnMapping"},
             {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "columnMapping"},
         ),
-        (
-            Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking")),
-            {"deletionVectors"},
-            {"deletionVectors", "rowTracking"},
-        ),
+        (Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking")), {"deletionVectors"}, {"deletionVectors", "rowTracking"}),
     ],
 )
 def test_listed_features_include_what_legacy_versions_imply(protocol, readers, writers):

@@ -147,9 +147,7 @@ def _set(table: DeltaTable, value: str) -> None:
     md = table.snapshot().metadata
     txn = table.transaction("SET TBLPROPERTIES", {}, table.snapshot())
     txn.update_metadata(
-        Metadata.from_json(
-            {**md.to_json(), "configuration": {**md.configuration, table_properties.ENABLE_IN_COMMIT_TIMESTAMPS: value}}
-        )
+        Metadata.from_json({**md.to_json(), "configuration": {**md.configuration, table_properties.ENABLE_IN_COMMIT_TIMESTAMPS: value}})
     )
     txn.commit()
 

@@ -65,9 +65,7 @@ def test_enabling_type_widening_upgrades_the_protocol_as_delta_spark_does():
     assert protocol_for(Protocol(1, 2), md) == Protocol(
         3, 7, ("typeWidening",), ("appendOnly", "invariants", "typeWidening")
     )
-    assert protocol_for(Protocol(1, 2), _md(_schema(c="integer"), {"delta.enableTypeWidening": "false"})) == Protocol(
-        1, 2
-    )
+    assert protocol_for(Protocol(1, 2), _md(_schema(c="integer"), {"delta.enableTypeWidening": "false"})) == Protocol(1, 2)
 
 
 def test_set_tblproperties_enables_it_as_delta_spark_did_on_the_golden_table(tmp_path, new_table, duckdb_delta):
@@ -108,15 +106,8 @@ def _write_log(root: Path, schema: dict, protocol: dict) -> None:
     log.mkdir(parents=True)
     actions = [
         {"protocol": protocol},
-        {
-            "metaData": {
-                "id": "t",
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": json.dumps(schema),
-                "partitionColumns": [],
-                "configuration": {},
-            }
-        },
+        {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": {}}},
     ]
     (log / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
 
@@ -130,16 +121,8 @@ def _write_log(root: Path, schema: dict, protocol: dict) -> None:
 )
 def test_a_type_change_the_protocol_does_not_allow_makes_the_table_unreadable(tmp_path, change, named):
     field = struct_field("c", "integer", metadata={KEY: [change]})
-    _write_log(
-        tmp_path,
-        struct_type([field]),
-        {
-            "minReaderVersion": 3,
-            "minWriterVersion": 7,
-            "readerFeatures": ["typeWidening"],
-            "writerFeatures": ["typeWidening"],
-        },
-    )
+    _write_log(tmp_path, struct_type([field]), {"minReaderVersion": 3, "minWriterVersion": 7,
+                                                 "readerFeatures": ["typeWidening"], "writerFeatures": ["typeWidening"]})
     with pytest.raises(UnsupportedTypeChangeError, match="type widening does not support") as err:
         DeltaTable(str(tmp_path)).snapshot()
     assert named in str(err.value)
@@ -147,16 +130,8 @@ def test_a_type_change_the_protocol_does_not_allow_makes_the_table_unreadable(tm
 
 def test_a_supported_change_reads(tmp_path):
     field = struct_field("c", "long", metadata={KEY: [{"fromType": "integer", "toType": "long"}]})
-    _write_log(
-        tmp_path,
-        struct_type([field]),
-        {
-            "minReaderVersion": 3,
-            "minWriterVersion": 7,
-            "readerFeatures": ["typeWidening"],
-            "writerFeatures": ["typeWidening"],
-        },
-    )
+    _write_log(tmp_path, struct_type([field]), {"minReaderVersion": 3, "minWriterVersion": 7,
+                                                 "readerFeatures": ["typeWidening"], "writerFeatures": ["typeWidening"]})
     assert DeltaTable(str(tmp_path)).snapshot().schema["fields"][0]["type"] == "long"
 
 
@@ -202,9 +177,7 @@ def test_date_stats_bound_a_timestamp_ntz_column_at_midnight():
 )
 def test_stats_type(history, expected):
     own = history[-1][1] if history else "long"
-    field = struct_field(
-        "c", own, metadata={KEY: [{"fromType": f, "toType": t} for f, t in history]} if history else {}
-    )
+    field = struct_field("c", own, metadata={KEY: [{"fromType": f, "toType": t} for f, t in history]} if history else {})
     assert type_widening.stats_type(field) == expected
 
 
@@ -213,12 +186,8 @@ def test_stats_type(history, expected):
 
 def _create(tmp_path: Path, new_table, data_file, protocol: Protocol | None = None) -> DeltaTable:
     root = tmp_path / "t"
-    new_table(
-        root,
-        pa.schema([("c", pa.int32())]),
-        configuration={"delta.enableTypeWidening": "true"},
-        adds=[data_file(root, pa.table({"c": pa.array([1], pa.int32())}))],
-    )
+    new_table(root, pa.schema([("c", pa.int32())]), configuration={"delta.enableTypeWidening": "true"},
+              adds=[data_file(root, pa.table({"c": pa.array([1], pa.int32())}))])
     table = DeltaTable(str(root))
     if protocol is not None:
         txn = table.transaction("SET TBLPROPERTIES", {}, table.snapshot())

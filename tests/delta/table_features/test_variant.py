@@ -73,23 +73,17 @@ TABLE = _schema(_field("id", "long"), _field("v", "variant"), _field("s", _schem
 def test_enforcement_accepts_variant_and_refuses_its_physical_struct() -> None:
     enforce_schema(TABLE, _schema(_field("id", "long"), _field("v", "variant")))
     physical = _schema(_field("value", "binary", False), _field("metadata", "binary", False))
-    with pytest.raises(
-        SchemaMismatchError, match=r"column v: type struct<value:binary,metadata:binary> in the data, variant"
-    ):
+    with pytest.raises(SchemaMismatchError, match=r"column v: type struct<value:binary,metadata:binary> in the data, variant"):
         enforce_schema(TABLE, _schema(_field("v", physical)))
     with pytest.raises(SchemaMismatchError, match=r"column s\.w: type string in the data, variant in the table"):
         enforce_schema(TABLE, _schema(_field("s", _schema(_field("w", "string")))))
 
 
 def test_merge_adds_variant_columns_and_refuses_type_changes() -> None:
-    merged = merge_schemas(
-        TABLE, _schema(_field("extra", "variant", False), _field("s", _schema(_field("x", "variant"))))
-    )
+    merged = merge_schemas(TABLE, _schema(_field("extra", "variant", False), _field("s", _schema(_field("x", "variant")))))
     assert merged["fields"][-1] == _field("extra", "variant")  # appended, made nullable
     assert [f["name"] for f in merged["fields"][2]["type"]["fields"]] == ["w", "x"]
-    assert (
-        merge_schemas(_schema(_field("v", "void")), _schema(_field("v", "variant")))["fields"][0]["type"] == "variant"
-    )
+    assert merge_schemas(_schema(_field("v", "void")), _schema(_field("v", "variant")))["fields"][0]["type"] == "variant"
     with pytest.raises(SchemaMismatchError, match="cannot merge type string in the data into variant"):
         merge_schemas(TABLE, _schema(_field("v", "string")))
 
@@ -125,9 +119,7 @@ def test_a_table_on_the_preview_feature_keeps_it() -> None:
     # Another feature arriving keeps the preview name and adds no second one.
     with_dvs = protocol_for(PREVIEW, _metadata(TABLE, {"delta.enableDeletionVectors": "true"}))
     assert with_dvs == Protocol(
-        3,
-        7,
-        ("deletionVectors", "variantType-preview"),
+        3, 7, ("deletionVectors", "variantType-preview"),
         ("appendOnly", "deletionVectors", "invariants", "variantType-preview"),
     )
 

@@ -124,9 +124,7 @@ def test_blind_appends_from_many_processes_all_land_once(backend, new_table) -> 
 
     # Every token is in the log exactly once, at the version its writer was told.
     tokens = _commit_tokens(table)
-    assert Counter(tokens.values()) == Counter(
-        {None: 1} | {f"w{w}-{s}": 1 for w in range(PROCESSES) for s in range(APPENDS_PER_PROCESS)}
-    )
+    assert Counter(tokens.values()) == Counter({None: 1} | {f"w{w}-{s}": 1 for w in range(PROCESSES) for s in range(APPENDS_PER_PROCESS)})
     for writer, results in reports.items():
         for seq, version, _, _ in results:
             assert tokens[version] == f"w{writer}-{seq}"
@@ -143,9 +141,7 @@ def test_blind_appends_from_many_processes_all_land_once(backend, new_table) -> 
     assert rs.version() == total
     assert len(rs.file_uris()) == total
     assert rs.to_pyarrow_table().num_rows == total
-    leftovers = [
-        m.name for m in table.storage.list_dir("_delta_log") if m.name.startswith(".") or m.name.endswith(".tmp")
-    ]
+    leftovers = [m.name for m in table.storage.list_dir("_delta_log") if m.name.startswith(".") or m.name.endswith(".tmp")]
     assert leftovers == []
 
 
@@ -197,9 +193,7 @@ def test_loser_of_a_race_retries_when_there_is_no_conflict(one_file_table: Path,
     snap = table.snapshot()
     rewrite = _rewrite(table, snap, data_file, read=True)
     append = table.transaction("WRITE", parameters={"mode": "Append"}, snapshot=snap)
-    append.add(
-        data_file(one_file_table, pa.table({"writer": pa.array([9], pa.int32()), "seq": pa.array([9], pa.int32())}))
-    )
+    append.add(data_file(one_file_table, pa.table({"writer": pa.array([9], pa.int32()), "seq": pa.array([9], pa.int32())})))
     assert rewrite.commit(token="rewrite").version == 1
     result = append.commit(token="append")
     assert result.version == 2

@@ -71,15 +71,8 @@ def winner(*actions, info: dict | None = None) -> WinningCommit:
 
 
 def test_winning_commit_summary():
-    w = winner(
-        Protocol(1, 2), Metadata("m", "{}"), padd("a", "x"), RemoveFile("b"), Txn("app", 1), DomainMetadata("d", "")
-    )
-    assert (w.protocol, w.metadata.id, [a.path for a in w.adds], [r.path for r in w.removes]) == (
-        Protocol(1, 2),
-        "m",
-        ["a"],
-        ["b"],
-    )
+    w = winner(Protocol(1, 2), Metadata("m", "{}"), padd("a", "x"), RemoveFile("b"), Txn("app", 1), DomainMetadata("d", ""))
+    assert (w.protocol, w.metadata.id, [a.path for a in w.adds], [r.path for r in w.removes]) == (Protocol(1, 2), "m", ["a"], ["b"])
     assert w.txn_app_ids == {"app"} and w.domains == {"d"} and w.operation == "WRITE"
     assert winner(padd("a", "x"), info={"operation": "MERGE", "isBlindAppend": True}).is_blind_append
     assert winner(padd("a", "x")).is_blind_append  # a plain WRITE that only adds (delta-rs leaves the flag out)
@@ -141,9 +134,7 @@ def test_write_serializable_lets_blind_appends_through_but_not_other_adds():
     blind = winner(padd("p=a/x", "a"), info={"operation": "WRITE", "isBlindAppend": True})
     check_conflicts(current, blind)
     with pytest.raises(ConcurrentAppendError):
-        check_conflicts(
-            read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind
-        )
+        check_conflicts(read_set(isolation_level="WriteSerializable", read_whole_table=True, changes_metadata=True), blind)
     merge = winner(padd("p=a/x", "a"), info={"operation": "MERGE", "isBlindAppend": False})
     assert not merge.is_blind_append  # its commitInfo says so, though it only adds
     with pytest.raises(ConcurrentAppendError):
@@ -208,14 +199,8 @@ def test_same_domain_is_a_concurrent_transaction():
 
 
 def test_every_conflict_is_a_concurrent_modification():
-    for cls in (
-        ConcurrentAppendError,
-        ConcurrentDeleteReadError,
-        ConcurrentDeleteDeleteError,
-        MetadataChangedError,
-        ProtocolChangedError,
-        ConcurrentTransactionError,
-    ):
+    for cls in (ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError,
+                MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError):
         assert issubclass(cls, ConcurrentModificationError)
 
 
@@ -235,20 +220,15 @@ def test_an_identity_high_water_mark_only_winner_is_tolerated_by_a_transaction_c
         check_conflicts(read_set(), untagged)
 
 
-READ_MD = Metadata(
-    "m",
-    '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}',
-    configuration={"k": "v"},
-    created_time=1,
-)
+READ_MD = Metadata("m", '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}',
+                   configuration={"k": "v"}, created_time=1)
 V1_PROTOCOL = Protocol(1, 2)
 DV_PROTOCOL = Protocol(3, 7, ("deletionVectors",), ("appendOnly", "invariants", "deletionVectors"))
 
 
 def _changed(**configuration) -> Metadata:
-    return Metadata(
-        READ_MD.id, READ_MD.schema_string, configuration={**READ_MD.configuration, **configuration}, created_time=1
-    )
+    return Metadata(READ_MD.id, READ_MD.schema_string, configuration={**READ_MD.configuration, **configuration},
+                    created_time=1)
 
 
 def test_a_winner_only_turning_on_deletion_vectors_is_tolerated_as_in_delta_spark():
@@ -257,9 +237,7 @@ def test_a_winner_only_turning_on_deletion_vectors_is_tolerated_as_in_delta_spar
     delta.enableDeletionVectors=true on a protocol supporting them (a writer
     may always choose not to write vectors). We used to raise
     MetadataChangedError here, where delta-spark does not."""
-    enable = winner(
-        DV_PROTOCOL, _changed(**{"delta.enableDeletionVectors": "true"}), info={"operation": "SET TBLPROPERTIES"}
-    )
+    enable = winner(DV_PROTOCOL, _changed(**{"delta.enableDeletionVectors": "true"}), info={"operation": "SET TBLPROPERTIES"})
     current = read_set(read_predicates=[Predicate.parse("p = 'a'")], metadata=READ_MD, protocol=V1_PROTOCOL)
     check_conflicts(current, enable)
     assert current.metadata == enable.metadata and current.protocol == DV_PROTOCOL  # later winners compare with these
@@ -271,14 +249,8 @@ def test_a_winner_only_turning_on_deletion_vectors_is_tolerated_as_in_delta_spar
         winner(_changed(**{"delta.enableDeletionVectors": "true"})),  # the protocol lacks the feature
         winner(_changed(**{"concurrency.test": "x"})),  # a property off delta-spark's list
         winner(Metadata(READ_MD.id, READ_MD.schema_string, configuration={}, created_time=1)),  # a removed one
-        winner(
-            Metadata(
-                READ_MD.id,
-                READ_MD.schema_string.replace('"id"', '"key"'),
-                configuration=READ_MD.configuration,
-                created_time=1,
-            )
-        ),
+        winner(Metadata(READ_MD.id, READ_MD.schema_string.replace('"id"', '"key"'), configuration=READ_MD.configuration,
+                        created_time=1)),
     ):
         with pytest.raises(MetadataChangedError):
             check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL), other)
@@ -290,23 +262,16 @@ def test_a_winner_only_turning_on_column_mapping_by_name_is_tolerated_as_in_delt
     )
     protocol = Protocol(2, 5)
     name = {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "1"}
-    enable = winner(
-        protocol, Metadata(READ_MD.id, mapped, configuration={**READ_MD.configuration, **name}, created_time=1)
-    )
+    enable = winner(protocol, Metadata(READ_MD.id, mapped, configuration={**READ_MD.configuration, **name},
+                                       created_time=1))
     check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL), enable)
     by_id = {"delta.columnMapping.mode": "id", "delta.columnMapping.maxColumnId": "1"}
     with pytest.raises(MetadataChangedError):
-        check_conflicts(
-            read_set(metadata=READ_MD, protocol=V1_PROTOCOL),
-            winner(
-                protocol, Metadata(READ_MD.id, mapped, configuration={**READ_MD.configuration, **by_id}, created_time=1)
-            ),
-        )
+        check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL),
+                        winner(protocol, Metadata(READ_MD.id, mapped, configuration={**READ_MD.configuration, **by_id},
+                                                  created_time=1)))
     renamed = mapped.replace('"name":"id"', '"name":"key"')
     with pytest.raises(MetadataChangedError):
-        check_conflicts(
-            read_set(metadata=READ_MD, protocol=V1_PROTOCOL),
-            winner(
-                protocol, Metadata(READ_MD.id, renamed, configuration={**READ_MD.configuration, **name}, created_time=1)
-            ),
-        )
+        check_conflicts(read_set(metadata=READ_MD, protocol=V1_PROTOCOL),
+                        winner(protocol, Metadata(READ_MD.id, renamed, configuration={**READ_MD.configuration, **name},
+                                                  created_time=1)))

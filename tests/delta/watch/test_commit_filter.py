@@ -92,7 +92,9 @@ def test_partition_values_are_typed_as_the_columns():
     assert _accepts(CommitFilter.build(partition={"n": "1"}), _commit(_add("2024-01-01", n="1")))
     assert not _accepts(CommitFilter.build(partition={"n": 10}), _commit(_add("2024-01-01", n="1")))
     assert _accepts(CommitFilter.build(partition={"n": " 1 "}), _commit(_add("2024-01-01", n="1")))
-    with pytest.raises(InvalidInputError, match=r"partition value 'one' of n is not a number \(n is integer\)"):
+    with pytest.raises(
+        InvalidInputError, match=r"partition value 'one' of n is not a number \(n is integer\)"
+    ):
         _accepts(CommitFilter.build(partition={"n": "one"}), _commit(_add("2024-01-01", n="1")))
     assert _accepts(CommitFilter.build(partition={"ds": None}), _commit(_add(None)))
     assert not _accepts(CommitFilter.build(partition={"ds": None}), _commit(_add("2024-01-01")))

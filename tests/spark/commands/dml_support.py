@@ -68,9 +68,8 @@ SHADOWING_LAYOUTS = {
 }
 
 
-def shadowing_table(
-    path: Path, kind: str, partition_by: list[str] | None, partitions: int, batches: int = 3, n: int = 60
-) -> str:
+def shadowing_table(path: Path, kind: str, partition_by: list[str] | None, partitions: int,
+                    batches: int = 3, n: int = 60) -> str:
     """A deltalake-written table ``id, <columns of kind>, v, p`` in ``batches``
     appends. Each named column holds ``'<name>-<i % 5>'`` (some nulls), or as
     a struct, ``{file_path: '<name>-<i % 5>'}``."""
@@ -81,9 +80,8 @@ def shadowing_table(
     for name in columns:
         values = [None if i % 11 == 0 else f"{name}-{i % 5}" for i in range(n)]
         if struct:
-            data[name] = pa.array(
-                [None if x is None else {"file_path": x} for x in values], pa.struct([("file_path", pa.string())])
-            )
+            data[name] = pa.array([None if x is None else {"file_path": x} for x in values],
+                                  pa.struct([("file_path", pa.string())]))
         else:
             data[name] = pa.array(values, pa.string())
     data["v"] = pa.array([(i * 7) % 50 for i in range(n)], pa.int64())

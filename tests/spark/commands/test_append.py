@@ -48,13 +48,10 @@ def test_creates_a_partitioned_table_then_appends(spark, tmp_path, duckdb_delta)
     assert duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchone()[0] == 6
 
 
-@pytest.mark.parametrize(
-    "fmt, write",
-    [
-        ("csv", lambda t, p: Path(p, "a.csv").write_text("id,name\n1,x\n2,y\n")),
-        ("json", lambda t, p: Path(p, "a.json").write_text('{"id":1,"name":"x"}\n{"id":2,"name":"y"}\n')),
-    ],
-)
+@pytest.mark.parametrize("fmt, write", [
+    ("csv", lambda t, p: Path(p, "a.csv").write_text("id,name\n1,x\n2,y\n")),
+    ("json", lambda t, p: Path(p, "a.json").write_text('{"id":1,"name":"x"}\n{"id":2,"name":"y"}\n')),
+])
 def test_csv_and_json_sources(spark, tmp_path, fmt, write):
     src = tmp_path / "src"
     src.mkdir()
@@ -74,16 +71,9 @@ def test_delta_source_is_read_through_our_scan(spark, tmp_path, make_table):
 
 def test_merge_schema_adds_columns_and_widens(spark, tmp_path, make_table):
     path = make_table(pa.table({"id": pa.array([1], pa.int8()), "s": pa.array([{"a": 1}])}))
-    src = _source(
-        tmp_path,
-        pa.table(
-            {
-                "id": pa.array([2], pa.int32()),
-                "s": pa.array([{"a": 2, "b": "n"}]),
-                "extra": ["e"],
-            }
-        ),
-    )
+    src = _source(tmp_path, pa.table({
+        "id": pa.array([2], pa.int32()), "s": pa.array([{"a": 2, "b": "n"}]), "extra": ["e"],
+    }))
     run_append(spark, path, src, "parquet", merge_schema=True)
     fields = DeltaTable(path).snapshot().schema["fields"]
     assert [f["name"] for f in fields] == ["id", "s", "extra"]
@@ -116,11 +106,7 @@ def test_overwrite_replaces_files_and_overwrite_schema_replaces_schema(spark, tm
     # recorded as delta-spark's DataFrame writer records overwriteSchema; a plain overwrite records neither,
     # and partitionBy is what the writer asked for, not the table's
     history = DeltaTable(path).history()
-    assert history[0]["operationParameters"] == {
-        "mode": "Overwrite",
-        "partitionBy": '["k"]',
-        "canOverwriteSchema": True,
-    }
+    assert history[0]["operationParameters"] == {"mode": "Overwrite", "partitionBy": '["k"]', "canOverwriteSchema": True}
     assert history[1]["operationParameters"] == {"mode": "Overwrite", "partitionBy": "[]"}
 
 
@@ -147,9 +133,8 @@ def _invariant_table(make_table):
     txn = table.transaction("SET TBLPROPERTIES", {}, snap)
     from dataclasses import replace
 
-    txn.update_metadata(
-        replace(snap.metadata, schema_string=schema_string(schema), configuration={"delta.appendOnly": "true"})
-    )
+    txn.update_metadata(replace(snap.metadata, schema_string=schema_string(schema),
+                                configuration={"delta.appendOnly": "true"}))
     txn.commit()
     return path
 

@@ -51,10 +51,7 @@ def test_adding_a_constraint_checks_the_rows_then_records_it(spark, table, tmp_p
 @pytest.mark.parametrize(
     "change, message",
     [
-        (
-            {"add_constraint": {"name": "big", "expression": "amount > 15"}},
-            r"rows of the table break it, e.g. amount = 10$",
-        ),
+        ({"add_constraint": {"name": "big", "expression": "amount > 15"}}, r"rows of the table break it, e.g. amount = 10$"),
         ({"add_constraint": {"name": "c", "expression": "nosuch > 0"}}, "nosuch"),
         ({"add_constraint": {"name": "c", "expression": "amount + 1"}}, "not boolean"),
         ({"add_constraint": {"name": "1c", "expression": "amount > 0"}}, "invalid constraint name"),
@@ -72,10 +69,7 @@ def test_every_write_enforces_it_and_changes_nothing_when_it_fails(spark, table,
     run_alter(spark, table, POSITIVE)
     before = state(table)
     bad = source(tmp_path, "bad", [4, 5], [40, -5])
-    with pytest.raises(
-        InvariantViolationError,
-        match=r"CHECK constraint amount_positive \(amount > 0\) violated by row with values: amount = -5",
-    ):
+    with pytest.raises(InvariantViolationError, match=r"CHECK constraint amount_positive \(amount > 0\) violated by row with values: amount = -5"):
         run_append(spark, table, bad, format="parquet")
     with pytest.raises(InvariantViolationError, match="amount = NULL"):  # NULL breaks it, as in delta-spark
         run_append(spark, table, source(tmp_path, "null", [6], [None]), format="parquet")
@@ -95,9 +89,7 @@ def test_constraints_are_honoured_both_ways_with_delta_rs(spark, table, tmp_path
 
     run_alter(spark, table, POSITIVE)
     with pytest.raises(Exception, match="failed validation check"):  # delta-rs refuses our constraint
-        write_deltalake(
-            table, pa.table({"id": pa.array([9], pa.int64()), "amount": pa.array([-9], pa.int64())}), mode="append"
-        )
+        write_deltalake(table, pa.table({"id": pa.array([9], pa.int64()), "amount": pa.array([-9], pa.int64())}), mode="append")
     RsTable(table).alter.add_constraint({"small": "id < 100"})  # theirs, on our table
     before = state(table)
     with pytest.raises(InvariantViolationError, match="small"):
@@ -137,13 +129,7 @@ def test_the_cli_starts_spark_only_to_add_one(spark, table, capsys):
         return spark
 
     assert main(["alter", table, "--change", json.dumps(POSITIVE)], session_factory=factory) == 0
-    assert (
-        main(
-            ["alter", table, "--change", json.dumps({"drop_constraint": {"name": "amount_positive"}})],
-            session_factory=factory,
-        )
-        == 0
-    )
+    assert main(["alter", table, "--change", json.dumps({"drop_constraint": {"name": "amount_positive"}})], session_factory=factory) == 0
     assert len(started) == 1
     with pytest.raises(InvalidInputError, match="needs Spark, not engine=python"):
         InProcessCommand(["alter", table, "--change", json.dumps(POSITIVE)]).run()

@@ -225,11 +225,7 @@ def test_change_data_postimages_carry_recomputed_generated_columns(spark, table,
     run_append(spark, table, source(tmp_path, "cdf", more), table_properties={"delta.enableChangeDataFeed": "true"})
     start = DeltaTable(table).latest_version() + 1
     run_update(spark, table, "id = 1", {"qty": "qty + 8"})
-    src = source(
-        tmp_path,
-        "m",
-        [{"id": 2, "ts": ts(2, 0), "price": 2, "qty": 50}, {"id": 41, "ts": ts(6, 1), "price": 3, "qty": 3}],
-    )
+    src = source(tmp_path, "m", [{"id": 2, "ts": ts(2, 0), "price": 2, "qty": 50}, {"id": 41, "ts": ts(6, 1), "price": 3, "qty": 3}])
     clauses = [{"when": "matched", "update": {"qty": "s.qty"}}, {"when": "not_matched", "insert": "*"}]
     run_merge(spark, table, src, "t.id = s.id", clauses)
     feed = deltalake.DeltaTable(table).load_cdf(starting_version=start)

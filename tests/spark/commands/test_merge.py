@@ -512,11 +512,7 @@ def test_concurrent_append_conflicts_with_a_merge_unless_the_table_is_write_seri
     from deltalake import DeltaTable as RsTable
     from deltalake import write_deltalake
 
-    cases = (
-        (UPSERT, None, True),
-        (CASES["update-only"], None, True),
-        (CASES["update-only"], "WriteSerializable", False),
-    )
+    cases = ((UPSERT, None, True), (CASES["update-only"], None, True), (CASES["update-only"], "WriteSerializable", False))
     for n, (clauses, level, conflicts) in enumerate(cases):
         path = deltalake_table(tmp_path / f"t{n}")
         if level:

@@ -84,9 +84,7 @@ def test_a_partition_is_replaced_in_one_commit_as_delta_rs_does(spark, tmp_path,
 def test_a_data_column_predicate_rewrites_the_files_it_splits(spark, tmp_path, make_table, duckdb_delta):
     """Unpartitioned; each file holds rows on both sides of id >= 5."""
     path = make_table(pa.table({"id": pa.array([0, 2, 4, 6, 8], pa.int64()), "v": ["a"] * 5}))
-    deltalake.write_deltalake(
-        path, pa.table({"id": pa.array([1, 3, 5, 7, 9], pa.int64()), "v": ["b"] * 5}), mode="append"
-    )
+    deltalake.write_deltalake(path, pa.table({"id": pa.array([1, 3, 5, 7, 9], pa.int64()), "v": ["b"] * 5}), mode="append")
     deltalake.write_deltalake(path, pa.table({"id": pa.array([-1, -2], pa.int64()), "v": ["c"] * 2}), mode="append")
     twin = _twin(path, tmp_path)
     new = pa.table({"id": pa.array([5, 50], pa.int64()), "v": ["new", "new"]})
@@ -97,9 +95,7 @@ def test_a_data_column_predicate_rewrites_the_files_it_splits(spark, tmp_path, m
     assert (result.metrics["numDeletedRows"], result.metrics["numCopiedRows"]) == (5, 5)
     assert result.metrics["numRemovedFiles"] == 2  # the two split files; the third is not read
     assert result.metrics["numOutputRows"] == 2 + 5
-    assert sorted(duckdb_delta.execute(f"SELECT id, v FROM delta_scan('{path}')").fetchall(), key=repr) == table_rows(
-        twin
-    )
+    assert sorted(duckdb_delta.execute(f"SELECT id, v FROM delta_scan('{path}')").fetchall(), key=repr) == table_rows(twin)
 
 
 def test_deletion_vectors_mark_the_replaced_rows(spark, tmp_path, make_table, duckdb_delta):
@@ -123,9 +119,7 @@ def test_column_mapping_tables_are_replaced_by_logical_names(spark, tmp_path, ma
     path = make_table(DAYS, partition_by=["ds"])
     run_alter(None, path, json.dumps({"rename_column": {"column": "v", "to": "value"}}), enable_column_mapping=True)
     new = pa.table({"id": pa.array([100], pa.int64()), "ds": ["2024-01-03"], "value": ["new"]})
-    run_append(
-        spark, path, _source(tmp_path, new), mode="overwrite", replace_where="ds = '2024-01-03' OR value = 'old0'"
-    )
+    run_append(spark, path, _source(tmp_path, new), mode="overwrite", replace_where="ds = '2024-01-03' OR value = 'old0'")
 
     rows = _our_rows(spark, path, ["id", "ds", "value"])  # delta-rs reads no renamed column here
     expected = [r for r in zip(range(12), DAYS["ds"].to_pylist(), DAYS["v"].to_pylist()) if r[1] != "2024-01-03"]
@@ -149,11 +143,7 @@ def test_the_change_data_feed_records_deletes_and_inserts_as_delta_rs_does(spark
         feed = deltalake.DeltaTable(table).load_cdf(starting_version=1).read_all()
         return sorted(zip(feed["id"].to_pylist(), feed["v"].to_pylist(), feed["_change_type"].to_pylist()))
 
-    assert (
-        changes(path)
-        == changes(twin)
-        == [(8, "a", "delete"), (8, "new", "insert"), (9, "a", "delete"), (80, "new", "insert")]
-    )
+    assert changes(path) == changes(twin) == [(8, "a", "delete"), (8, "new", "insert"), (9, "a", "delete"), (80, "new", "insert")]
     assert result.metrics["numAddedChangeFiles"] >= 1
     duck = duckdb_delta.execute(f"SELECT id, v FROM delta_scan('{path}')").fetchall()
     assert sorted(duck) == table_rows(twin) == [*((i, "a") for i in range(8)), (8, "new"), (80, "new")]
@@ -166,12 +156,8 @@ def test_dynamic_partition_overwrite_replaces_the_partitions_written(spark, tmp_
     )
     result = run_append(spark, path, _source(tmp_path, new), mode="overwrite", partition_overwrite_mode="dynamic")
 
-    expected = [
-        (i, d, v) for i, d, v in zip(range(12), DAYS["ds"].to_pylist(), DAYS["v"].to_pylist()) if d != "2024-01-01"
-    ]
-    expected = sorted(
-        expected + [(200, "2024-01-01", "n"), (201, "2024-01-01", "n"), (300, "2024-01-09", "n")], key=repr
-    )
+    expected = [(i, d, v) for i, d, v in zip(range(12), DAYS["ds"].to_pylist(), DAYS["v"].to_pylist()) if d != "2024-01-01"]
+    expected = sorted(expected + [(200, "2024-01-01", "n"), (201, "2024-01-01", "n"), (300, "2024-01-09", "n")], key=repr)
     assert table_rows(path, ["id", "ds", "v"]) == expected
     assert _last_commit(path)["operationParameters"] == {
         "mode": "Overwrite", "partitionBy": "[]", "isDynamicPartitionOverwrite": True,
@@ -255,9 +241,7 @@ def test_replace_where_on_every_backend(spark, tmp_path, make_table, backend):
     if backend.name != "local":
         upload_tree(Path(local), uri, backend.storage_options)
     options = backend.storage_options or None
-    source = _source(
-        tmp_path, pa.table({"id": pa.array([5, 50], pa.int64()), "ds": ["2024-01-02"] * 2, "v": ["n"] * 2})
-    )
+    source = _source(tmp_path, pa.table({"id": pa.array([5, 50], pa.int64()), "ds": ["2024-01-02"] * 2, "v": ["n"] * 2}))
     predicate = "ds = '2024-01-02' AND id >= 5"  # one partition, its file split by a data column
     theirs = run_append(spark, uri, source, mode="overwrite", replace_where=predicate, storage_options=options)
     ours = run_append(spark, local, source, mode="overwrite", replace_where=predicate, io="hadoop")

@@ -93,12 +93,9 @@ def test_append_partitioned_by_timestamp_ntz_reads_the_same_everywhere(spark, tm
     assert ours.schema.field("p").type == ours.schema.field("t").type == NTZ
     assert _sorted(ours) == expected
     # DuckDB filters on the same wall-clock values.
-    assert [
-        r[0]
-        for r in duckdb_delta.execute(
-            f"SELECT id FROM delta_scan('{path}') WHERE p = TIMESTAMP '2024-01-02 03:04:05.000006' ORDER BY id"
-        ).fetchall()
-    ] == [1, 4]
+    assert [r[0] for r in duckdb_delta.execute(
+        f"SELECT id FROM delta_scan('{path}') WHERE p = TIMESTAMP '2024-01-02 03:04:05.000006' ORDER BY id"
+    ).fetchall()] == [1, 4]
 
 
 def test_stats_of_timestamp_ntz_columns_are_milliseconds_without_a_zone(spark, tmp_path):
@@ -183,9 +180,8 @@ def test_overwrite_schema_and_nested_columns_upgrade_the_protocol(spark, tmp_pat
     path = str(tmp_path / "t")
     run_append(spark, path, _source(tmp_path, pa.table({"id": [1]}), "plain"), "parquet")
     nested = pa.table({"s": pa.array([{"at": JAN_1}], pa.struct([("at", NTZ)]))})
-    result = run_append(
-        spark, path, _source(tmp_path, nested, "nested"), "parquet", mode="overwrite", overwrite_schema=True
-    )
+    result = run_append(spark, path, _source(tmp_path, nested, "nested"), "parquet", mode="overwrite",
+                        overwrite_schema=True)
     assert _protocol_actions(path, result.version) == [UPGRADED.to_json()]
     assert DeltaTable(path).snapshot().protocol == UPGRADED
 

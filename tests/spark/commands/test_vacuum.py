@@ -151,7 +151,9 @@ def test_vacuum_of_golden_copies_keeps_every_live_row(spark, golden_copy, duckdb
     before = rows_duckdb(duckdb_delta, path)
     live = live_files(path)
     age(path, 8 * DAY)
-    tombstoned = {rel for rel in data_files(path) if rel not in live and rel.endswith(".parquet")}
+    tombstoned = {
+        rel for rel in data_files(path) if rel not in live and rel.endswith(".parquet")
+    }
     result = run_vacuum(spark, path)
     assert result.operation == "VACUUM" and result.version is not None
     left = data_files(path)
@@ -256,11 +258,7 @@ def test_spark_vacuum_never_deletes_live_or_retained_files(
         ids = list(range(next_id, next_id + n))
         next_id += n
         source = str(src / f"batch-{next_id}.parquet")
-        data = {
-            "id": pa.array(ids, pa.int64()),
-            "p": pa.array(["ab"[i % 2] for i in ids]),
-            "v": pa.array(ids, pa.int64()),
-        }
+        data = {"id": pa.array(ids, pa.int64()), "p": pa.array(["ab"[i % 2] for i in ids]), "v": pa.array(ids, pa.int64())}
         pq.write_table(pa.table(data), source)
         run_append(spark, path, source, partition_by=["p"] if partitioned and not os.path.exists(path) else None)
 
@@ -322,13 +320,9 @@ def test_spark_vacuum_never_deletes_live_or_retained_files(
             entries[os.path.relpath(full, path)] = (os.stat(full).st_mtime_ns / 1e6, name in dirs)
     files_before = {rel for rel, (_m, is_dir) in entries.items() if not is_dir}
     young = {rel for rel in files_before if entries[rel][0] >= delete_before}
-    stages = {
-        rel for rel, (_m, is_dir) in entries.items() if is_dir and rel.startswith(STAGING_PREFIX) and "/" not in rel
-    }
+    stages = {rel for rel, (_m, is_dir) in entries.items() if is_dir and rel.startswith(STAGING_PREFIX) and "/" not in rel}
     reclaimable_stages = {
-        s
-        for s in stages
-        if all(m < delete_before for rel, (m, _d) in entries.items() if rel == s or rel.startswith(s + "/"))
+        s for s in stages if all(m < delete_before for rel, (m, _d) in entries.items() if rel == s or rel.startswith(s + "/"))
     }
     expected_gone = {
         rel

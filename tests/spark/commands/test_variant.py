@@ -184,9 +184,7 @@ def test_update_and_delete_by_other_columns_and_by_variant_paths(spark, tmp_path
 
     # A condition on a path inside the variant (rows 3 to 5 have no $.a: null, not a match).
     cast = "variant_get(v, '$.a', 'int')"
-    by_path = run_update(
-        spark, path, f"{cast} >= 2", {"v": f"parse_json(to_json(named_struct('a', {cast} * 100)))"}, io=io
-    )
+    by_path = run_update(spark, path, f"{cast} >= 2", {"v": f"parse_json(to_json(named_struct('a', {cast} * 100)))"}, io=io)
     assert by_path.metrics["numUpdatedRows"] == 1
     expected[2] = ('{"a":200}', *expected[2][1:])
 
@@ -205,9 +203,7 @@ def test_update_and_delete_by_other_columns_and_by_variant_paths(spark, tmp_path
     [{"delta.columnMapping.mode": "id"}, {"delta.columnMapping.mode": "name"}, {"delta.enableDeletionVectors": "true"}],
     ids=["mapping-id", "mapping-name", "deletion-vectors"],
 )
-def test_rewrites_keep_variants_under_column_mapping_and_with_deletion_vectors(
-    spark, tmp_path, duckdb_delta, properties
-):
+def test_rewrites_keep_variants_under_column_mapping_and_with_deletion_vectors(spark, tmp_path, duckdb_delta, properties):
     """A rewrite must keep the variant's parquet field id (readers of an
     ``id``-mode table find columns by it), and vectors hide the right rows."""
     path = str(tmp_path / "t")
@@ -240,17 +236,8 @@ def _golden_expected(ids: list[int]) -> list[tuple]:
     out = []
     for i in ids:
         one = {"key": i}
-        out.append(
-            (
-                i,
-                one,
-                [one, None, one, None, one],
-                {"v": one},
-                {str(i): one, "nullKey": None},
-                [{"v": one}, {}, None, {"v": one}, None, {"v": one}],
-                {"v": [None, one]},
-            )
-        )
+        out.append((i, one, [one, None, one, None, one], {"v": one}, {str(i): one, "nullKey": None},
+                    [{"v": one}, {}, None, {"v": one}, None, {"v": one}], {"v": [None, one]}))
     return sorted(out, key=repr)
 
 

@@ -44,16 +44,10 @@ def test_nested_structs_in_lists_gain_missing_fields():
     "array, target, expected",
     [
         (pa.array([1, None], pa.int32()), pa.int64(), [1, None]),
-        (
-            pa.array([1500], pa.timestamp("ns")),
-            pa.timestamp("us", tz="UTC"),
-            [dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc)],
-        ),
-        (
-            pa.array([1], pa.timestamp("ms", tz="UTC")),
-            pa.timestamp("us", tz="UTC"),
-            [dt.datetime(1970, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone.utc)],
-        ),
+        (pa.array([1500], pa.timestamp("ns")), pa.timestamp("us", tz="UTC"),
+         [dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc)]),
+        (pa.array([1], pa.timestamp("ms", tz="UTC")), pa.timestamp("us", tz="UTC"),
+         [dt.datetime(1970, 1, 1, 0, 0, 0, 1000, tzinfo=dt.timezone.utc)]),
         (pa.array([decimal.Decimal("1.5")], pa.decimal128(5, 1)), pa.decimal128(10, 2), [decimal.Decimal("1.50")]),
         (pa.array(["a", "b", "a"]).dictionary_encode(), pa.string(), ["a", "b", "a"]),
         (pa.nulls(2), pa.struct([("a", pa.int32())]), [None, None]),

@@ -320,9 +320,7 @@ def test_xxhash64_equals_sparks(spark, text):
 
 @pytest.mark.parametrize("io", ["hadoop", "arrow"])
 @pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "log-replay-dv-key-cases"])
-def test_golden_tables_with_deletion_vectors_read_as_the_oracles_do(
-    spark, golden_dir, monkeypatch, io, name, duckdb_delta
-):
+def test_golden_tables_with_deletion_vectors_read_as_the_oracles_do(spark, golden_dir, monkeypatch, io, name, duckdb_delta):
     """Every scan leaves out the rows the deletion vectors delete: the whole
     table, the file-join plan, and the touched-file count, at every version."""
     import sys

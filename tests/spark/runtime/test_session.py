@@ -43,11 +43,8 @@ def test_installed_pyspark_is_one_release(spark):
     """version.py, the distributions, every Spark jar and the running JVM agree."""
     folder = Path(pyspark.__file__).parent
     version_py = re.search(r"""['"](.+)['"]""", (folder / "version.py").read_text()).group(1)
-    jars = {
-        m.group(1): m.group(2)
-        for p in (folder / "jars").glob("spark-*_2.*-*.jar")
-        if (m := re.fullmatch(r"(spark-[a-z0-9-]+)_2\.\d+-(.+)\.jar", p.name))
-    }
+    jars = {m.group(1): m.group(2) for p in (folder / "jars").glob("spark-*_2.*-*.jar")
+            if (m := re.fullmatch(r"(spark-[a-z0-9-]+)_2\.\d+-(.+)\.jar", p.name))}
     assert "spark-core" in jars and "spark-sql" in jars
     assert set(jars.values()) == {version_py}, jars
     assert spark.version == version_py

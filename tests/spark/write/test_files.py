@@ -21,10 +21,9 @@ NAME = re.compile(r"^part-\d{5}-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
 
 
 def _schema(*fields):
-    return {
-        "type": "struct",
-        "fields": [{"name": n, "type": t, "nullable": nullable, "metadata": md} for n, t, nullable, md in fields],
-    }
+    return {"type": "struct", "fields": [
+        {"name": n, "type": t, "nullable": nullable, "metadata": md} for n, t, nullable, md in fields
+    ]}
 
 
 def _commit(path, schema, partition_columns, adds):
@@ -87,10 +86,7 @@ def test_frame_is_conformed_to_the_table_schema(spark, tmp_path):
     "field, rows",
     [
         (("v", "integer", False, {}), [(1,), (None,)]),
-        (
-            ("v", "integer", True, {"delta.invariants": json.dumps({"expression": {"expression": "v > 0"}})}),
-            [(1,), (-1,)],
-        ),
+        (("v", "integer", True, {"delta.invariants": json.dumps({"expression": {"expression": "v > 0"}})}), [(1,), (-1,)]),
     ],
     ids=["not-null", "invariant"],
 )
