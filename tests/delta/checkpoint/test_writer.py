@@ -37,10 +37,7 @@ def make_history(root, new_table, data_file, configuration: dict[str, str] | Non
     root.mkdir()
     schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.string())])
     part = {"p": "string"}
-    adds = [
-        data_file(root, pa.table({"id": [i, i + 10], "s": [f"r{i}", None]}), {"p": v}, part)
-        for i, v in enumerate("abca")
-    ]
+    adds = [data_file(root, pa.table({"id": [i, i + 10], "s": [f"r{i}", None]}), {"p": v}, part) for i, v in enumerate("abca")]
     new_table(root, schema, ["p"], configuration or {}, adds[:2])
     t = DeltaTable(root)
     for a in adds[2:]:
