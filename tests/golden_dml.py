@@ -10,6 +10,8 @@ ones (``tests/delta-rs``). For each table that our reader opens, on a copy:
 * APPEND a few rows read from the table itself;
 * OPTIMIZE.
 
+(UPDATE first, so that on a table of one row both UPDATE and DELETE change
+something; each picks its value on the rows as they are then.)
 Each operation's rows are checked against a model: the rows before, changed in
 Spark by the same condition (``filter``, ``when``, ``union``; OPTIMIZE changes
 none). Where delta-rs (``deltalake``) can run the same operation, it does so
@@ -42,7 +44,8 @@ CORPORA = {
     "golden-4.4": ROOT / "tests" / "golden-4.4",
     "delta-rs": ROOT / "tests" / "delta-rs",
 }
-OPERATIONS = ("delete", "update", "append", "optimize")
+#: In this order: an UPDATE first, so that on a table of one row both it and the DELETE change it.
+OPERATIONS = ("update", "delete", "append", "optimize")
 
 #: Delta types a condition is built on: a literal of each is plain SQL in Spark and in DataFusion.
 _INTEGRAL = ("byte", "short", "integer", "long")
@@ -169,10 +172,9 @@ def _feature_named(message: str) -> str | None:
     return ", ".join(sorted(found)) or None
 
 
-def _pick_column(snap: Any, rows: list[dict[str, Any]]) -> tuple[str, str, Any, Any] | None:
-    """(column, Delta type, value to delete, value to update): the first column of a plain type
-    with a value, data columns first; the values are its least common ones (ties: the first seen),
-    two different ones when it has two."""
+def _pick_column(snap: Any, rows: list[dict[str, Any]]) -> tuple[str, str, Any] | None:
+    """(column, Delta type, value): the first column of a plain type with a value, data columns
+    first, and its least common value (ties: the first seen), so that a file is rewritten in part."""
     fields = [f for f in snap.schema.get("fields", ()) if isinstance(f["type"], str)]
     partitions = {c.lower() for c in snap.partition_columns}
     ordered = [f for f in fields if f["name"].lower() not in partitions] + [
@@ -186,8 +188,7 @@ def _pick_column(snap: Any, rows: list[dict[str, Any]]) -> tuple[str, str, Any, 
         if not values:
             continue
         counts = Counter(values)
-        ranked = sorted(counts, key=lambda v: (counts[v], values.index(v)))
-        return f["name"], t, ranked[0], ranked[1] if len(ranked) > 1 else ranked[0]
+        return f["name"], t, min(counts, key=lambda v: (counts[v], values.index(v)))
     return None
 
 
@@ -238,7 +239,7 @@ def _our_rows(spark: Any, path: Path) -> list[dict[str, Any]]:
     return _json_rows(scan(spark, DeltaTable(str(path)).snapshot()))
 
 
-def _twin(op: str, twin: Path, picked: tuple[str, str, Any, Any] | None, source: Any) -> str:
+def _twin(op: str, twin: Path, picked: tuple[str, str, Any] | None, source: Any) -> str:
     """Run ``op`` with delta-rs on the twin; "" when it did, else why not."""
     from deltalake import DeltaTable as RsTable
     from deltalake import write_deltalake
@@ -247,16 +248,16 @@ def _twin(op: str, twin: Path, picked: tuple[str, str, Any, Any] | None, source:
         rs = RsTable(str(twin))
         if op in ("delete", "update"):
             assert picked is not None
-            column, delta_type, deleted, updated = picked
+            column, delta_type, value = picked
             quoted = '"' + column.replace('"', '""') + '"'
 
             def lit(v: Any) -> str:
                 return _literal(v, delta_type).replace("\\'", "''")
 
             if op == "delete":
-                rs.delete(f"{quoted} = {lit(deleted)}")
+                rs.delete(f"{quoted} = {lit(value)}")
             else:
-                rs.update(updates={quoted: lit(_other(updated, delta_type))}, predicate=f"{quoted} = {lit(updated)}")
+                rs.update(updates={quoted: lit(_other(value, delta_type))}, predicate=f"{quoted} = {lit(value)}")
         elif op == "append":
             write_deltalake(str(twin), source, mode="append")
         else:
@@ -291,26 +292,26 @@ def run_table(spark: Any, corpus: str, name: str, workdir: Path) -> TableReport:
     except Exception as exc:
         report.unreadable = _error(exc)
         return report
-    picked = _pick_column(snap, rows)
     twin_state = "in step"  # or why delta-rs fell behind
     for op in OPERATIONS:
         log_before, files_before = DeltaTable(str(ours)).latest_version(), _files(ours)
         source_arrow = None
+        picked = None
         if op in ("delete", "update"):
+            picked = _pick_column(snap, rows)  # on the rows as they are now
             if picked is None:
                 report.outcomes[op] = Outcome("skipped", "no column of a plain type with a value")
                 continue
-            column, delta_type, deleted, updated = picked
+            column, delta_type, value = picked
             report.column = column
+            cond = f"{_quoted(column)} = {_literal(value, delta_type)}"
             if op == "delete":
-                cond = f"{_quoted(column)} = {_literal(deleted, delta_type)}"
                 argv = ["delete", ours, "--condition", cond]
-                expected = [r for r in rows if r.get(column) != deleted]
+                expected = [r for r in rows if r.get(column) != value]
             else:
-                cond = f"{_quoted(column)} = {_literal(updated, delta_type)}"
-                new = _other(updated, delta_type)
+                new = _other(value, delta_type)
                 argv = ["update", ours, "--condition", cond, "--set", f"{column}={_literal(new, delta_type)}"]
-                expected = [{**r, column: new} if r.get(column) == updated else r for r in rows]
+                expected = [{**r, column: new} if r.get(column) == value else r for r in rows]
         elif op == "append":
             source = workdir / "source"
             shutil.rmtree(source, ignore_errors=True)
