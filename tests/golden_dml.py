@@ -4,16 +4,16 @@ The tables are delta-spark's golden tables (``tests/golden``), the ones
 delta-spark 4.4 wrote for us (``tests/golden-4.4``) and delta-rs's vendored
 ones (``tests/delta-rs``). For each table that our reader opens, on a copy:
 
-* DELETE the rows where a column equals one of its values (the least common
-  one, so that files are rewritten in part, not dropped whole);
-* UPDATE that column to another literal of its type where it equals the value;
-* APPEND a few rows read from the table itself;
+* UPDATE a column (the first of an integer, string, boolean, date or decimal
+  type that has a value) to another literal of its type where it equals its
+  least common value, so that files are rewritten in part, not whole;
+* DELETE the rows where that column equals its least common value then
+  (UPDATE goes first, so that on a table of one row both change something);
+* APPEND three rows read from the table itself;
 * OPTIMIZE.
 
-(UPDATE first, so that on a table of one row both UPDATE and DELETE change
-something; each picks its value on the rows as they are then.)
-Each operation's rows are checked against a model: the rows before, changed in
-Spark by the same condition (``filter``, ``when``, ``union``; OPTIMIZE changes
+Each operation's rows (Spark's JSON of our scan) are checked against a model:
+the rows before, changed in Python by the same condition (OPTIMIZE changes
 none). Where delta-rs (``deltalake``) can run the same operation, it does so
 on a twin copy, and the twin's rows must be ours too. An operation we refuse
 must raise :class:`UnsupportedFeatureError` naming the table feature that stops
