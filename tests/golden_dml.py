@@ -44,6 +44,8 @@ CORPORA = {
     "golden-4.4": ROOT / "tests" / "golden-4.4",
     "delta-rs": ROOT / "tests" / "delta-rs",
 }
+#: Tables of more rows are not tried: their rows are compared in Python (three golden tables hold a million).
+MAX_ROWS = 20_000
 #: In this order: an UPDATE first, so that on a table of one row both it and the DELETE change it.
 OPERATIONS = ("update", "delete", "append", "optimize")
 
@@ -288,6 +290,10 @@ def run_table(spark: Any, corpus: str, name: str, workdir: Path) -> TableReport:
         shutil.copytree(src, d, symlinks=False)
     try:
         snap = DeltaTable(str(ours)).snapshot()
+        if (snap.num_records or 0) > MAX_ROWS:
+            for op in OPERATIONS:
+                report.outcomes[op] = Outcome("skipped", f"{snap.num_records} rows: more than {MAX_ROWS} to compare")
+            return report
         rows = _our_rows(spark, ours)
     except Exception as exc:
         report.unreadable = _error(exc)
@@ -412,8 +418,12 @@ def main(argv: list[str]) -> int:
         conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
     )
     reports = []
+    names = table_names()
+    if argv[:1] == ["--start-at"]:  # resume a long run: this table and those after it
+        names = names[[n for _c, n in names].index(argv[1]) :]
+        argv = argv[2:]
     with tempfile.TemporaryDirectory() as tmp:
-        for corpus, name in table_names():
+        for corpus, name in names:
             if argv and name not in argv:
                 continue
             report = run_table(spark, corpus, name, Path(tmp))
