@@ -225,9 +225,16 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+#: Spark's JSON of a map whose keys are arrays names each key by a JVM object (``ColumnarArray@1a2b``).
+_JVM_OBJECT = re.compile(r"(org\.apache\.spark\.[\w.]+)@[0-9a-f]+")
+
+
 def _json_rows(frame: Any) -> list[dict[str, Any]]:
     """The rows as Spark's own JSON (UTC), parsed: ints, strings and booleans compare as Python values."""
-    return [json.loads(r[0], parse_float=Decimal) for r in frame.selectExpr("to_json(struct(*), map('timeZone', 'UTC')) AS j").collect()]
+    return [
+        json.loads(_JVM_OBJECT.sub(r"\1", r[0]), parse_float=Decimal)
+        for r in frame.selectExpr("to_json(struct(*), map('timeZone', 'UTC')) AS j").collect()
+    ]
 
 
 def _sorted(rows: list[dict[str, Any]]) -> list[str]:
