@@ -20,7 +20,9 @@ import datetime as dt
 import json
 import math
 import posixpath
+import random
 import re
+import string
 import struct
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -89,6 +91,16 @@ def partition_dir(
         text = escape_partition_value(value) if value else HIVE_DEFAULT_PARTITION
         parts.append(f"{escape_partition_value(col)}={text}")
     return "/".join(parts)
+
+
+_ALPHANUMERIC = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def random_file_prefix(length: int) -> str:
+    """A folder name of ``length`` random alphanumeric characters: where a new data file goes
+    instead of its partition folder under ``delta.randomizeFilePrefixes`` (delta-spark's
+    ``Utils.getRandomPrefix``)."""
+    return "".join(random.choice(_ALPHANUMERIC) for _ in range(length))
 
 
 def _spark_timestamp_text(ts: dt.datetime) -> str:

@@ -79,7 +79,7 @@ class Snapshot:
         self.protocol: Protocol = replay.protocol
         self.metadata: Metadata = replay.metadata
         features.check_readable(self.protocol, self.metadata)
-        self._txns = replay.txns
+        self._txns = _unexpired_txns(replay.txns, self.metadata)
         self.domain_metadata: dict[str, DomainMetadata] = dict(replay.domains)
         self._replay: LogReplay | None = replay
         self._checkpoint_files = checkpoint_files
@@ -338,6 +338,17 @@ class Snapshot:
 #: The cached properties :meth:`Snapshot.after_empty_commit` keeps: they
 #: depend on the state alone, which a commit with no actions leaves as it was.
 _SAME_AFTER_EMPTY_COMMIT = ("schema", "files", "all_tombstones", "size_in_bytes", "num_records", "column_mapping")
+
+
+def _unexpired_txns(txns: dict[str, Txn], metadata: Metadata) -> dict[str, Txn]:
+    """``txns`` without those older than ``delta.setTransactionRetentionDuration``: delta-spark's
+    ``InMemoryLogReplay.getTransactions`` drops a ``txn`` whose ``lastUpdated`` is missing or not
+    after ``now - retention``, so neither the snapshot nor its checkpoint keeps it."""
+    retention = table_properties.set_transaction_retention_ms(metadata)
+    if retention is None or not txns:
+        return txns
+    cutoff = int(time.time() * 1000) - retention
+    return {k: t for k, t in txns.items() if t.last_updated is not None and t.last_updated > cutoff}
 
 
 def _in_commit_time(replay: LogReplay, info: CommitInfo | None) -> int | None:

@@ -34,8 +34,18 @@ ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 #: Bytes per data file that OPTIMIZE, optimized writes and auto compaction
 #: aim at (delta-rs's and Databricks' ``delta.targetFileSize``).
 TARGET_FILE_SIZE = "delta.targetFileSize"
-#: A file-size hint for other engines (delta-rs, Databricks): recorded, not acted on by our writers.
+#: A file-size hint of Databricks Runtime (smaller files for tables that MERGE, UPDATE and DELETE
+#: often); open-source delta-spark and delta-rs do not act on it, nor do our writers: kept, validated.
 TUNE_FILE_SIZES_FOR_REWRITES = "delta.tuneFileSizesForRewrites"
+#: Data files go into a folder of :data:`RANDOM_PREFIX_LENGTH` random alphanumeric characters instead
+#: of their partition folder (delta-spark's ``RANDOMIZE_FILE_PREFIXES``; ``partitionValues`` stay
+#: in the log); :func:`random_prefix_length`.
+RANDOMIZE_FILE_PREFIXES = "delta.randomizeFilePrefixes"
+#: The length of those folders' names (delta-spark's ``RANDOM_PREFIX_LENGTH``, default 2).
+RANDOM_PREFIX_LENGTH = "delta.randomPrefixLength"
+#: ``txn`` actions whose ``lastUpdated`` is older than this are dropped from the state (log replay,
+#: checkpoints): delta-spark's ``TRANSACTION_ID_RETENTION_DURATION``; :func:`set_transaction_retention_ms`.
+SET_TRANSACTION_RETENTION = "delta.setTransactionRetentionDuration"
 #: Writes rebalance their rows by partition (spark/write/optimized_write.py); :func:`optimize_write_enabled`.
 AUTO_OPTIMIZE_WRITE = "delta.autoOptimize.optimizeWrite"
 #: delta-spark's ``AUTO_COMPACT``: ``true`` or ``false`` (``AutoCompactType``);
@@ -69,6 +79,10 @@ SNAPSHOT_ISOLATION = "SnapshotIsolation"
 ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE)
 #: The levels a transaction accepts.
 TRANSACTION_ISOLATION_LEVELS = (*ISOLATION_LEVELS, SNAPSHOT_ISOLATION)
+#: Checkpoints keep each file's stats as a JSON string (``add.stats``; default true), and as typed
+#: structs (``add.stats_parsed``, ``add.partitionValues_parsed``; default false, as PROTOCOL.md says).
+CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
+CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
 CHECKPOINT_POLICY_CLASSIC = "classic"
 CHECKPOINT_POLICY_V2 = "v2"
 #: Table properties whose values are one of a few words.
@@ -90,14 +104,17 @@ BOOLEAN_PROPERTIES = frozenset(
         AUTO_OPTIMIZE_WRITE,
         AUTO_COMPACT,
         SYMLINK_FORMAT_MANIFEST,
+        RANDOMIZE_FILE_PREFIXES,
+        CHECKPOINT_WRITE_STATS_AS_JSON,
+        CHECKPOINT_WRITE_STATS_AS_STRUCT,
     }
 )
+#: Table properties whose values are intervals (``interval 7 days``).
+INTERVAL_PROPERTIES = frozenset({DELETED_FILE_RETENTION, LOG_RETENTION, SET_TRANSACTION_RETENTION})
 #: Table properties whose values are byte sizes (``134217728``, ``128mb``).
 BYTE_SIZE_PROPERTIES = frozenset({TARGET_FILE_SIZE})
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
-CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
-CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
 
 _MS = {
     "nanosecond": 1e-6,
@@ -230,6 +247,9 @@ SETTABLE_PROPERTIES = frozenset(
         AUTO_COMPACT,
         SYMLINK_FORMAT_MANIFEST,
         ISOLATION_LEVEL,
+        RANDOMIZE_FILE_PREFIXES,
+        RANDOM_PREFIX_LENGTH,
+        SET_TRANSACTION_RETENTION,
     }
 )
 
@@ -313,7 +333,37 @@ def num_indexed_cols(md: Metadata) -> int:
 
 
 def checkpoint_stats_as_json(md: Metadata) -> bool:
+    """Whether checkpoints keep ``add.stats`` (``delta.checkpoint.writeStatsAsJson``, default true)."""
     return _bool(md, CHECKPOINT_WRITE_STATS_AS_JSON, True)
+
+
+def checkpoint_stats_as_struct(md: Metadata) -> bool:
+    """Whether checkpoints hold ``add.stats_parsed`` and ``add.partitionValues_parsed``
+    (``delta.checkpoint.writeStatsAsStruct``; false by default, as PROTOCOL.md says; delta-spark
+    defaults it to true)."""
+    return _bool(md, CHECKPOINT_WRITE_STATS_AS_STRUCT, False)
+
+
+def random_prefix_length(md: Metadata | Mapping[str, str]) -> int:
+    """How many random characters name the folder a new data file goes into instead of its
+    partition folder: ``delta.randomPrefixLength`` (2) when ``delta.randomizeFilePrefixes`` is
+    true, else 0 (partition folders), as delta-spark's ``Utils.getRandomPrefixLength``."""
+    if not _bool(md, RANDOMIZE_FILE_PREFIXES, False):
+        return 0
+    value = _get(md, RANDOM_PREFIX_LENGTH)
+    try:
+        n = int(value) if value is not None else 2
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise InvalidInputError(f"table property {RANDOM_PREFIX_LENGTH}={value!r} must be a positive integer")
+    return n
+
+
+def set_transaction_retention_ms(md: Metadata) -> int | None:
+    """``delta.setTransactionRetentionDuration`` in milliseconds; None (keep every ``txn``) when unset."""
+    value = _get(md, SET_TRANSACTION_RETENTION)
+    return parse_interval(value) if value else None
 
 
 def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) -> Metadata:
@@ -347,6 +397,8 @@ def with_properties(metadata: Metadata, properties: Mapping[str, str] | None) ->
         choices = CHOICE_PROPERTIES.get(key)
         if choices and str(value).lower() not in choices:
             raise InvalidInputError(f"table property {key} must be one of {', '.join(choices)}, got {value!r}")
+        if key in INTERVAL_PROPERTIES:
+            parse_interval(str(value))
         if key == ISOLATION_LEVEL and _isolation_level_name(str(value)) is None:
             raise InvalidInputError(f"table property {key} must be one of {', '.join(ISOLATION_LEVELS)}, got {value!r}")
     lowered = BOOLEAN_PROPERTIES | set(CHOICE_PROPERTIES)

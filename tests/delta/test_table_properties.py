@@ -178,3 +178,38 @@ def test_auto_compact_and_optimize_write_readers_take_metadata_or_a_configuratio
         assert reader(Metadata.new('{"type":"struct","fields":[]}', [], {key: "true"}, created_time=0)) is True
         with pytest.raises(InvalidInputError, match="is not a boolean"):
             reader({key: "yes"})
+
+
+def test_random_prefix_length_follows_delta_spark() -> None:
+    from airflow_delta_provider.delta.partitions import random_file_prefix
+
+    tp = table_properties
+
+    assert tp.random_prefix_length({}) == 0
+    assert tp.random_prefix_length({"delta.randomizeFilePrefixes": "false", "delta.randomPrefixLength": "5"}) == 0
+    assert tp.random_prefix_length({"delta.randomizeFilePrefixes": "true"}) == 2
+    assert tp.random_prefix_length({"delta.randomizeFilePrefixes": "TRUE", "delta.randomPrefixLength": "4"}) == 4
+    with pytest.raises(InvalidInputError, match="randomPrefixLength"):
+        tp.random_prefix_length({"delta.randomizeFilePrefixes": "true", "delta.randomPrefixLength": "0"})
+    prefix = random_file_prefix(3)
+    assert len(prefix) == 3 and prefix.isalnum() and prefix.isascii()
+
+
+def test_other_engines_properties_are_settable_and_validated() -> None:
+    tp = table_properties
+    md = Metadata(id="x", schema_string='{"type":"struct","fields":[]}')
+    md = tp.with_properties(
+        md,
+        {
+            "delta.randomizeFilePrefixes": "True",
+            "delta.setTransactionRetentionDuration": "interval 2 days",
+            "delta.checkpoint.writeStatsAsStruct": "true",
+        },
+    )
+    assert md.configuration["delta.randomizeFilePrefixes"] == "true"
+    assert tp.set_transaction_retention_ms(md) == 2 * 86_400_000
+    assert tp.checkpoint_stats_as_struct(md) and tp.checkpoint_stats_as_json(md)
+    with pytest.raises(InvalidInputError, match="interval"):
+        tp.with_properties(md, {"delta.setTransactionRetentionDuration": "soon"})
+    with pytest.raises(InvalidInputError, match="true or false"):
+        tp.with_properties(md, {"delta.checkpoint.writeStatsAsJson": "maybe"})

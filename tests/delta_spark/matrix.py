@@ -313,8 +313,9 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
 }
 #: ... of the maintenance and schema operations (test_matrix_maintenance, test_matrix_alter).
 DIFFERENCES.update({
-    ("checkpoint", "*", "checkpoint add stats_parsed"): "our checkpoints keep file stats as JSON only "
-    "(delta.checkpoint.writeStatsAsStruct is not honoured): stats_parsed is optional and delta-spark reads them",
+    ("checkpoint", "*", "checkpoint add stats_parsed"): "an unset delta.checkpoint.writeStatsAsStruct "
+    "is false for us (PROTOCOL.md's default) and true for delta-spark: our checkpoints then keep file stats as JSON "
+    "only (with the property set they hold stats_parsed too); stats_parsed is optional and delta-spark reads them",
     ("checkpoint", "*", "checkpoint add partitionValues_parsed"): "likewise, partition values as strings only: "
     "partitionValues_parsed is optional and delta-spark reads our checkpoints without it",
     ("checkpoint", "*", "log after cleanup"): "we keep the cut-off checkpoint and its commit, as PROTOCOL.md's "

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.checkpoint_codec import (
     Overrides,
     checkpoint_row,
@@ -37,6 +38,7 @@ from airflow_delta_provider.delta.actions.model import (
     Txn,
     action_to_json,
 )
+from airflow_delta_provider.delta.checkpoint import parsed_stats
 from airflow_delta_provider.delta.log.sidecars import SidecarFile
 
 if TYPE_CHECKING:
@@ -91,9 +93,33 @@ def non_file_rows(
     return pa.table(columns, schema=schema)
 
 
+def with_stats_columns(schema: pa.Schema, snapshot: Snapshot) -> pa.Schema:
+    """``schema`` with its ``add`` struct as the table's properties ask
+    (delta-spark's ``Checkpoints.buildCheckpoint``): ``stats`` only with
+    ``delta.checkpoint.writeStatsAsJson`` (default true), then
+    ``partitionValues_parsed`` (partitioned tables) and ``stats_parsed`` with
+    ``delta.checkpoint.writeStatsAsStruct`` (default false, PROTOCOL.md's)."""
+    add = schema.field("add").type
+    if "stats" not in add.names or "stats_parsed" in add.names:
+        return schema  # already as the properties ask (the base schemas hold ``stats`` and no parsed column)
+    fields = [f for f in add if f.name != "stats" or table_properties.checkpoint_stats_as_json(snapshot.metadata)]
+    if table_properties.checkpoint_stats_as_struct(snapshot.metadata):
+        partitions = parsed_stats.partition_values_struct_type(snapshot)
+        if partitions is not None:
+            fields.append(pa.field("partitionValues_parsed", partitions))
+        fields.append(pa.field("stats_parsed", parsed_stats.stats_struct_type(snapshot)))
+    if len(fields) == len(add) and all(a.name == b.name for a, b in zip(fields, add)):
+        return schema
+    return schema.set(schema.get_field_index("add"), pa.field("add", pa.struct(fields)))
+
+
 def file_rows(snapshot: Snapshot, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pa.Table:
-    """The live files, then the unexpired tombstones, one row each, in ``schema``."""
-    adds = struct_array(AddFile, snapshot.files, _FILE_OVERRIDES)
+    """The live files, then the unexpired tombstones, one row each, in ``schema``
+    (its ``add`` struct as :func:`with_stats_columns` makes it)."""
+    schema = with_stats_columns(schema, snapshot)
+    adds = _as_add_type(
+        struct_array(AddFile, snapshot.files, _FILE_OVERRIDES), snapshot, schema.field(AddFile.KEY).type
+    )
     removes = struct_array(RemoveFile, snapshot.tombstones, _TOMBSTONE_OVERRIDES)
     return pa.concat_tables(
         [_single_column_table(schema, AddFile.KEY, adds), _single_column_table(schema, RemoveFile.KEY, removes)]
@@ -102,7 +128,8 @@ def file_rows(snapshot: Snapshot, schema: pa.Schema = CHECKPOINT_SCHEMA) -> pa.T
 
 def checkpoint_table(snapshot: Snapshot) -> pa.Table:
     """The rows of a classic (V1 spec) checkpoint of ``snapshot``."""
-    return pa.concat_tables([non_file_rows(snapshot), file_rows(snapshot)])
+    schema = with_stats_columns(CHECKPOINT_SCHEMA, snapshot)
+    return pa.concat_tables([non_file_rows(snapshot, schema), file_rows(snapshot, schema)])
 
 
 def parquet_bytes(data: pa.Table) -> bytes:
@@ -116,6 +143,25 @@ def _single_column_table(schema: pa.Schema, name: str, array: pa.Array) -> pa.Ta
     n = len(array)
     columns = {f.name: array if f.name == name else pa.nulls(n, f.type) for f in schema}
     return pa.table(columns, schema=schema)
+
+
+def _as_add_type(adds: pa.StructArray, snapshot: Snapshot, add_type: pa.StructType) -> pa.Array:
+    """The ``add`` column in ``add_type``'s layout: ``stats`` kept or left out, and the
+    parsed columns (``partitionValues_parsed``, ``stats_parsed``) after it, when the
+    table's properties ask for them (:func:`with_stats_columns`)."""
+    if adds.type == add_type:
+        return adds
+    files = snapshot.files
+    present = {adds.type.field(i).name: adds.field(i) for i in range(adds.type.num_fields)}
+    children = []
+    for field in add_type:
+        if field.name in present:
+            children.append(present[field.name])
+        elif field.name == "partitionValues_parsed":
+            children.append(parsed_stats.partition_values_parsed_array(files, snapshot, field.type))
+        else:
+            children.append(parsed_stats.stats_parsed_array(files, field.type))
+    return pa.StructArray.from_arrays(children, fields=list(add_type))
 
 
 # --- the same content as JSON actions (a JSON V2 checkpoint, _last_checkpoint) ---

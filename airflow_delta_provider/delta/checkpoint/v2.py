@@ -30,6 +30,7 @@ from airflow_delta_provider.delta.checkpoint.rows import (
     non_file_actions,
     non_file_rows,
     parquet_bytes,
+    with_stats_columns,
 )
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.log.sidecars import SidecarFile, sidecar_action_path, sidecar_name
@@ -69,7 +70,8 @@ def write_v2_checkpoint(
     name = v2_checkpoint_name(version, str(uuid.uuid4()), file_format)
     if file_format == "parquet":
         extra = [("checkpointMetadata", meta), *(("sidecar", s.to_json()) for s in sidecars)]
-        top = non_file_rows(snapshot, V2_CHECKPOINT_SCHEMA, extra)
+        schema = with_stats_columns(V2_CHECKPOINT_SCHEMA, snapshot) if inline else V2_CHECKPOINT_SCHEMA
+        top = non_file_rows(snapshot, schema, extra)
         if inline:
             top = pa.concat_tables([top, file_rows(snapshot, V2_CHECKPOINT_SCHEMA)])
         payload, rows = parquet_bytes(top), top.num_rows

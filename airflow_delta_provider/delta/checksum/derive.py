@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TypeVar
 
+from airflow_delta_provider.delta import table_properties
 from airflow_delta_provider.delta.actions.model import (
     Action,
     AddFile,
@@ -68,6 +69,13 @@ def empty() -> VersionChecksum:
     )
 
 
+def _txns_expire(metadata: Metadata) -> bool:
+    """Whether the table drops old ``txn`` actions (``delta.setTransactionRetentionDuration``): then
+    the checksum records no set transactions, as delta-spark's ``Checksum`` does (which ones are
+    live depends on the clock)."""
+    return table_properties.set_transaction_retention_ms(metadata) is not None
+
+
 def of_state(
     protocol: Protocol,
     metadata: Metadata,
@@ -88,7 +96,7 @@ def of_state(
         num_files=len(sizes),
         metadata=metadata,
         protocol=protocol,
-        set_transactions=txn_list if len(txn_list) <= MAX_SET_TRANSACTIONS else None,
+        set_transactions=txn_list if len(txn_list) <= MAX_SET_TRANSACTIONS and not _txns_expire(metadata) else None,
         domain_metadata=domain_list if len(domain_list) <= MAX_DOMAIN_METADATA else None,
         file_size_histogram=FileSizeHistogram.of(sizes, histogram_bins),
         num_deleted_records=sum(deleted_per_file) if dv else None,
@@ -172,7 +180,11 @@ def advance(
         metadata=metadata,
         protocol=protocol,
         in_commit_timestamp=ict,
-        set_transactions=_replayed(previous.set_transactions, actions, Txn, MAX_SET_TRANSACTIONS),
+        set_transactions=(
+            None
+            if _txns_expire(metadata) or (previous.metadata is not None and _txns_expire(previous.metadata))
+            else _replayed(previous.set_transactions, actions, Txn, MAX_SET_TRANSACTIONS)
+        ),
         domain_metadata=_replayed(previous.domain_metadata, actions, DomainMetadata, MAX_DOMAIN_METADATA),
         file_size_histogram=histogram,
         num_deleted_records=deleted,

@@ -82,6 +82,9 @@ class WritePlan:
     field_ids: Mapping[tuple[str, ...], int] = field(default_factory=dict)
     #: A folder of the root the files go under (``_change_data`` for change data).
     prefix: str = ""
+    #: ``delta.randomizeFilePrefixes``: files go into a folder of this many random characters
+    #: instead of their partition folder (0: partition folders).
+    random_prefix_length: int = 0
 
 
 def write_arrow(
@@ -94,6 +97,7 @@ def write_arrow(
     field_ids: Mapping[tuple[str, ...], int] | None = None,
     *,
     prefix: str = "",
+    random_prefix_length: int = 0,
 ) -> list[AddFile]:
     """Write ``frame`` (already conformed and constraint-guarded) as files of
     the table in ``storage``; the ``add`` actions, none for a file of no rows.
@@ -102,7 +106,9 @@ def write_arrow(
     columns, in order); they keep the frame's types and nullability, as
     Spark's writer keeps them. ``field_ids`` (column mapping ``id`` mode)
     are written as parquet field ids, by field path. ``prefix`` is a folder
-    of the root the files go under.
+    of the root the files go under; ``random_prefix_length`` (when not 0) the
+    length of the random folder name each file goes into instead of its
+    partition folder (``delta.randomizeFilePrefixes``).
     """
     spark = frame.sparkSession
     plan = WritePlan(
@@ -114,6 +120,7 @@ def write_arrow(
         leaves=list(leaves),
         field_ids=dict(field_ids or {}),
         prefix=prefix,
+        random_prefix_length=random_prefix_length,
     )
     if partition_columns:  # as Spark's file writer orders a task's rows
         frame = frame.sortWithinPartitions(*[column(c) for c in partition_columns])
@@ -358,12 +365,17 @@ class _FileWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from airflow_delta_provider.delta.partitions import partition_dir
+        from airflow_delta_provider.delta.partitions import partition_dir, random_file_prefix
 
         self.storage = storage
         self.plan = plan
         self.values = values
-        folder = partition_dir(plan.partition_columns, values, plan.partition_types) if plan.partition_columns else ""
+        if plan.random_prefix_length:
+            folder = random_file_prefix(plan.random_prefix_length)
+        elif plan.partition_columns:
+            folder = partition_dir(plan.partition_columns, values, plan.partition_types)
+        else:
+            folder = ""
         name = f"part-{task:05d}-{uuid.uuid4()}.c000.snappy.parquet"
         self.rel = "/".join(p for p in (plan.prefix, folder, name) if p)
         storage.put(f"{plan.staging}/{self.rel}", b"")  # the marker, before any byte of the file

@@ -51,6 +51,7 @@ from airflow_delta_provider.delta.partitions import (
     encode_path,
     parse_partition_value,
     partition_dir,
+    random_file_prefix,
     relative_to_root,
     serialize_partition_value,
     unescape_partition_value,
@@ -153,6 +154,7 @@ def write_files(
         partition_columns = [mapping.physical_column(c) for c in partition_columns]
         schema = mapping.physical_schema(for_write=True)
     prefix = CHANGE_DATA_DIR if change_data else ""
+    random_prefix = 0 if change_data else table_properties.random_prefix_length(configuration)
     field_ids = {
         path: f["metadata"][PARQUET_FIELD_ID_KEY]
         for path, f in walk_fields(schema)
@@ -174,12 +176,20 @@ def write_files(
             try:
                 columns = [*data_columns, *keep]
                 return write_arrow(
-                    conformed, storage, columns, partition_columns, types, leaves, field_ids, prefix=prefix
+                    conformed,
+                    storage,
+                    columns,
+                    partition_columns,
+                    types,
+                    leaves,
+                    field_ids,
+                    prefix=prefix,
+                    random_prefix_length=random_prefix,
                 )
             except job_error_types() as exc:
                 _raise_violation(exc)
                 raise
-        return _write_hadoop(conformed, storage, partition_columns, types, leaves, prefix)
+        return _write_hadoop(conformed, storage, partition_columns, types, leaves, prefix, random_prefix)
 
 
 def _write_hadoop(
@@ -189,6 +199,7 @@ def _write_hadoop(
     types: dict[str, str],
     leaves: list[tuple[tuple[str, ...], Any]],
     prefix: str = "",
+    random_prefix_length: int = 0,
 ) -> list[AddFile]:
     """Spark writes into a staging folder; the files are then moved into the
     table (under ``prefix``, a folder of the root, when given)."""
@@ -204,7 +215,7 @@ def _write_hadoop(
         except PySparkException as exc:
             _raise_violation(exc)
             raise
-        adds = _publish(storage, staging, partition_columns, types, leaves, prefix)
+        adds = _publish(storage, staging, partition_columns, types, leaves, prefix, random_prefix_length)
         return adds
     except BaseException:
         delete_written_files(storage, adds)
@@ -285,10 +296,12 @@ def _publish(
     types: dict[str, str],
     leaves: list[tuple[tuple[str, ...], Any]],
     folder_prefix: str = "",
+    random_prefix_length: int = 0,
 ) -> list[AddFile]:
     """Move the part files Spark wrote under ``staging`` to their Delta
-    names and folders (under ``folder_prefix``); their ``add`` actions (files
-    of no rows are dropped)."""
+    names and folders (under ``folder_prefix``; a folder of
+    ``random_prefix_length`` random characters instead of the partition
+    folder, when not 0); their ``add`` actions (files of no rows are dropped)."""
     prefix = staging + "/"
     moved: list[tuple[str, dict[str, str | None], int, int]] = []  # (rel path, values, size, mtime)
     try:
@@ -298,7 +311,10 @@ def _publish(
             if meta.is_dir or not m:
                 continue  # folders, _SUCCESS, .crc checksums
             values = _spark_dir_values(rel_dir, partition_columns, types)
-            folder = partition_dir(partition_columns, values, types) if partition_columns else ""
+            if random_prefix_length:
+                folder = random_file_prefix(random_prefix_length)
+            else:
+                folder = partition_dir(partition_columns, values, types) if partition_columns else ""
             final = f"part-{int(m.group(1)):05d}-{uuid.uuid4()}.c000.snappy.parquet"
             rel = "/".join(p for p in (folder_prefix, folder, final) if p)
             storage.move(meta.path, rel)

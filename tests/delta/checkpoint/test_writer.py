@@ -270,3 +270,63 @@ def test_checkpoint_carries_deletion_vectors_both_ways(tmp_path, golden_dir, sna
     by_rs = QueryBuilder().register("t", RsTable(str(root))).execute("SELECT * FROM t").read_all()
     assert got.num_rows == reread.num_records == by_duckdb.num_rows == pa.table(by_rs).num_rows
     assert sorted(got.column("col1").to_pylist()) == sorted(by_duckdb.column("col1").to_pylist())
+
+
+# --- Stats in the checkpoint, as the table properties ask (issue 44) --------------------------------------
+
+
+def _checkpoint_adds(t: DeltaTable) -> tuple[pa.DataType, list[dict]]:
+    snap = t.snapshot()
+    write_checkpoint(t, snap)
+    data = pq.read_table(local_log_path(t, checkpoint_name(snap.version)))
+    return data.schema.field("add").type, [a for a in data.column("add").to_pylist() if a is not None]
+
+
+@pytest.mark.parametrize("as_json", ["true", "false"])
+def test_write_stats_as_struct_holds_typed_stats_and_partition_values(
+    tmp_path, new_table, data_file, as_json, rows_of, snapshot_rows
+):
+    config = {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": as_json}
+    t = make_history(tmp_path / "t", new_table, data_file, config)
+    add_type, adds = _checkpoint_adds(t)
+    names = [f.name for f in add_type]
+    assert names[-2:] == ["partitionValues_parsed", "stats_parsed"]  # delta-spark's order
+    assert ("stats" in names) == (as_json == "true")
+    stats_type = add_type.field("stats_parsed").type
+    assert [f.name for f in stats_type] == ["numRecords", "minValues", "maxValues", "nullCount"]
+    assert stats_type.field("minValues").type == pa.struct([("id", pa.int64()), ("s", pa.string())])
+    by_path = {f.path: f.parsed_stats() for f in t.snapshot().files}
+    for a in adds:
+        stats = by_path[a["path"]]
+        parsed = a["stats_parsed"]
+        assert parsed["numRecords"] == stats["numRecords"]
+        assert parsed["minValues"] == {k: stats["minValues"].get(k) for k in ("id", "s")}
+        assert parsed["nullCount"] == stats["nullCount"]
+        assert a["partitionValues_parsed"] == {"p": a["partitionValues"][0][1]}
+    # The struct-only checkpoint replays to the same state, and delta-rs reads it.
+    fresh = DeltaTable(t.root).snapshot()
+    assert fresh.num_records == t.snapshot().num_records
+    assert sorted(fresh.files_matching("id = 13"), key=lambda f: f.path) != []
+    from deltalake import DeltaTable as RsTable
+
+    assert rows_of(RsTable(str(t.root)).to_pyarrow_table()) == rows_of(snapshot_rows(fresh))
+
+
+def test_stats_as_json_only_by_default(table):
+    add_type, _adds = _checkpoint_adds(table)
+    names = [f.name for f in add_type]
+    assert "stats" in names and "stats_parsed" not in names and "partitionValues_parsed" not in names
+
+
+def test_set_transaction_retention_drops_old_txns(tmp_path, new_table, data_file):
+    t = make_history(tmp_path / "t", new_table, data_file, {"delta.setTransactionRetentionDuration": "interval 1 days"})
+    assert t.snapshot().txn_version("app") is not None  # updated just now
+    t2 = make_history(
+        tmp_path / "t2", new_table, data_file, {"delta.setTransactionRetentionDuration": "interval 0 seconds"}
+    )
+    snap = t2.snapshot()
+    assert snap.txn_version("app") is None and snap.txn_actions == []
+    write_checkpoint(t2, snap)
+    data = pq.read_table(local_log_path(t2, checkpoint_name(snap.version)))
+    assert data.column("txn").drop_null().to_pylist() == []
+    assert snap.checksum().set_transactions is None
