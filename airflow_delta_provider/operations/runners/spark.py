@@ -10,7 +10,7 @@ from airflow_delta_provider.operations.delete.spark import run_delete
 from airflow_delta_provider.operations.delete.spec import DeleteSpec
 from airflow_delta_provider.operations.merge.spark import run_merge
 from airflow_delta_provider.operations.merge.spec import MergeSpec
-from airflow_delta_provider.operations.optimize.spark import run_optimize
+from airflow_delta_provider.operations.optimize import spark as optimize
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
 from airflow_delta_provider.operations.reorg.spark import run_reorg_purge
 from airflow_delta_provider.operations.reorg.spec import ReorgSpec
@@ -25,7 +25,7 @@ SPARK_RUNNERS: dict[type[OperationSpec], Runner] = {
     AppendSpec: Keywords(run_append, renames=(("source_format", "format"),)),
     MergeSpec: Keywords(run_merge, renames=(("options", "source_options"),)),
     ReorgSpec: Keywords(run_reorg_purge),
-    OptimizeSpec: Keywords(run_optimize),
+    OptimizeSpec: optimize.run,
     ChangesSpec: Keywords(
         run_changes,
         ignores=("token",),
