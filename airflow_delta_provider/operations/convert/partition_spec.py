@@ -1,8 +1,8 @@
 """CONVERT's partition spec, ``"day date, region string"``: its syntax, defined once.
 
 The spec's ``validate()`` checks it when the operator or the CLI is given it,
-and the plan reads the columns from it. Light: no pyarrow, so a DAG file can
-import it.
+and the plan reads the columns from it. Importing it loads no more of the core
+than its errors (a DAG file imports the spec).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.schema.types import canonical_primitive, is_decimal
 
 #: Spark SQL type names a partition spec may use, to Delta's (decimal(p,s) too).
 PARTITION_TYPES = {
@@ -39,6 +38,9 @@ def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
     (Delta type names: ``int`` is ``integer``, ``bigint`` ``long``, ...)."""
     if spec is None or not spec.strip():
         return []
+    # Here, not at the top: importing the spec loads no more of the core than its errors.
+    from airflow_delta_provider.delta.schema.types import canonical_primitive, is_decimal
+
     out: list[tuple[str, str]] = []
     for item in re.split(r",(?![^(]*\))", spec):
         match = _SPEC_ITEM.match(item)
