@@ -65,8 +65,8 @@ def build(spark, root: Path, rows: int) -> tuple[Path, int]:
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.operations.alter.plan import alter_table, change_from_json
     from airflow_delta_provider.operations.append.spec import AppendSpec
+    from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
     from airflow_delta_provider.operations.runners import run_spec
-    from tests.operations.runs import run_optimize
 
     shutil.rmtree(root, ignore_errors=True)
     rng = random.Random(11)
@@ -75,7 +75,7 @@ def build(spark, root: Path, rows: int) -> tuple[Path, int]:
         write_deltalake(str(base), _rows(rng, i * rows, rows), mode="append")
     alter_table(DeltaTable(str(base)), change_from_json({"cluster_by": ["x", "y"]}))
     size = DeltaTable(str(base)).snapshot().size_in_bytes // FILES
-    run_optimize(spark, str(base), target_size=size)
+    run_spec(spark, OptimizeSpec(table_path=str(base), target_size=size))
     source = root / "new"
     source.mkdir()
     pq.write_table(_rows(rng, FILES * rows, int(FILES * rows * NEW_SHARE)), source / "part-0.parquet")
@@ -94,7 +94,8 @@ def point_filter_share(path: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.operations.optimize.spark import MIN_CUBE_SIZE_CONF
-    from tests.operations.runs import run_optimize
+    from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -116,14 +117,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             spark.conf.set(MIN_CUBE_SIZE_CONF, min_cube_size)
         try:
-            return run_optimize(spark, str(path), target_size=size)
+            return run_spec(spark, OptimizeSpec(table_path=str(path), target_size=size))
         finally:
             spark.conf.unset(MIN_CUBE_SIZE_CONF)
 
     contenders = {
         "incremental, first ZCube complete": lambda path: incremental(path, complete_cube),
         "incremental, delta-spark defaults": lambda path: incremental(path, None),
-        "full (OPTIMIZE FULL)": lambda path: run_optimize(spark, str(path), target_size=size, full=True),
+        "full (OPTIMIZE FULL)": lambda path: run_spec(
+            spark, OptimizeSpec(table_path=str(path), target_size=size, full=True)
+        ),
     }
     times: dict[str, list[float]] = {name: [] for name in contenders}
     outcome: dict[str, dict] = {}

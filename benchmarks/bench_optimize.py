@@ -44,14 +44,15 @@ def compaction(spark, args, rows: int, files: int) -> list[dict]:
     from deltalake import DeltaTable as RsTable
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from tests.operations.runs import run_optimize
+    from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     ds = ops.build_dataset(spark, args.data_dir, rows, files, 1, rebuild=False)
     work = args.data_dir / "work-optimize"
     out_files = max(1, round(ds.table_bytes / TARGET))
 
     def ours(path: Path) -> None:
-        result = run_optimize(spark, str(path), target_size=TARGET)
+        result = run_spec(spark, OptimizeSpec(table_path=str(path), target_size=TARGET))
         assert result.metrics["numRemovedFiles"] == ds.files, result.metrics
 
     def plain(path: Path) -> None:
@@ -73,7 +74,8 @@ def zorder_skipping(spark, args) -> list[dict]:
     from deltalake import write_deltalake
 
     from airflow_delta_provider.delta.table import DeltaTable
-    from tests.operations.runs import run_optimize
+    from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+    from airflow_delta_provider.operations.runners import run_spec
 
     root = args.data_dir / "zorder"
     shutil.rmtree(root, ignore_errors=True)
@@ -100,8 +102,8 @@ def zorder_skipping(spark, args) -> list[dict]:
     before, count = share(base)
     results = [{"case": "before", "files": count, "share of files a y = c filter reads": round(before, 3)}]
     contenders = {
-        "ours, zorder_by=[x, y]": lambda path: run_optimize(
-            spark, str(path), zorder_by=["x", "y"], target_size=size // 100
+        "ours, zorder_by=[x, y]": lambda path: run_spec(
+            spark, OptimizeSpec(table_path=str(path), zorder_by=("x", "y"), target_size=size // 100)
         ),
         "delta-rs, optimize.z_order([x, y])": lambda path: RsTable(str(path)).optimize.z_order(
             ["x", "y"], target_size=size // 100

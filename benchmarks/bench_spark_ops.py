@@ -13,7 +13,7 @@ update_all     ``run_update``, ``id % 2 =  ``DeltaTable.update``       read ever
                0`` (every file touched)                                every row with ``when``
 append         ``run_append`` of a 1M-row  ``write_deltalake(mode=    read the source, write it
                parquet source              "append")`` of the source   as parquet into the folder
-vacuum         ``run_vacuum`` of 10,000    ``DeltaTable.vacuum(full=   list the folder, then
+vacuum         VACUUM (run_spec) of 10,000 ``DeltaTable.vacuum(full=   list the folder, then
                orphan files                True)``                     ``os.remove`` in the driver
 =============  ==========================  ==========================  ==========================
 
@@ -331,9 +331,10 @@ class Runner:
         return {"version": result.version, **result.metrics}
 
     def ours_vacuum(self, op: str, path: Path) -> dict[str, Any]:
-        from tests.operations.runs import run_vacuum
+        from airflow_delta_provider.operations.runners import run_spec
+        from airflow_delta_provider.operations.vacuum.spec import VacuumSpec
 
-        result = run_vacuum(self.spark, str(path), retention_hours=0, dry_run=False, enforce_retention=False)
+        result = run_spec(self.spark, VacuumSpec(table_path=str(path), retention_hours=0, retention_check=False))
         return {"version": result.version, **result.metrics}
 
     # delta-rs

@@ -11,7 +11,7 @@ each: VACUUM never reads them.
 
 Each mode runs on its own fresh upload of that table (the dry run first, then
 the real run, which the dry run leaves untouched), at retention 0 (check
-off), through ``run_vacuum`` without Spark (``engine="python"``):
+off), through VACUUM's runner without Spark (``engine="python"``):
 
 * FULL: lists every folder of the table, deletes what no version needs;
 * LITE: reads only the commits since the recorded vacuum, lists ``_delta_log`` only;
@@ -50,11 +50,11 @@ sys.path.insert(0, str(HERE))
 from bench_object_store import moto_server, options  # noqa: E402
 
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata  # noqa: E402
-from airflow_delta_provider.delta.log.last_vacuum_info import LAST_VACUUM_INFO  # noqa: E402
+from airflow_delta_provider.delta.log.last_vacuum_info import LAST_VACUUM_INFO, write_last_vacuum_info  # noqa: E402
 from airflow_delta_provider.delta.storage import open_storage  # noqa: E402
 from airflow_delta_provider.delta.table import DeltaTable  # noqa: E402
-from airflow_delta_provider.operations.vacuum.lite import write_last_vacuum_info  # noqa: E402
-from airflow_delta_provider.operations.vacuum.run import run_vacuum  # noqa: E402
+from airflow_delta_provider.operations.runners import run_spec  # noqa: E402
+from airflow_delta_provider.operations.vacuum.spec import FULL_VACUUM, LITE_VACUUM, VacuumSpec  # noqa: E402
 from tests.storage_servers import FaultProxy  # noqa: E402
 
 PER_COMMIT = 1000
@@ -130,10 +130,11 @@ def upload(local: Path, endpoint: str, with_state: bool, data: str = "all") -> s
 def measure(proxy: FaultProxy, uri: str, endpoint: str, lite: bool, dry_run: bool) -> dict:
     proxy.requests.clear()
     start = time.perf_counter()
-    result = run_vacuum(
-        None, uri, retention_hours=0, enforce_retention=False, dry_run=dry_run, lite=lite,
-        storage_options=options(endpoint),
+    spec = VacuumSpec(
+        table_path=uri, retention_hours=0, retention_check=False, dry_run=dry_run,
+        mode=LITE_VACUUM if lite else FULL_VACUUM,
     )  # fmt: skip
+    result = run_spec(None, spec, options(endpoint))
     seconds = time.perf_counter() - start
     sent = list(proxy.requests)
     metrics = result.metrics

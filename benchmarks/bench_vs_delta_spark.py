@@ -435,7 +435,8 @@ class Cases:
     def optimize(self, case: str) -> dict[str, Any]:
         from deltalake import DeltaTable as RsTable
 
-        from tests.operations.runs import run_optimize
+        from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
         ds = self.small_files()
         written: dict[str, int] = {}
@@ -452,7 +453,7 @@ class Cases:
 
         self.b.peer.sql(f"SET spark.databricks.delta.optimize.maxFileSize = {OPTIMIZE_TARGET}")
         contenders = [
-            Contender("ours", ds.table, lambda p: timed(lambda: run_optimize(self.spark, str(p))), check("ours")),
+            Contender("ours", ds.table, lambda p: timed(lambda: run_spec(self.spark, OptimizeSpec(table_path=str(p)))), check("ours")),
             Contender("delta-spark", ds.table, self.peer_sql("OPTIMIZE delta.`{path}`"), check("delta-spark")),
             Contender("delta-rs", ds.table, lambda p: timed(
                 lambda: RsTable(str(p)).optimize.compact(target_size=OPTIMIZE_TARGET))),
@@ -472,7 +473,8 @@ class Cases:
         from deltalake import write_deltalake
 
         from airflow_delta_provider.delta.table import DeltaTable
-        from tests.operations.runs import run_optimize
+        from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
         per_file = self.b.sizes.zorder_rows_per_file
         base = self.data_dir / f"vs_delta_spark-zorder-{per_file}"
@@ -506,7 +508,8 @@ class Cases:
         self.b.peer.sql(f"SET spark.databricks.delta.optimize.maxFileSize = {size // 100}")
         contenders = [
             Contender("ours", base, lambda p: timed(
-                lambda: run_optimize(self.spark, str(p), zorder_by=["x", "y"], target_size=size // 100)), share("ours")),
+                lambda: run_spec(self.spark, OptimizeSpec(table_path=str(p), zorder_by=("x", "y"), target_size=size // 100))),
+                share("ours")),
             Contender("delta-spark", base, self.peer_sql("OPTIMIZE delta.`{path}` ZORDER BY (x, y)"), share("delta-spark")),
             Contender("delta-rs", base, lambda p: timed(
                 lambda: RsTable(str(p)).optimize.z_order(["x", "y"], target_size=size // 100)), share("delta-rs")),
@@ -609,7 +612,8 @@ class Cases:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from tests.operations.runs import run_checkpoint
+        from airflow_delta_provider.operations.checkpoint.spec import CheckpointSpec
+        from airflow_delta_provider.operations.runners import run_spec
 
         base = self.checkpoint_table()
         n = self.b.sizes.checkpoint_files
@@ -624,7 +628,7 @@ class Cases:
             return problems
 
         contenders = [
-            Contender("ours", base, lambda p: timed(lambda: run_checkpoint(None, str(p))), check),
+            Contender("ours", base, lambda p: timed(lambda: run_spec(None, CheckpointSpec(table_path=str(p)))), check),
             Contender(
                 "delta-spark", base, lambda p: (self.b.peer.call("checkpoint", path=str(p))["seconds"], None), check
             ),
@@ -640,7 +644,8 @@ class Cases:
     def vacuum(self, case: str) -> dict[str, Any]:
         import deltalake
 
-        from tests.operations.runs import run_vacuum
+        from airflow_delta_provider.operations.runners import run_spec
+        from airflow_delta_provider.operations.vacuum.spec import VacuumSpec
 
         ds = self.table()
         orphans = self.b.sizes.orphans
@@ -651,8 +656,8 @@ class Cases:
             return problems
 
         contenders = [
-            Contender("ours", ds.table, lambda p: timed(lambda: run_vacuum(
-                self.spark, str(p), retention_hours=0, dry_run=False, enforce_retention=False)), check),
+            Contender("ours", ds.table, lambda p: timed(lambda: run_spec(
+                self.spark, VacuumSpec(table_path=str(p), retention_hours=0, retention_check=False))), check),
             Contender("delta-spark", ds.table, self.peer_sql("VACUUM delta.`{path}` RETAIN 0 HOURS"), check),
             Contender("delta-rs", ds.table, lambda p: timed(lambda: deltalake.DeltaTable(str(p)).vacuum(
                 retention_hours=0, dry_run=False, enforce_retention_duration=False, full=True)), check),

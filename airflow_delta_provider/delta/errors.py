@@ -132,6 +132,11 @@ class RetentionTooShortError(InvalidInputError):
     """VACUUM was asked for a retention below the table's safe minimum."""
 
 
+class NegativeRetentionError(InvalidArgumentError, RetentionTooShortError):
+    """VACUUM was given a negative retention, as its spec's ``validate()`` finds
+    (never allowed, even with the retention check off)."""
+
+
 class VacuumLiteUnavailableError(InvalidInputError):
     """VACUUM LITE cannot prove every removable file from the log: commits it
     needs (those since the last vacuum, or since version 0 when none is

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.table import DeltaTable
+from airflow_delta_provider.operations.alter.metrics import AlterMetrics
 from airflow_delta_provider.operations.alter.plan import AddConstraint, DropFeature, alter_table, change_from_json
+from airflow_delta_provider.operations.alter.spec import AlterSpec
 from airflow_delta_provider.operations.result import CommandResult
 
 if TYPE_CHECKING:
@@ -27,36 +29,18 @@ if TYPE_CHECKING:
     from airflow_delta_provider.delta.snapshot import Snapshot
 
 
-def run_alter(
-    spark: SparkSession | None,
-    table: str,
-    change: str | dict[str, Any] | None = None,
-    enable_column_mapping: bool = False,
-    token: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    drop_feature: str | None = None,
-    truncate_history: bool = False,
-) -> CommandResult:
-    """Apply ``change`` (JSON text or its dict) to ``table``; ``drop_feature``
-    (with ``truncate_history``) is the change ``{"drop_feature": {...}}`` in
-    short. ``spark`` may be None, except to add a CHECK constraint. ``version``
-    is None when nothing changed (dropping a constraint that is not there,
-    with ``if_exists``)."""
-    if (change is None) == (drop_feature is None):
-        raise InvalidInputError("give a change or a feature to drop, not both or neither")
-    if drop_feature is not None:
-        change = {"drop_feature": {"name": drop_feature, "truncate_history": truncate_history}}
-    elif truncate_history:
-        raise InvalidInputError("truncate_history goes with drop_feature")
-    if isinstance(change, str):
-        try:
-            change = json.loads(change)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"the change is not JSON: {exc}") from None
-    if not isinstance(change, dict):
-        raise InvalidInputError('the change must be a JSON object, e.g. {"drop_columns": ["a"]}')
+def run(spark: SparkSession | None, spec: AlterSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """Apply the spec's ``change`` (a JSON object, as its ``validate()`` checks)
+    to its table; ``drop_feature`` (with ``truncate_history``) is the change
+    ``{"drop_feature": {...}}`` in short. ``spark`` may be None, except to add
+    a CHECK constraint. ``version`` is None when nothing changed (dropping a
+    constraint that is not there, with ``if_exists``)."""
+    if spec.drop_feature is not None:
+        change = {"drop_feature": {"name": spec.drop_feature, "truncate_history": spec.truncate_history}}
+    else:
+        change = json.loads(spec.change or "")
     parsed = change_from_json(change)
-    target = DeltaTable(table, storage_options)
+    target = DeltaTable(spec.table_path, storage_options)
     snapshot = target.snapshot()
     if isinstance(parsed, AddConstraint):
         if spark is None:
@@ -71,9 +55,14 @@ def run_alter(
 
         rewrite = file_rewriter(spark, target)
     result = alter_table(
-        target, parsed, enable_column_mapping=enable_column_mapping, token=token, snapshot=snapshot, rewrite=rewrite
+        target,
+        parsed,
+        enable_column_mapping=spec.enable_column_mapping,
+        token=spec.token,
+        snapshot=snapshot,
+        rewrite=rewrite,
     )
-    return CommandResult(table, parsed.operation, None if result is None else result.version, {})
+    return CommandResult(spec.table_path, parsed.operation, None if result is None else result.version, AlterMetrics())
 
 
 def _check_rows(spark: SparkSession, snapshot: Snapshot, change: AddConstraint) -> None:
@@ -103,4 +92,4 @@ def _check_rows(spark: SparkSession, snapshot: Snapshot, change: AddConstraint) 
         )
 
 
-__all__ = ["run_alter"]
+__all__ = ["run"]

@@ -59,6 +59,13 @@ class AlterSpec(OperationSpec):
                 "alter: truncate_history goes with drop_feature (with change, it is the drop_feature change's "
                 'own key: {"drop_feature": {"name": ..., "truncate_history": true}})'
             )
+        if self.change is not None:
+            try:
+                change = json.loads(self.change)
+            except json.JSONDecodeError as exc:
+                raise InvalidArgumentError(f"the change is not JSON: {exc}") from None
+            if not isinstance(change, dict):
+                raise InvalidArgumentError('the change must be a JSON object, e.g. {"drop_columns": ["a"]}')
 
     def spark_reason(self) -> str:
         if self.drop_feature is not None or "drop_feature" in (self.change or ""):

@@ -61,6 +61,7 @@ from airflow_delta_provider.delta.table_features import clustering, column_mappi
 from airflow_delta_provider.delta.table_features import identity_columns as identity
 from airflow_delta_provider.delta.table_features.gate import merge_protocols, protocol_for
 from airflow_delta_provider.delta.transaction.transaction import CommitResult
+from airflow_delta_provider.operations.clone.metrics import CloneMetrics
 
 OPERATION = "CLONE"
 #: Table properties a clone never copies (delta-spark: coordinated commits, Unity Catalog's table id).
@@ -84,16 +85,16 @@ class ClonePlan:
     removed: list[AddFile]
     domains: list[DomainMetadata]
 
-    def metrics(self) -> dict[str, int]:
+    def metrics(self) -> CloneMetrics:
         """delta-spark's CLONE ``operationMetrics`` (a shallow clone copies no file)."""
-        return {
-            "sourceTableSize": self.source.size_in_bytes,
-            "sourceNumOfFiles": self.source.num_files,
-            "numRemovedFiles": len(self.removed),
-            "numCopiedFiles": 0,
-            "removedFilesSize": sum(f.size for f in self.removed),
-            "copiedFilesSize": 0,
-        }
+        return CloneMetrics(
+            source_table_size=self.source.size_in_bytes,
+            source_num_of_files=self.source.num_files,
+            num_removed_files=len(self.removed),
+            num_copied_files=0,
+            removed_files_size=sum(f.size for f in self.removed),
+            copied_files_size=0,
+        )
 
     def parameters(self) -> dict[str, object]:
         """delta-spark's CLONE ``operationParameters``."""
@@ -117,10 +118,6 @@ def plan_clone(
     properties: Mapping[str, str] | None = None,
 ) -> ClonePlan:
     """The CLONE of ``source`` (at ``version`` or ``timestamp``) into ``target``; nothing is written."""
-    if version is not None and timestamp is not None:
-        raise InvalidInputError("CLONE takes a version or a timestamp of the source, not both")
-    if version is not None and int(version) < 0:
-        raise InvalidInputError(f"cannot clone version {version}: versions start at 0")
     _check_apart(source.storage.location, target.storage.location)
     source.storage.location.qualified_uri()  # an Azure source without its account: refused before any read
     snapshot = source.snapshot(version=None if version is None else int(version), timestamp=timestamp)
@@ -168,7 +165,7 @@ def clone_table(
         txn.set_domain(domain)
     now = int(time.time() * 1000)
     txn.add_all([*(f.remove(now) for f in plan.removed), *plan.adds])
-    return txn.commit(metrics=plan.metrics(), token=token), plan
+    return txn.commit(metrics=plan.metrics().commit_metrics(), token=token), plan
 
 
 def _check_apart(source: TableLocation, target: TableLocation) -> None:

@@ -12,35 +12,26 @@ from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.clone.plan import OPERATION, clone_table
+from airflow_delta_provider.operations.clone.spec import CloneSpec
 from airflow_delta_provider.operations.result import CommandResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def run_clone(
-    spark: SparkSession | None,
-    table: str,
-    source: str,
-    version: int | None = None,
-    timestamp: str | None = None,
-    replace: bool = False,
-    table_properties: Mapping[str, str] | None = None,
-    token: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
-) -> CommandResult:
-    """SHALLOW CLONE ``source`` into ``table``. ``spark`` may be None."""
+def run(spark: SparkSession | None, spec: CloneSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """SHALLOW CLONE the spec's ``source_path`` into its table. ``spark`` may be None."""
     del spark
     result, plan = clone_table(
-        DeltaTable(source, storage_options),
-        DeltaTable(table, storage_options),
-        version,
-        timestamp,
-        replace,
-        table_properties,
-        token,
+        DeltaTable(spec.source_path, storage_options),
+        DeltaTable(spec.table_path, storage_options),
+        version=spec.version,
+        timestamp=spec.timestamp,
+        replace=spec.replace,
+        properties=dict(spec.table_properties),
+        token=spec.token,
     )
-    return CommandResult(table, OPERATION, result.version, plan.metrics())
+    return CommandResult(spec.table_path, OPERATION, result.version, plan.metrics())
 
 
-__all__ = ["run_clone"]
+__all__ = ["run"]

@@ -43,6 +43,8 @@ class CloneSpec(OperationSpec):
         super().validate()
         if self.version is not None and self.timestamp is not None:
             raise InvalidArgumentError("clone: give the source's --version or --timestamp, not both")
+        if self.version is not None and self.version < 0:
+            raise InvalidArgumentError(f"cannot clone version {self.version}: versions start at 0")
 
     def needs_spark(self) -> bool:
         return False

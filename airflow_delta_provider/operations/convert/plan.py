@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,9 +58,7 @@ from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
 from airflow_delta_provider.delta.schema.fields import stats_leaves
 from airflow_delta_provider.delta.schema.types import (
     as_nullable,
-    canonical_primitive,
     fields_of,
-    is_decimal,
     kind_of,
     normalize_type,
     schema_string,
@@ -73,6 +70,8 @@ from airflow_delta_provider.delta.storage.store import ObjectMeta
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import column_mapping
 from airflow_delta_provider.delta.transaction.transaction import CommitResult
+from airflow_delta_provider.operations.convert.metrics import ConvertMetrics
+from airflow_delta_provider.operations.convert.partition_spec import PARTITION_TYPES, parse_partition_spec
 
 OPERATION = "CONVERT"
 PARQUET_SUFFIX = ".parquet"
@@ -80,49 +79,6 @@ PARQUET_SUFFIX = ".parquet"
 _FOOTER_THREADS = 16
 #: Bytes read from the end of a remote file, to get its footer in one request (most fit).
 _FOOTER_GUESS = 64 * 1024
-#: Spark SQL type names a partition spec may use, to Delta's (decimal(p,s) too).
-PARTITION_TYPES = {
-    "string": "string",
-    "boolean": "boolean",
-    "tinyint": "byte",
-    "byte": "byte",
-    "smallint": "short",
-    "short": "short",
-    "int": "integer",
-    "integer": "integer",
-    "bigint": "long",
-    "long": "long",
-    "float": "float",
-    "double": "double",
-    "date": "date",
-    "timestamp": "timestamp",
-    "timestamp_ntz": "timestamp_ntz",
-    "binary": "binary",
-}
-_SPEC_ITEM = re.compile(r"^\s*(`[^`]+`|[^\s`]+)\s+(.+?)\s*$")
-
-
-def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
-    """``"day date, region string"`` as ``[("day", "date"), ("region", "string")]``
-    (Delta type names: ``int`` is ``integer``, ``bigint`` ``long``, ...)."""
-    if spec is None or not spec.strip():
-        return []
-    out: list[tuple[str, str]] = []
-    for item in re.split(r",(?![^(]*\))", spec):
-        match = _SPEC_ITEM.match(item)
-        if match is None:
-            raise InvalidInputError(f"partition spec {spec!r}: expected 'column type, ...', got {item.strip()!r}")
-        name, type_text = match.group(1).strip("`"), match.group(2).strip().lower()
-        delta_type = PARTITION_TYPES.get(type_text)
-        if delta_type is None and is_decimal(type_text):
-            delta_type = canonical_primitive(type_text)
-        if delta_type is None:
-            known = ", ".join(sorted(PARTITION_TYPES)) + ", decimal(p,s)"
-            raise InvalidInputError(f"partition column {name!r}: unknown type {type_text!r} (one of {known})")
-        if name.lower() in (n.lower() for n, _ in out):
-            raise InvalidInputError(f"partition spec {spec!r} names {name!r} twice")
-        out.append((name, delta_type))
-    return out
 
 
 @dataclasses.dataclass
@@ -133,9 +89,9 @@ class ConvertPlan:
     partition_columns: list[str]
     adds: list[AddFile]
 
-    def metrics(self) -> dict[str, int]:
+    def metrics(self) -> ConvertMetrics:
         """delta-spark's CONVERT ``operationMetrics``."""
-        return {"numConvertedFiles": len(self.adds)}
+        return ConvertMetrics(num_converted_files=len(self.adds))
 
     def parameters(self) -> dict[str, Any]:
         """delta-spark's CONVERT ``operationParameters``."""
@@ -227,7 +183,7 @@ def convert_to_delta(
     txn = table.transaction(OPERATION, parameters=plan.parameters(), snapshot=None)
     txn.update_metadata(metadata)
     txn.add_all(plan.adds)
-    return txn.commit(metrics=plan.metrics(), token=token), plan
+    return txn.commit(metrics=plan.metrics().commit_metrics(), token=token), plan
 
 
 def _partition_values(path: str, partitions: Sequence[tuple[str, str]]) -> dict[str, str | None]:

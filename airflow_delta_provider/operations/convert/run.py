@@ -12,24 +12,21 @@ from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.convert.plan import OPERATION, convert_to_delta
+from airflow_delta_provider.operations.convert.spec import ConvertSpec
 from airflow_delta_provider.operations.result import CommandResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def run_convert(
-    spark: SparkSession | None,
-    table: str,
-    partition_by: str | None = None,
-    table_properties: Mapping[str, str] | None = None,
-    token: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
+def run(
+    spark: SparkSession | None, spec: ConvertSpec, storage_options: Mapping[str, str] | None = None
 ) -> CommandResult:
-    """CONVERT the Parquet folder ``table`` to Delta. ``spark`` may be None."""
+    """CONVERT the spec's Parquet folder to Delta. ``spark`` may be None."""
     del spark
-    result, plan = convert_to_delta(DeltaTable(table, storage_options), partition_by, table_properties, token)
-    return CommandResult(table, OPERATION, result.version, plan.metrics())
+    table = DeltaTable(spec.table_path, storage_options)
+    result, plan = convert_to_delta(table, spec.partition_by, dict(spec.table_properties), spec.token)
+    return CommandResult(spec.table_path, OPERATION, result.version, plan.metrics())
 
 
-__all__ = ["run_convert"]
+__all__ = ["run"]

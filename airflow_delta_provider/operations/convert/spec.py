@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from airflow_delta_provider.delta.errors import InvalidArgumentError, InvalidInputError
+from airflow_delta_provider.operations.convert.partition_spec import parse_partition_spec
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.spec.fields import (
     option,
@@ -36,6 +38,13 @@ class ConvertSpec(OperationSpec):
     table_properties: tuple[tuple[str, str], ...] = pairs(
         templated=True, flag="--property", dest="property", help="table property (delta.*) of the new table"
     )
+
+    def validate(self) -> None:
+        super().validate()
+        try:
+            parse_partition_spec(self.partition_by)
+        except InvalidInputError as exc:
+            raise InvalidArgumentError(str(exc)) from None
 
     def needs_spark(self) -> bool:
         return False

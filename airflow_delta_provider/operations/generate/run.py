@@ -12,32 +12,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from airflow_delta_provider.delta.errors import InvalidInputError
-from airflow_delta_provider.delta.symlink_manifest import MODE, OPERATION, generate
+from airflow_delta_provider.delta.symlink_manifest import OPERATION, generate
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.gate import check_readable
+from airflow_delta_provider.operations.generate.metrics import GenerateMetrics
+from airflow_delta_provider.operations.generate.spec import GenerateSpec
 from airflow_delta_provider.operations.result import CommandResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def run_generate(
-    spark: SparkSession | None,
-    table: str,
-    mode: str = MODE,
-    token: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
+def run(
+    spark: SparkSession | None, spec: GenerateSpec, storage_options: Mapping[str, str] | None = None
 ) -> CommandResult:
-    """Generate the symlink manifests of ``table``'s latest version. ``spark`` may be None."""
-    del spark, token  # the core does the work; a generation commits nothing
-    if mode != MODE:
-        raise InvalidInputError(f"GENERATE mode {mode!r} is not supported: the only mode is {MODE}")
-    target = DeltaTable(table, storage_options)
+    """Generate the symlink manifests of the spec's table at its latest version
+    (the spec's ``mode`` is the only one there is). ``spark`` may be None."""
+    del spark  # the core does the work; a generation commits nothing (and records no token)
+    target = DeltaTable(spec.table_path, storage_options)
     snapshot = target.snapshot()
     check_readable(snapshot.protocol, snapshot.metadata)
     result = generate(target, snapshot)
-    return CommandResult(table, OPERATION, result.version, result.metrics())
+    metrics = GenerateMetrics(num_manifests_written=result.written, num_manifests_deleted=result.deleted)
+    return CommandResult(spec.table_path, OPERATION, result.version, metrics)
 
 
-__all__ = ["run_generate"]
+__all__ = ["run"]

@@ -47,7 +47,9 @@ from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features import clustering
 from airflow_delta_provider.delta.table_properties import target_file_size
+from airflow_delta_provider.operations.optimize.metrics import OptimizeMetrics
 from airflow_delta_provider.operations.optimize.plan import Bin, plan_bins
+from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
 from airflow_delta_provider.operations.reorg.spark import check_rows_kept, file_size_metrics
 from airflow_delta_provider.operations.result import CommandResult
 from airflow_delta_provider.spark import conditions
@@ -61,31 +63,21 @@ MIN_CUBE_SIZE_CONF = "spark.databricks.delta.optimize.clustering.mergeStrategy.m
 MAX_CONCURRENT_BINS = 8
 
 
-def run_optimize(
-    spark: SparkSession,
-    table: str,
-    where: str | None = None,
-    target_size: int | None = None,
-    zorder_by: Sequence[str] = (),
-    token: str | None = None,
-    io: str = "auto",
-    storage_options: Mapping[str, str] | None = None,
-    full: bool = False,
-) -> CommandResult:
-    """OPTIMIZE ``table`` [WHERE ``where``] [ZORDER BY ``zorder_by``] [FULL]; ``version`` None when nothing was to do."""
-    check_io(io)
+def run(spark: SparkSession, spec: OptimizeSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
+    """OPTIMIZE the spec's table [WHERE] [ZORDER BY] [FULL]; ``version`` None when nothing was to do."""
+    check_io(spec.io)
     started = time.monotonic()
-    target = DeltaTable(table, storage_options)
+    target = DeltaTable(spec.table_path, storage_options)
     snapshot = target.snapshot()
-    zorder_by = _check_zorder_columns(snapshot, list(zorder_by))
-    if full and not clustering.clustering_columns(snapshot):
+    zorder_by = _check_zorder_columns(snapshot, list(spec.zorder_by))
+    if spec.full and not clustering.clustering_columns(snapshot):
         raise InvalidInputError("OPTIMIZE FULL (full) reclusters a liquid-clustered table; this table is not clustered")
-    files = _files_where(spark, snapshot, where)
-    size = target_file_size(snapshot.configuration, target_size)
-    predicate = [where] if where else []
+    files = _files_where(spark, snapshot, spec.where)
+    size = target_file_size(snapshot.configuration, spec.target_size)
+    predicate = [spec.where] if spec.where else []
     return optimize_files(
-        spark, target, snapshot, files, size, zorder_by=zorder_by, full=full, predicate=predicate, token=token, io=io,
-        started=started,
+        spark, target, snapshot, files, size, zorder_by=zorder_by, full=spec.full, predicate=predicate,
+        token=spec.token, io=spec.io, started=started,
     )  # fmt: skip
 
 
@@ -193,7 +185,7 @@ def optimize_files(
         txn.add_all([*adds, *(f.remove(now, data_change=False) for f in removed)])
         metrics = _metrics(adds, removed, len(files), started)
         written.committing()
-        commit = txn.commit(metrics=commit_metrics(metrics), token=token)
+        commit = txn.commit(metrics=metrics.commit_metrics(), token=token)
     return CommandResult(table, OPERATION, commit.version, metrics)
 
 
@@ -242,27 +234,23 @@ def _files_where(spark: SparkSession, snapshot: Snapshot, where: str | None) -> 
     return chosen
 
 
-#: Metrics of the result that delta-spark's OPTIMIZE does not record in its commit.
-RESULT_ONLY_METRICS = ("totalConsideredFiles", "totalFilesSkipped", "executionTimeMs")
+def _metrics(adds: list[AddFile], removed: list[AddFile], considered: int, started: float) -> OptimizeMetrics:
+    sizes = file_size_metrics(adds)
+    return OptimizeMetrics(
+        num_added_files=len(adds),
+        num_removed_files=len(removed),
+        num_added_bytes=sum(a.size for a in adds),
+        num_removed_bytes=sum(f.size for f in removed),
+        min_file_size=sizes["minFileSize"],
+        p25_file_size=sizes["p25FileSize"],
+        p50_file_size=sizes["p50FileSize"],
+        p75_file_size=sizes["p75FileSize"],
+        max_file_size=sizes["maxFileSize"],
+        total_considered_files=considered,
+        total_files_skipped=considered - len(removed),
+        num_deletion_vectors_removed=sum(f.deletion_vector is not None for f in removed),
+        execution_time_ms=int((time.monotonic() - started) * 1000),
+    )
 
 
-def commit_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """The metrics the commit records: delta-spark's OPTIMIZE set."""
-    return {k: v for k, v in metrics.items() if k not in RESULT_ONLY_METRICS}
-
-
-def _metrics(adds: list[AddFile], removed: list[AddFile], considered: int, started: float) -> dict[str, Any]:
-    return {
-        "numAddedFiles": len(adds),
-        "numRemovedFiles": len(removed),
-        "numAddedBytes": sum(a.size for a in adds),
-        "numRemovedBytes": sum(f.size for f in removed),
-        **file_size_metrics(adds),
-        "totalConsideredFiles": considered,
-        "totalFilesSkipped": considered - len(removed),
-        "numDeletionVectorsRemoved": sum(f.deletion_vector is not None for f in removed),
-        "executionTimeMs": int((time.monotonic() - started) * 1000),
-    }
-
-
-__all__ = ["MAX_CONCURRENT_BINS", "MIN_CUBE_SIZE_CONF", "OPERATION", "optimize_files", "run_optimize"]
+__all__ = ["MAX_CONCURRENT_BINS", "MIN_CUBE_SIZE_CONF", "OPERATION", "optimize_files", "run"]

@@ -17,9 +17,7 @@ class ReorgSpec(OperationSpec):
     operation = "reorg"
     summary = "REORG ... APPLY (PURGE) of deletion vectors"
 
-    purge: bool = switch(
-        in_operator=False, required=True, to_command=False, help="rewrite files that carry deletion vectors"
-    )
+    purge: bool = switch(in_operator=False, required=True, help="rewrite files that carry deletion vectors")
     min_deleted_ratio: float = option(
         0.0, templated=True, parse=float, help="only files whose vector hides more than this share"
     )

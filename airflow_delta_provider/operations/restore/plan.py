@@ -39,6 +39,7 @@ from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.table_features.gate import merge_protocols
 from airflow_delta_provider.delta.transaction.transaction import CommitResult
+from airflow_delta_provider.operations.restore.metrics import RestoreMetrics
 
 OPERATION = "RESTORE"
 #: Missing files a RESTORE error names at most (delta-spark stops at 100 too).
@@ -55,26 +56,24 @@ class RestorePlan:
     restored: list[AddFile]
     removed: list[AddFile]
 
-    def metrics(self) -> dict[str, int]:
+    def metrics(self) -> RestoreMetrics:
         """delta-spark's RESTORE ``operationMetrics``."""
-        return {
-            "numRestoredFiles": len(self.restored),
-            "restoredFilesSize": sum(f.size for f in self.restored),
-            "numRemovedFiles": len(self.removed),
-            "removedFilesSize": sum(f.size for f in self.removed),
-            "numOfFilesAfterRestore": self.target.num_files,
-            "tableSizeAfterRestore": self.target.size_in_bytes,
-        }
+        return RestoreMetrics(
+            num_restored_files=len(self.restored),
+            restored_files_size=sum(f.size for f in self.restored),
+            num_removed_files=len(self.removed),
+            removed_files_size=sum(f.size for f in self.removed),
+            num_of_files_after_restore=self.target.num_files,
+            table_size_after_restore=self.target.size_in_bytes,
+        )
 
 
 def plan_restore(
     table: DeltaTable, version: int | None = None, timestamp: dt.datetime | str | int | None = None
 ) -> RestorePlan:
-    """The files RESTORE would re-add and remove; reads the log only."""
-    if (version is None) == (timestamp is None):
-        raise InvalidInputError("RESTORE needs a version or a timestamp, not both and not neither")
-    if version is not None and int(version) < 0:
-        raise InvalidInputError(f"cannot restore to version {version}: versions start at 0")
+    """The files RESTORE would re-add and remove; reads the log only. One of
+    ``version`` (0 or more) and ``timestamp`` is given, as the spec's
+    ``validate()`` checks; with neither, the latest version is refused."""
     latest = table.snapshot()
     target = table.snapshot(version=None if version is None else int(version), timestamp=timestamp)
     if target.version >= latest.version:
@@ -153,7 +152,7 @@ def restore_table(
     now = int(time.time() * 1000)
     actions: list[AddFile | RemoveFile] = [*plan.restored, *(f.remove(now) for f in plan.removed)]
     txn.add_all(actions)
-    return txn.commit(metrics=plan.metrics(), token=token), plan
+    return txn.commit(metrics=plan.metrics().commit_metrics(), token=token), plan
 
 
 def _with_current_high_water_marks(restored: Metadata, latest: Metadata) -> Metadata:

@@ -11,24 +11,21 @@ from typing import TYPE_CHECKING
 
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.restore.plan import OPERATION, restore_table
+from airflow_delta_provider.operations.restore.spec import RestoreSpec
 from airflow_delta_provider.operations.result import CommandResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def run_restore(
-    spark: SparkSession | None,
-    table: str,
-    version: int | None = None,
-    timestamp: str | None = None,
-    token: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
+def run(
+    spark: SparkSession | None, spec: RestoreSpec, storage_options: Mapping[str, str] | None = None
 ) -> CommandResult:
-    """RESTORE ``table`` to ``version`` or ``timestamp``. ``spark`` may be None."""
+    """RESTORE the spec's table to its ``version`` or ``timestamp``. ``spark`` may be None."""
     del spark
-    result, plan = restore_table(DeltaTable(table, storage_options), version, timestamp, token)
-    return CommandResult(table, OPERATION, result.version, plan.metrics())
+    table = DeltaTable(spec.table_path, storage_options)
+    result, plan = restore_table(table, spec.version, spec.timestamp, spec.token)
+    return CommandResult(spec.table_path, OPERATION, result.version, plan.metrics())
 
 
-__all__ = ["run_restore"]
+__all__ = ["run"]

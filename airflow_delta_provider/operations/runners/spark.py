@@ -10,11 +10,11 @@ from airflow_delta_provider.operations.delete import spark as delete
 from airflow_delta_provider.operations.delete.spec import DeleteSpec
 from airflow_delta_provider.operations.merge import spark as merge
 from airflow_delta_provider.operations.merge.spec import MergeSpec
-from airflow_delta_provider.operations.optimize.spark import run_optimize
+from airflow_delta_provider.operations.optimize import spark as optimize
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
 from airflow_delta_provider.operations.reorg import spark as reorg
 from airflow_delta_provider.operations.reorg.spec import ReorgSpec
-from airflow_delta_provider.operations.runners.python import Keywords, Runner
+from airflow_delta_provider.operations.runners.python import Runner
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.update import spark as update
 from airflow_delta_provider.operations.update.spec import UpdateSpec
@@ -25,7 +25,7 @@ SPARK_RUNNERS: dict[type[OperationSpec], Runner] = {
     AppendSpec: append.run,
     MergeSpec: merge.run,
     ReorgSpec: reorg.run,
-    OptimizeSpec: Keywords(run_optimize),
+    OptimizeSpec: optimize.run,
     ChangesSpec: changes.run,
 }
 

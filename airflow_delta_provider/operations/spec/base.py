@@ -77,8 +77,8 @@ class OperationSpec(metaclass=_SpecType):
         choices=IO_MODES,
         help="data file I/O: Spark's Hadoop filesystem, or pyarrow through the storage layer (default: auto)",
     )
-    debug: bool = switch(help="also log PySpark's records of Spark errors, with their JVM stacks", to_command=False)
-    spark_conf: tuple[tuple[str, str], ...] = pairs(in_operator=False, help="Spark setting", to_command=False)
+    debug: bool = switch(help="also log PySpark's records of Spark errors, with their JVM stacks")
+    spark_conf: tuple[tuple[str, str], ...] = pairs(in_operator=False, help="Spark setting")
     token: str | None = option(in_operator=False, help="operation token recorded in the commit")
 
     def __post_init__(self) -> None:
@@ -145,24 +145,6 @@ class OperationSpec(metaclass=_SpecType):
         for field in fields:
             words += _field_words(field, getattr(self, field.name))
         return words
-
-    # --- the command function -------------------------------------------------
-
-    def command_arguments(self) -> dict[str, Any]:
-        """The fields the command function takes, by name, as it takes them:
-        ``K=V`` options as dicts, repeated ones as lists."""
-        out: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            argument = argument_of(field)
-            if not argument.to_command:
-                continue
-            value = getattr(self, field.name)
-            if argument.kind == PAIRS:
-                value = dict(value)
-            elif argument.kind in (REPEATED, JOINED):
-                value = list(value)
-            out[field.name] = value
-        return out
 
     @classmethod
     def from_arguments(cls, parsed: Mapping[str, Any]) -> OperationSpec:

@@ -65,8 +65,6 @@ class Argument:
     metavar: str | None = None
     #: The argparse attribute, when it is not the field's name (kept as the CLI always named it).
     dest: str | None = None
-    #: Whether the command function takes the field (False: it only shapes the command line).
-    to_command: bool = True
     #: Other flags that set a fixed value, e.g. ``(("--lite", "lite"),)`` for ``--mode lite``;
     #: the argv writer uses the alias for that value, and nothing for the default.
     aliases: tuple[tuple[str, Any], ...] = ()
@@ -172,7 +170,6 @@ def option(
     choices: tuple[str, ...] | None = None,
     required: bool = False,
     metavar: str | None = None,
-    to_command: bool = True,
     dest: str | None = None,
     aliases: tuple[tuple[str, Any], ...] = (),
     **operator: Any,
@@ -183,7 +180,7 @@ def option(
     """
     argument = Argument(
         VALUE, help=help, flag=flag, parse=parse, choices=choices, required=required, metavar=metavar,
-        to_command=to_command, dest=dest, aliases=aliases, **operator,
+        dest=dest, aliases=aliases, **operator,
     )  # fmt: skip
     return _field(argument, _MISSING if required else default)
 
@@ -193,11 +190,10 @@ def switch(
     help: str | None = None,
     flag: str | None = None,
     required: bool = False,
-    to_command: bool = True,
     **operator: Any,
 ) -> Any:
     """``--flag``: True when given. A required switch (always given) defaults to True."""
-    argument = Argument(SWITCH, help=help, flag=flag, required=required, to_command=to_command, **operator)
+    argument = Argument(SWITCH, help=help, flag=flag, required=required, **operator)
     return _field(argument, required)
 
 
@@ -218,13 +214,10 @@ def pairs(
     metavar: str = "K=V",
     required: bool = False,
     dest: str | None = None,
-    to_command: bool = True,
     **operator: Any,
 ) -> Any:
     """``--flag K=V`` repeated: a tuple of (key, value) pairs, in order."""
-    argument = Argument(
-        PAIRS, help=help, flag=flag, metavar=metavar, required=required, dest=dest, to_command=to_command, **operator
-    )
+    argument = Argument(PAIRS, help=help, flag=flag, metavar=metavar, required=required, dest=dest, **operator)
     return _field(argument, _MISSING if required else ())
 
 

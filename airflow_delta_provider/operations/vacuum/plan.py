@@ -87,14 +87,13 @@ class VacuumPlan:
 def check_retention(retention_hours: float | None, configured_ms: int, enforce: bool = True) -> int:
     """The retention in ms that VACUUM will use.
 
-    ``None`` means the table's configured retention. A negative value is always
-    refused; a value below the configured one is refused unless ``enforce`` is
-    False (delta-spark's ``checkRetentionPeriodSafety``).
+    ``None`` means the table's configured retention. A value below the
+    configured one is refused unless ``enforce`` is False (delta-spark's
+    ``checkRetentionPeriodSafety``); a negative one never reaches here (the
+    spec's ``validate()`` refuses it).
     """
     if retention_hours is None:
         return configured_ms
-    if retention_hours < 0:
-        raise RetentionTooShortError(f"retention must not be negative, got {retention_hours} hours")
     retention_ms = int(retention_hours * _MS_PER_HOUR)
     if enforce and retention_ms < configured_ms:
         configured_hours = configured_ms / _MS_PER_HOUR

@@ -23,6 +23,7 @@ from airflow_delta_provider.delta.storage import TableStorage
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.delta.transaction.post_commit import snapshot_of
 from airflow_delta_provider.operations.vacuum.lite import plan_vacuum_lite
+from airflow_delta_provider.operations.vacuum.metrics import VacuumEndMetrics, VacuumStartMetrics
 from airflow_delta_provider.operations.vacuum.plan import (
     VacuumPlan,
     absolute_path,
@@ -31,6 +32,7 @@ from airflow_delta_provider.operations.vacuum.plan import (
     list_table,
     plan_vacuum,
 )
+from airflow_delta_provider.operations.vacuum.spec import LITE_VACUUM, VacuumSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,31 +45,26 @@ PARALLEL_DELETE_THRESHOLD = 1000
 _FILES_PER_TASK = 1000
 
 
-def run_vacuum(
-    spark: SparkSession | None,
-    table: str,
-    retention_hours: float | None = None,
-    dry_run: bool = False,
-    enforce_retention: bool = True,
-    token: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    lite: bool = False,
+def run(
+    spark: SparkSession | None, spec: VacuumSpec, storage_options: Mapping[str, str] | None = None
 ) -> CommandResult:
-    """VACUUM ``table``; a CommandResult whose version is ``VACUUM END``'s
+    """VACUUM the spec's table; a CommandResult whose version is ``VACUUM END``'s
     (None on a dry run, which carries the planned ``files`` instead).
     ``spark`` may be None: this process then deletes every file itself.
-    ``lite`` finds the files from the log and lists no data folder
+    Mode ``lite`` finds the files from the log and lists no data folder
     (:mod:`airflow_delta_provider.operations.vacuum.lite`)."""
     from airflow_delta_provider.operations.result import CommandResult
 
+    table = spec.table_path
+    lite = spec.mode == LITE_VACUUM
     dt = DeltaTable(table, storage_options)
     if lite:
         dt.log_store.keep_commits()  # LITE reads again some commits the snapshot replays
     snap = dt.snapshot()
     configured_ms = table_properties.deleted_file_retention_ms(snap.metadata)
-    retention_ms = check_retention(retention_hours, configured_ms, enforce_retention)
+    retention_ms = check_retention(spec.retention_hours, configured_ms, spec.retention_check)
     parameters = {
-        "retentionCheckEnabled": enforce_retention,
+        "retentionCheckEnabled": spec.retention_check,
         "defaultRetentionMillis": configured_ms,
         "specifiedRetentionMillis": retention_ms,
     }
@@ -94,12 +91,12 @@ def run_vacuum(
             now_ms=now_ms,
             retention_ms=retention_ms,
         )
-    start_metrics = {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_in_bytes}
-    if dry_run:
+    start_metrics = VacuumStartMetrics(num_files_to_delete=len(plan.files), size_of_data_to_delete=plan.size_in_bytes)
+    if spec.dry_run:
         files = [absolute_path(root, e.path) for e in plan.files]
         return CommandResult(table, "VACUUM", None, start_metrics, files=files)
 
-    started = start_txn.commit(metrics=start_metrics, token=None)
+    started = start_txn.commit(metrics=start_metrics.commit_metrics(), token=None)
     deleted = 0
     status = "FAILED"
     try:
@@ -109,7 +106,7 @@ def run_vacuum(
         status = "COMPLETED"
     finally:
         # delta-spark counts the folders it searched, not those it deleted.
-        end_metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": plan.searched_dirs}
+        end_metrics = VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=plan.searched_dirs)
         # END is made on START's version, known without loading the table
         # again: START changed no state (with in-commit timestamps, END still
         # reads START's time). A commit that came between is met by END's own
@@ -122,7 +119,7 @@ def run_vacuum(
             snapshot=after_start,
             isolation_level=table_properties.SNAPSHOT_ISOLATION,
         )
-        end = end_txn.commit(metrics=end_metrics, token=token if status == "COMPLETED" else None)
+        end = end_txn.commit(metrics=end_metrics.commit_metrics(), token=spec.token if status == "COMPLETED" else None)
     write_last_vacuum_info(dt.log_store, latest_outside_retention)
     return CommandResult(table, "VACUUM", end.version, end_metrics)
 
@@ -167,4 +164,4 @@ def _is_connect(spark: SparkSession) -> bool:
     return is_connect(spark)
 
 
-__all__ = ["PARALLEL_DELETE_THRESHOLD", "run_vacuum"]
+__all__ = ["PARALLEL_DELETE_THRESHOLD", "run"]

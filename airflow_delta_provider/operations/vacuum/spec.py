@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from airflow_delta_provider.delta.errors import NegativeRetentionError
 from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
 from airflow_delta_provider.operations.spec.fields import (
     negated_switch,
@@ -44,3 +45,8 @@ class VacuumSpec(OperationSpec):
         help="full (default) lists the table folder; lite (--lite) finds the removable files from the log, "
         "listing no data folder (VACUUM LITE)",
     )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.retention_hours is not None and self.retention_hours < 0:
+            raise NegativeRetentionError(f"retention must not be negative, got {self.retention_hours} hours")

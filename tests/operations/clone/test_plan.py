@@ -28,6 +28,7 @@ from airflow_delta_provider.delta.partitions import absolute_uri, to_absolute
 from airflow_delta_provider.delta.storage import parse_location
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.clone.plan import clone_table, source_name
+from airflow_delta_provider.operations.clone.spec import CloneSpec
 from airflow_delta_provider.operations.restore.plan import restore_table
 from tests.delta.conftest import read_snapshot
 from tests.delta.test_on_every_backend import SCHEMA, append, history_with_a_delete, ids_of, rows
@@ -172,7 +173,7 @@ def test_bad_input_is_refused_and_writes_nothing(backend, new_table, data_file, 
         clone_table(source, outer, replace=True)
     assert sorted(m.path for m in source.storage.list_tree("")) == src_files
     with pytest.raises(InvalidInputError, match="versions start at 0"):
-        clone_table(source, empty, version=-1)
+        CloneSpec(table_path=empty.uri, source_path=source.uri, version=-1)
     assert not empty.exists() and not empty.storage.list_tree("")
 
     folder = DeltaTable(backend.uri("folder"))

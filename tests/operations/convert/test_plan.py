@@ -119,7 +119,7 @@ def test_hive_partitioned_folder_by_pyarrow(tmp_path, duckdb_delta) -> None:
 
     assert result.version == 0
     assert plan.partition_columns == ["day", "region"]
-    assert plan.metrics() == {"numConvertedFiles": 6}
+    assert plan.metrics().to_dict() == {"numConvertedFiles": 6}
     snapshot = DeltaTable(root).snapshot()
     assert [f["name"] for f in snapshot.schema["fields"]] == ["id", "amount", "name", "at", "day", "region"]
     assert [f["type"] for f in snapshot.schema["fields"]] == ["long", "double", "string", "timestamp", "date", "string"]

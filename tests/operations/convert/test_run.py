@@ -14,7 +14,7 @@ from tests.parquet_folders import EXPECTED, rows_by_delta_rs, write_folder
 def test_run_convert_needs_no_session(tmp_path) -> None:
     write_folder(tmp_path)
     result = run_convert(None, str(tmp_path), "day date, region string", {"delta.appendOnly": "true"}, token="t")
-    assert (result.version, result.operation, result.metrics) == (0, "CONVERT", {"numConvertedFiles": 2})
+    assert (result.version, result.operation, dict(result.metrics)) == (0, "CONVERT", {"numConvertedFiles": 2})
     assert DeltaTable(tmp_path).find_commit("t") is not None
     assert rows_by_delta_rs(str(tmp_path)) == EXPECTED
 

@@ -90,7 +90,7 @@ def test_run_generate_needs_no_session_and_the_cli_runs_it(tmp_path) -> None:
     table = str(tmp_path / "t")
     write_deltalake(table, pa.table({"id": [1, 2, 3], "p": ["x y", "z", None]}), partition_by=["p"])
     result = run_generate(None, table, token="ignored")
-    assert (result.version, result.operation, result.metrics) == (
+    assert (result.version, result.operation, dict(result.metrics)) == (
         0, "GENERATE", {"numManifestsWritten": 3, "numManifestsDeleted": 0},
     )  # fmt: skip
     assert current(table) == delta_rs_manifests(table)

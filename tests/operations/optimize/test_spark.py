@@ -234,6 +234,4 @@ def test_file_size_percentiles_and_commit_metrics_are_delta_sparks():
     assert (metrics["minFileSize"], metrics["p25FileSize"], metrics["p50FileSize"]) == (10, 20, 30)
     assert (metrics["p75FileSize"], metrics["maxFileSize"]) == (40, 50)
     assert metrics["totalConsideredFiles"] == 7
-    assert not {"totalConsideredFiles", "totalFilesSkipped", "executionTimeMs"} & set(
-        optimize_module.commit_metrics(metrics)
-    )
+    assert not {"totalConsideredFiles", "totalFilesSkipped", "executionTimeMs"} & set(metrics.commit_metrics())

@@ -23,6 +23,7 @@ from airflow_delta_provider.delta.errors import (
 from airflow_delta_provider.delta.partitions import relative_to_root
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.operations.restore.plan import plan_restore, restore_table
+from airflow_delta_provider.operations.restore.spec import RestoreSpec
 from tests.delta.test_on_every_backend import SCHEMA, append, history_with_a_delete, ids_of, rows
 
 
@@ -112,10 +113,12 @@ def test_restore_refuses_what_it_cannot_do(tmp_path, new_table, data_file):
     table = _history(new_table, data_file, uri)
     with pytest.raises(InvalidInputError, match=r"version to restore \(3\) must be older than the latest version"):
         plan_restore(table, version=3)
-    with pytest.raises(InvalidInputError, match="version or a timestamp"):
-        plan_restore(table, version=1, timestamp="2020-01-01")
-    with pytest.raises(InvalidInputError, match="version or a timestamp"):
-        plan_restore(table)
+    with pytest.raises(InvalidInputError, match="exactly one of version, timestamp"):
+        RestoreSpec(table_path=table.uri, version=1, timestamp="2020-01-01")
+    with pytest.raises(InvalidInputError, match="exactly one of version, timestamp"):
+        RestoreSpec(table_path=table.uri)
+    with pytest.raises(InvalidInputError, match="versions start at 0"):
+        RestoreSpec(table_path=table.uri, version=-1)
     with pytest.raises(VersionNotFoundError):
         plan_restore(table, version=9)
     with pytest.raises(VersionNotFoundError, match="before the earliest"):

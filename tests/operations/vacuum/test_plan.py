@@ -22,6 +22,7 @@ from airflow_delta_provider.operations.vacuum.plan import (
     plan_vacuum,
     relative_path,
 )
+from airflow_delta_provider.operations.vacuum.spec import VacuumSpec
 
 HOUR = 3_600_000
 WEEK = 7 * 24 * HOUR
@@ -76,8 +77,8 @@ def test_retention_shorter_than_table_is_refused_unless_check_off():
 
 
 def test_negative_retention_is_always_refused():
-    with pytest.raises(RetentionTooShortError):
-        check_retention(-1, WEEK, enforce=False)
+    with pytest.raises(RetentionTooShortError, match="must not be negative"):
+        VacuumSpec(table_path="t", retention_hours=-1, retention_check=False)
     with pytest.raises(RetentionTooShortError):
         plan([], retention=-1)
 

@@ -212,7 +212,7 @@ def test_abandoned_staging_folder_is_reclaimed_whole(spark, tmp_path):
     result = run_vacuum(spark, path)
     assert not os.path.exists(old_stage)
     assert data_files(path) == before[2] - orphans - staged
-    assert result.metrics == {"numDeletedFiles": len(orphans | staged), "numVacuumedDirectories": searched}
+    assert dict(result.metrics) == {"numDeletedFiles": len(orphans | staged), "numVacuumedDirectories": searched}
     assert rows_deltalake(path) == rows
 
 
