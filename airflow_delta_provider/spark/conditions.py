@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError, first_line
+from airflow_delta_provider.delta.expressions.quoting import unquote_identifier
 from airflow_delta_provider.spark.read.files import empty_frame, spark_schema
 
 _T = TypeVar("_T")
@@ -80,8 +81,10 @@ def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: s
 
 
 def resolve_column(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The top-level field named ``name`` (case-insensitive, as Spark resolves)."""
-    matches = [f for f in schema.get("fields", []) if f["name"].lower() == name.strip().lower()]
+    """The top-level field named ``name`` (case-insensitive, as Spark resolves),
+    written bare or backtick-quoted (```Super Name```, as in SQL's ``SET``)."""
+    wanted = unquote_identifier(name).lower()
+    matches = [f for f in schema.get("fields", []) if f["name"].lower() == wanted]
     if not matches:
         known = ", ".join(f["name"] for f in schema.get("fields", []))
         raise InvalidInputError(f"cannot SET unknown column {name!r}; the table has: {known}")
