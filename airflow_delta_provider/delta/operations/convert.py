@@ -48,6 +48,7 @@ from urllib.parse import unquote
 
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError, TableAlreadyExistsError
+from airflow_delta_provider.delta.expressions.quoting import unquote_identifier
 from airflow_delta_provider.delta.file_stats import stats_from_footer, stats_json
 from airflow_delta_provider.delta.operations.vacuum import is_hidden_path
 from airflow_delta_provider.delta.partitions import (
@@ -58,6 +59,7 @@ from airflow_delta_provider.delta.partitions import (
 )
 from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
 from airflow_delta_provider.delta.schema.fields import stats_leaves
+from airflow_delta_provider.delta.schema.names import check_column_names
 from airflow_delta_provider.delta.schema.types import (
     as_nullable,
     canonical_primitive,
@@ -99,7 +101,7 @@ PARTITION_TYPES = {
     "timestamp_ntz": "timestamp_ntz",
     "binary": "binary",
 }
-_SPEC_ITEM = re.compile(r"^\s*(`[^`]+`|[^\s`]+)\s+(.+?)\s*$")
+_SPEC_ITEM = re.compile(r"^\s*(`(?:[^`]|``)+`|[^\s`]+)\s+(.+?)\s*$")  # a quoted name may double a backtick
 
 
 def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
@@ -112,7 +114,7 @@ def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
         match = _SPEC_ITEM.match(item)
         if match is None:
             raise InvalidInputError(f"partition spec {spec!r}: expected 'column type, ...', got {item.strip()!r}")
-        name, type_text = match.group(1).strip("`"), match.group(2).strip().lower()
+        name, type_text = unquote_identifier(match.group(1)), match.group(2).strip().lower()
         delta_type = PARTITION_TYPES.get(type_text)
         if delta_type is None and is_decimal(type_text):
             delta_type = canonical_primitive(type_text)
@@ -198,6 +200,7 @@ def plan_convert(
             footers = list(pool.map(footer, files))
     schema = _merged_schema(footers, names)
     schema = struct_type([*fields_of(schema), *(struct_field(n, t, True) for n, t in partitions)])
+    check_column_names(schema)  # a converted table has no column mapping: delta-spark's name rules hold
     leaves = stats_leaves(schema, names, properties)
     adds = [
         AddFile(
