@@ -12,7 +12,11 @@ issue 44. This test walks the package's AST and fails on:
 2. SQL-shaped f-strings anywhere (``IS NULL``, ``AND``, ``CAST(``, ``>=``
    ...), with the same rule for their values, outside error and log messages;
 3. hand-made quoting: a backtick written next to an interpolated value, or a
-   backtick doubled by hand, outside the quoting module.
+   backtick doubled by hand, outside the quoting module;
+4. names spread (``*names``) into a call that parses strings as column names
+   (:data:`NAME_SINKS`: ``hint``, ``sortWithinPartitions``, ``repartition``
+   ...), unless they are built as Columns there (``F.col(quote_identifier(n))``):
+   a hint's ``"col-1a2b"`` does not parse, ``"a.b"`` is a nested field.
 
 Values that already are SQL (a user's condition, an expression the table
 stores) are listed in :data:`ALLOWED`, each with the reason.
@@ -45,6 +49,21 @@ SINKS = frozenset(
         "orderBy",
         "sort",
         "sortWithinPartitions",
+        "repartition",
+        "repartitionByRange",
+        "cube",
+        "rollup",
+    }
+)
+
+#: Calls that parse their string arguments as column names (rule 4).
+NAME_SINKS = frozenset(
+    {
+        "hint",
+        "sortWithinPartitions",
+        "orderBy",
+        "sort",
+        "groupBy",
         "repartition",
         "repartitionByRange",
         "cube",
@@ -167,6 +186,19 @@ class _Checker:
                     f"{self.module}:{where.lineno}: {what}: {{{ast.unparse(value)}}} is not quote_identifier(...)"
                 )
 
+    def _columns_built(self, value: ast.expr, assigned: dict[str, list[ast.expr]]) -> bool:
+        """``value`` (spread into a call) holds Columns built in place, not bare names."""
+        if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+            return isinstance(value.elt, ast.Call)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return all(
+                isinstance(e, ast.Call) or (isinstance(e, ast.Starred) and self._columns_built(e.value, assigned))
+                for e in value.elts
+            )
+        if isinstance(value, ast.Name) and value.id in assigned:
+            return all(self._columns_built(v, assigned) for v in assigned[value.id])
+        return False
+
     def _in_message(self, node: ast.AST) -> bool:
         """Inside an error's or a log record's construction (text for people, not SQL)."""
         while node in self.parents:
@@ -193,6 +225,15 @@ class _Checker:
                         sources = [v for v in assigned.get(arg.id, []) if _is_built(v)]
                     for built in sources:
                         self._check_built(built, node, f"SQL passed to {name}()", assigned)
+            if name in NAME_SINKS:
+                assert isinstance(node, ast.Call)
+                assigned = self._assignments(self._scope(node))
+                for arg in node.args:
+                    if isinstance(arg, ast.Starred) and not self._columns_built(arg.value, assigned):
+                        self.problems.append(
+                            f"{self.module}:{node.lineno}: names spread into {name}() are parsed: "
+                            "pass F.col(quote_identifier(name)) for each"
+                        )
             if isinstance(node, ast.JoinedStr) and _is_built(node):
                 constants = [v.value for v in node.values if isinstance(v, ast.Constant)]
                 if any(SQL_SHAPE.search(c) for c in constants) and not self._in_message(node):
@@ -254,6 +295,8 @@ def test_every_allowed_value_still_exists():
         'F.col(f"`{name}`")',
         'text = "`" + name.replace("`", "``") + "`"',
         'where = f"{col} = 1 AND {other} IS NULL"',
+        'frame.hint("rebalance", *partition_columns)',
+        "def f(s, key):\n    ordering = [*s.partition_columns, key]\n    return frame.sortWithinPartitions(*ordering)",
     ],
 )
 def test_the_lint_catches_unquoted_identifiers(source):
@@ -269,6 +312,8 @@ def test_the_lint_catches_unquoted_identifiers(source):
         "def f(c):\n    q = quote_identifier(c)\n    return frame.filter(f'{q} = {sql_literal(v)}')",
         'raise InvalidInputError(f"column {name} IS NULL in every row")',
         "F.expr(condition)",
+        'frame.hint("rebalance", *[F.col(quote_identifier(n)) for n in partition_columns])',
+        "def f(s, key):\n    ordering = [*[F.col(quote_identifier(c)) for c in s], F.col(key)]\n    return frame.sort(*ordering)",
     ],
 )
 def test_the_lint_accepts_quoted_identifiers(source):
