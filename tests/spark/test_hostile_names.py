@@ -12,9 +12,10 @@ and the names themselves. Each operation is one small function over a name
 set: it changes a copy of the name set's base table through the Spark CLI
 and returns the rows it expects, which delta-rs and DuckDB must read back.
 
-Cost: the base table of a name set is written once and copied; every
-operation runs on the three explicit name sets (one per mapping mode) and on
-:data:`GENERATED` more, all with a fixed seed.
+Cost: the base table of a name set is written once and copied. Every
+operation runs on the three explicit name sets (one per mapping mode, each
+with every name class), and the operations of one command on
+:data:`GENERATED` generated ones more, all with a fixed seed.
 """
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 pytest.importorskip("duckdb_extension_delta")
 
-from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 MODES = ("none", "name", "id")
 #: Characters delta-spark refuses in names without column mapping.
 REFUSED_WITHOUT_MAPPING = " ,;{}()\n\t="
-#: Generated name sets per operation, besides the three explicit ones.
-GENERATED = 1
+#: Generated name sets per operation that runs one command, besides the three
+#: explicit ones (``HOSTILE_NAMES_EXAMPLES`` raises it for a longer run);
+#: operations of several commands run the explicit ones only.
+GENERATED = int(os.environ.get("HOSTILE_NAMES_EXAMPLES", "2"))
 
 
 @dataclass(frozen=True)
@@ -105,18 +108,24 @@ EXPLICIT = (
 )
 
 
-def hostile(test: Callable[..., Any]) -> Callable[..., Any]:
+def hostile(generated: int = GENERATED) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Run ``test(spark, duckdb_delta, names)`` on the explicit name sets and
-    :data:`GENERATED` more, with a fixed seed."""
-    for names in EXPLICIT:
-        test = example(names=names)(test)
-    return settings(
-        derandomize=True,
-        max_examples=GENERATED,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )(given(names=name_sets())(test))
+    ``generated`` more (none: the explicit ones only), with a fixed seed."""
+
+    def decorate(test: Callable[..., Any]) -> Callable[..., Any]:
+        for names in EXPLICIT:
+            test = example(names=names)(test)
+        phases = [Phase.explicit, Phase.generate] if generated else [Phase.explicit]
+        return settings(
+            derandomize=True,
+            max_examples=max(generated, 1),
+            phases=phases,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )(given(names=name_sets())(test))
+
+    return decorate
 
 
 # --- tables -----------------------------------------------------------------------------------------------
@@ -192,7 +201,7 @@ def check(duckdb: Any, path: str, names: Names, expected: list[dict[str, Any]], 
 # --- the operations: one small function each ---------------------------------------------------------------
 
 
-@hostile
+@hostile()
 def test_update(spark, duckdb_delta, names):
     path = fresh(spark, names)
     run_cli(spark, "update", path, "--condition", f"{q(names.key)} >= 3",
@@ -205,7 +214,7 @@ def test_update(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, expected)
 
 
-@hostile
+@hostile()
 def test_delete(spark, duckdb_delta, names):
     path = fresh(spark, names)
     run_cli(spark, "delete", path, "--condition", f"{q(names.partition)} = 'a' AND {q(names.key)} <> 2")
@@ -213,7 +222,7 @@ def test_delete(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, expected)
 
 
-@hostile
+@hostile()
 def test_append_with_merge_schema(spark, duckdb_delta, names):
     """A new column with a hostile name; the value column spelled in the other
     case is the table's column (delta-spark matches names case-insensitively)."""
@@ -229,7 +238,7 @@ def test_append_with_merge_schema(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, expected, [*names.columns, new])
 
 
-@hostile
+@hostile()
 def test_append_replace_where(spark, duckdb_delta, names):
     path = fresh(spark, names)
     rows = rows_of(names, [("a", 9, 90, ["r0", "r1", "r2", "r3"])])
@@ -238,7 +247,7 @@ def test_append_replace_where(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, [r for r in rows_of(names) if r[names.partition] != "a"] + rows)
 
 
-@hostile
+@hostile()
 def test_append_dynamic_partition_overwrite(spark, duckdb_delta, names):
     path = fresh(spark, names)
     rows = rows_of(names, [("b", 8, 80, ["d0", "d1", "d2", "d3"]), ("c", 9, 90, ["e0", "e1", "e2", "e3"])])
@@ -247,7 +256,7 @@ def test_append_dynamic_partition_overwrite(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, [r for r in rows_of(names) if r[names.partition] == "a"] + rows)
 
 
-@hostile
+@hostile()
 def test_merge(spark, duckdb_delta, names):
     path = fresh(spark, names)
     rows = rows_of(names, [("a", 2, 222, ["m0", "m1", "m2", "m3"]), ("b", 7, 77, ["n0", "n1", "n2", "n3"])])
@@ -258,7 +267,7 @@ def test_merge(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, expected)
 
 
-@hostile
+@hostile(generated=0)
 def test_optimize_zorder(spark, duckdb_delta, names):
     path = fresh(spark, names)
     run_cli(spark, "delete", path, "--condition", f"{q(names.key)} = 1")  # two versions' files to compact
@@ -266,7 +275,7 @@ def test_optimize_zorder(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, [r for r in rows_of(names) if r[names.key] != 1])
 
 
-@hostile
+@hostile(generated=0)
 def test_optimize_clustering(spark, duckdb_delta, names):
     path = tempfile.mkdtemp(dir=_WORK, prefix="clustered-")
     src = source(names, rows_of(names))
@@ -278,7 +287,7 @@ def test_optimize_clustering(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, rows_of(names) * 2)
 
 
-@hostile
+@hostile(generated=0)
 def test_reorg(spark, duckdb_delta, names):
     path = fresh(spark, names)
     run_cli(spark, "delete", path, "--condition", f"{q(names.key)} IN (2, 5)")
@@ -287,7 +296,7 @@ def test_reorg(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, [r for r in rows_of(names) if r[names.key] not in (2, 5)])
 
 
-@hostile
+@hostile(generated=0)
 def test_restore(spark, duckdb_delta, names):
     path = fresh(spark, names)
     run_cli(spark, "update", path, "--condition", f"{q(names.partition)} = 'b'", "--set", f"{q(names.value)}=0")
@@ -296,7 +305,7 @@ def test_restore(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, rows_of(names))
 
 
-@hostile
+@hostile(generated=0)
 def test_changes(spark, duckdb_delta, names):
     path = fresh(spark, names)
     run_cli(spark, "update", path, "--condition", f"{q(names.key)} = 4", "--set", f"{q(names.value)}=-4")
@@ -308,7 +317,7 @@ def test_changes(spark, duckdb_delta, names):
     assert changed == [("update_postimage", 4, -4), ("update_preimage", 4, 40)]
 
 
-@hostile
+@hostile(generated=0)
 def test_clone(spark, duckdb_delta, names):
     path = fresh(spark, names)
     clone = os.path.join(tempfile.mkdtemp(dir=_WORK, prefix="clone-"), "t")
@@ -323,7 +332,7 @@ def test_clone(spark, duckdb_delta, names):
     check(duckdb_delta, path, names, rows_of(names))  # the source is unchanged
 
 
-@hostile
+@hostile()
 def test_convert(spark, duckdb_delta, names):
     """A Hive-partitioned Parquet folder with a hostile partition column (its
     folder name escaped as Spark escapes it) becomes a table."""
@@ -350,7 +359,7 @@ def test_convert(spark, duckdb_delta, names):
     check(duckdb_delta, folder, names, rows_of(names), [names.partition, *data])
 
 
-@hostile
+@hostile()
 def test_partition_watch(spark, duckdb_delta, names):
     """The partition sensor's core watch: a partition named by a hostile
     column, as a mapping and as a predicate."""
