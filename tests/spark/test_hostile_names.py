@@ -50,7 +50,7 @@ REFUSED_WITHOUT_MAPPING = " ,;{}()\n\t="
 #: Generated name sets per operation that runs one command, besides the three
 #: explicit ones (``HOSTILE_NAMES_EXAMPLES`` raises it for a longer run);
 #: operations of several commands run the explicit ones only.
-GENERATED = int(os.environ.get("HOSTILE_NAMES_EXAMPLES", "2"))
+GENERATED = int(os.environ.get("HOSTILE_NAMES_EXAMPLES", "1"))
 
 
 @dataclass(frozen=True)
