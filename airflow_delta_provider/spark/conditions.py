@@ -38,9 +38,11 @@ def analyse(what: str, sql: str, build: Callable[[], _T]) -> _T:
 
     A Spark Connect server lost during the analysis is not bad input: that
     error passes unchanged, for the caller to report the engine as
-    unavailable (a retry may find it back)."""
+    unavailable (a retry may find it back). Any other error leaving it is
+    marked as the user's input's (:func:`user_input`)."""
     try:
-        return build()
+        with user_input(what, sql):
+            return build()
     except PySparkException as exc:
         if _server_lost(exc):
             raise
