@@ -43,7 +43,6 @@ from airflow_delta_provider import requests
 from airflow_delta_provider.delta.errors import DeltaError, InternalError, InvalidInputError, first_line
 from airflow_delta_provider.requests import OperationRequest
 from airflow_delta_provider.spark.commands.dispatch import run_request
-from airflow_delta_provider.spark.conditions import user_input_of
 from airflow_delta_provider.spark.runtime.progress import Report, reporting_progress
 
 EXIT_OK = 0
@@ -251,6 +250,8 @@ def translate_spark_error(
         first = f"[{error_class}] {first}"
     if state[:2] != ANALYSIS_SQLSTATE_CLASS:
         return InvalidInputError(first)
+    from airflow_delta_provider.spark.conditions import user_input_of  # imports PySpark: only for a Spark error
+
     scope = user_input_of(exc)
     if scope is not None:
         what, sql = scope
