@@ -5,7 +5,7 @@ double)`` in 50 files, with one warm local SparkSession (``local[2]``, 4g
 driver), four operations each run by three contenders:
 
 =============  ==========================  ==========================  ==========================
-operation      ours (``spark.commands``)   delta-rs (``deltalake``)    plain Spark (no Delta)
+operation      ours (``operations``)       delta-rs (``deltalake``)    plain Spark (no Delta)
 =============  ==========================  ==========================  ==========================
 update_one     ``run_update``, a condition ``DeltaTable.update``       read every file, rewrite
                on an id range in one file                              every row with ``when``

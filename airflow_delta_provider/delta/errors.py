@@ -88,6 +88,29 @@ class SymlinkManifestUnsupportedError(UnsupportedFeatureError):
     setting in the way."""
 
 
+# --- Our own bugs ------------------------------------------------------------
+
+
+#: What an internal error asks of whoever reads it.
+REPORT_REQUEST = (
+    "This is a bug of airflow-delta-provider, not a problem with your input or your table: "
+    "please report it to the airflow-delta-provider maintainers, with this message, "
+    "the operation and its arguments, and the provider's version."
+)
+
+
+class InternalError(DeltaError):
+    """The provider failed on work of its own making: SQL the code built did
+    not analyse, an invariant of ours did not hold. Never the user's fault,
+    never worth a retry with the same input. The message says so and asks for
+    a report; a physical column name in it (``col-<uuid>``) is followed by
+    its logical name."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{message} -- {REPORT_REQUEST}")
+        self.detail = message
+
+
 # --- Bad input ---------------------------------------------------------------
 
 

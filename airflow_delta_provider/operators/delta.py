@@ -1,7 +1,7 @@
 """Operators that change a Delta table, each as one Spark application.
 
 They are thin: each turns its arguments into its request (one frozen
-dataclass per operation, :mod:`airflow_delta_provider.requests`), whose argv
+dataclass per operation, ``airflow_delta_provider/operations/<op>/spec.py``), whose argv
 the Spark application parses back into the same request; a hook runs it:
 
 - :class:`~airflow_delta_provider.hooks.delta_spark.DeltaSparkHook`, one

@@ -2,7 +2,7 @@
 
 ``python -m airflow_delta_provider.spark <operation> TABLE [options]``: the
 operations and their options are the request dataclasses of
-:mod:`airflow_delta_provider.requests`, which generate this parser; each
+the specs of :mod:`airflow_delta_provider.operations`, which generate this parser; each
 request runs the command :mod:`~airflow_delta_provider.operations.runners`
 maps its type to.
 
@@ -12,10 +12,16 @@ commands that touch no data file accept it and ignore it.
 
 The last stdout line is the result as one JSON object
 (``{"table","operation","version","metrics"}``, plus ``"files"`` for a dry-run
-vacuum). Bad input (Spark errors of SQLSTATE class 22 or 42 included),
-unsupported tables and conflicts exit with code 2 and one line on stderr,
-``ClassName: message``; the table is left unchanged. Any other failure exits
-with code 1: the traceback, then one ``ClassName: message`` line, last.
+vacuum). Bad input, unsupported tables and conflicts exit with code 2 and
+one line on stderr, ``ClassName: message``; the table is left unchanged.
+Spark errors are bad input when the input caused them: SQLSTATE class 22
+(a data exception), or class 42 (an analysis error) raised while the user's
+SQL was analysed or ran (:func:`~airflow_delta_provider.spark.conditions.user_input`).
+A class 42 error on SQL the provider built is our bug: ``InternalError``,
+whose message says so, asks for a report and names the logical column of
+any physical one (``col-<uuid>``) in Spark's text. It, and any other
+failure, exits with code 1: the traceback, then one ``ClassName: message``
+line, last.
 
 PySpark logs every error it converts from the JVM with the whole JVM stack
 (its ``SQLQueryContextLogger``, one JSON line of kilobytes). Those records are
@@ -33,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError, first_line
+from airflow_delta_provider.delta.errors import DeltaError, InternalError, InvalidInputError, first_line
 from airflow_delta_provider.operations import argv as argv_codec
 from airflow_delta_provider.operations.runners import run_spec
 from airflow_delta_provider.operations.spec.base import OperationSpec
@@ -91,6 +97,8 @@ def main(
         if request.needs_spark():
             spark = (session_factory or _default_session)(dict(request.spark_conf))
         result = execute(request, spark, report_progress=_print_progress)
+    except InternalError as exc:  # our bug: the traceback too, for the report
+        _crash(exc)
     except DeltaError as exc:
         _fail(exc)
     except Exception as exc:
@@ -165,30 +173,63 @@ def spark_error_records(enabled: bool) -> Iterator[None]:
 
 
 def _run_translating_spark_errors(request: OperationSpec, spark: Any, storage_options: Mapping[str, str] | None) -> Any:
-    """Run the command; Spark errors the input caused become InvalidInputError."""
+    """Run the command; Spark errors the input caused become InvalidInputError,
+    analysis errors of SQL we built InternalError."""
     try:
         return run_spec(spark, request, storage_options)
     except DeltaError:
         raise
     except Exception as exc:
-        translated = spark_input_error(exc)
+        translated = translate_spark_error(exc, lambda: _logical_names(request.table_path, storage_options))
         if translated is None:
             raise
         raise translated from exc
 
 
-#: SQLSTATE classes that blame the input: 22 data exception (a malformed
+def _logical_names(table: str, storage_options: Mapping[str, str] | None) -> dict[str, str]:
+    """``{physical: logical}`` column names of the table's latest version;
+    empty when it cannot be read (the message then says a name is physical)."""
+    try:
+        from airflow_delta_provider.delta.table import DeltaTable
+        from airflow_delta_provider.delta.table_features import column_mapping
+
+        return column_mapping.logical_names(DeltaTable(table, storage_options=storage_options).snapshot().schema)
+    except Exception:  # reporting an error must not fail on a second one
+        return {}
+
+
+#: SQLSTATE classes that may blame the input: 22 data exception (a malformed
 #: cast, an overflow, a division by zero under ANSI mode) and 42 syntax error
 #: or access rule violation (a condition that does not parse, an unknown
-#: column). Other classes (XX internal, 58 system error, ...) stay failures.
+#: column; the input's only inside a user-input scope, see
+#: :func:`translate_spark_error`). Other classes (XX internal, 58 system
+#: error, ...) stay failures.
 BAD_INPUT_SQLSTATE_CLASSES = frozenset({"22", "42"})
 
 #: How many causes of a JVM exception are searched for a SQLSTATE.
 _MAX_CAUSES = 8
 
 
-def spark_input_error(exc: BaseException) -> InvalidInputError | None:
-    """``exc`` as InvalidInputError when it is a Spark error the input caused.
+#: SQLSTATE class of analysis errors (a name that does not resolve, SQL
+#: that does not parse): the user's only inside a user-input scope.
+ANALYSIS_SQLSTATE_CLASS = "42"
+
+
+def translate_spark_error(
+    exc: BaseException, logical_names: Callable[[], Mapping[str, str]] | None = None
+) -> InvalidInputError | InternalError | None:
+    """``exc`` as the provider's error when it is a Spark error of a known kind; else None.
+
+    - SQLSTATE class 22 (a data exception: a malformed cast, an overflow, a
+      division by zero under ANSI mode): InvalidInputError, the data or the
+      user's expression is at fault;
+    - class 42 raised while the user's SQL was analysed or ran
+      (:func:`~airflow_delta_provider.spark.conditions.user_input`):
+      InvalidInputError naming that SQL;
+    - class 42 anywhere else: SQL the provider built did not analyse, our
+      bug: InternalError. ``logical_names`` gives the table's
+      ``{physical: logical}`` names (called only then), and every physical
+      name in the message is followed by its logical one.
 
     Spark errors carry a SQLSTATE: a :class:`pyspark.errors.PySparkException`
     has ``getSqlState()``; a raw py4j ``Py4JJavaError`` (a JVM exception
@@ -205,7 +246,25 @@ def spark_input_error(exc: BaseException) -> InvalidInputError | None:
     first = first_line(message)
     if error_class and not first.startswith(f"[{error_class}]"):
         first = f"[{error_class}] {first}"
-    return InvalidInputError(first)
+    if state[:2] != ANALYSIS_SQLSTATE_CLASS:
+        return InvalidInputError(first)
+    from airflow_delta_provider.spark.conditions import user_input_of  # imports PySpark: only for a Spark error
+
+    scope = user_input_of(exc)
+    if scope is not None:
+        what, sql = scope
+        return InvalidInputError(f"invalid {what} {sql!r}: {first}")
+    from airflow_delta_provider.delta.table_features.column_mapping import with_logical_names
+
+    names = logical_names() if logical_names is not None else {}
+    return InternalError(f"Spark could not analyse SQL the provider built: {with_logical_names(first, names)}")
+
+
+def spark_input_error(exc: BaseException) -> InvalidInputError | None:
+    """``exc`` as InvalidInputError when it is a Spark error the input caused
+    (:func:`translate_spark_error`); None for anything else, our bugs included."""
+    translated = translate_spark_error(exc)
+    return translated if isinstance(translated, InvalidInputError) else None
 
 
 def _spark_error(exc: BaseException) -> tuple[str, str | None, str] | None:
@@ -283,4 +342,5 @@ __all__ = [
     "parse_request",
     "spark_error_records",
     "spark_input_error",
+    "translate_spark_error",
 ]

@@ -5,11 +5,20 @@ before a single file is written, with a message that names the problem, so
 every expression is parsed by Spark and analysed against an empty DataFrame
 with the table's schema. Analysis resolves columns and types without running
 a job. Spark errors become :class:`InvalidInputError`.
+
+Which Spark errors are the user's: the user's SQL is analysed here, first,
+in :func:`analyse`, and SQL that must run later (as part of a bigger plan)
+runs inside :func:`user_input`, which marks the Spark errors leaving it.
+An analysis error (SQLSTATE class 42) that carries no such mark comes from
+SQL the provider built: :mod:`airflow_delta_provider.spark.cli` reports it
+as :class:`~airflow_delta_provider.delta.errors.InternalError`, a bug of
+ours, never as bad input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar, overload
 
 from pyspark.errors import PySparkException
@@ -18,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError, first_line
+from airflow_delta_provider.delta.expressions.quoting import unquote_identifier
 from airflow_delta_provider.spark.read.files import empty_frame, spark_schema
 
 _T = TypeVar("_T")
@@ -28,13 +38,52 @@ def analyse(what: str, sql: str, build: Callable[[], _T]) -> _T:
 
     A Spark Connect server lost during the analysis is not bad input: that
     error passes unchanged, for the caller to report the engine as
-    unavailable (a retry may find it back)."""
+    unavailable (a retry may find it back). Any other error leaving it is
+    marked as the user's input's (:func:`user_input`)."""
     try:
-        return build()
+        with user_input(what, sql):
+            return build()
     except PySparkException as exc:
         if _server_lost(exc):
             raise
         raise InvalidInputError(f"invalid {what} {sql!r}: {first_line(exc)}") from exc
+
+
+#: The attribute :func:`user_input` sets on a Spark error: (what, the user's SQL).
+_USER_INPUT = "_delta_user_input"
+#: How many causes and contexts of an error are searched for the mark.
+_MAX_LINKS = 8
+
+
+@contextmanager
+def user_input(what: str, sql: str) -> Iterator[None]:
+    """Mark any error leaving the block as caused by the user's ``sql``
+    (``what``: how to name it, e.g. ``"replace_where"``); the error itself is
+    not changed. Use it where user SQL is analysed or run as part of a
+    bigger plan, so that its errors stay the user's."""
+    try:
+        yield
+    except Exception as exc:
+        if user_input_of(exc) is None:
+            try:
+                setattr(exc, _USER_INPUT, (what, sql))
+            except AttributeError:  # an exception type without a __dict__: wrap it in a marked one
+                raise InvalidInputError(f"invalid {what} {sql!r}: {first_line(exc)}") from exc
+        raise
+
+
+def user_input_of(exc: BaseException) -> tuple[str, str] | None:
+    """(what, sql) when ``exc``, or an error it was raised from or during,
+    left a :func:`user_input` block; else None."""
+    seen: BaseException | None = exc
+    for _ in range(_MAX_LINKS):
+        if seen is None:
+            return None
+        mark = getattr(seen, _USER_INPUT, None)
+        if mark is not None:
+            return (str(mark[0]), str(mark[1]))
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _server_lost(exc: BaseException) -> bool:
@@ -80,8 +129,10 @@ def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: s
 
 
 def resolve_column(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The top-level field named ``name`` (case-insensitive, as Spark resolves)."""
-    matches = [f for f in schema.get("fields", []) if f["name"].lower() == name.strip().lower()]
+    """The top-level field named ``name`` (case-insensitive, as Spark resolves),
+    written bare or backtick-quoted (```Super Name```, as in SQL's ``SET``)."""
+    wanted = unquote_identifier(name).lower()
+    matches = [f for f in schema.get("fields", []) if f["name"].lower() == wanted]
     if not matches:
         known = ", ".join(f["name"] for f in schema.get("fields", []))
         raise InvalidInputError(f"cannot SET unknown column {name!r}; the table has: {known}")
@@ -136,4 +187,6 @@ __all__ = [
     "parse_assignments",
     "parse_condition",
     "resolve_column",
+    "user_input",
+    "user_input_of",
 ]

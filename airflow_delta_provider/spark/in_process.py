@@ -9,7 +9,7 @@ instead (an Airflow task's):
   log and commits from this process. No JVM starts here, and nothing Connect
   lacks is used: no SparkContext, no RDD, no py4j.
 - **No Spark** (``remote=None``), for the commands that need none
-  (:data:`~airflow_delta_provider.requests.PYTHON_ENGINE_OPERATIONS`: CHECKPOINT, ALTER, RESTORE and VACUUM):
+  (:data:`~airflow_delta_provider.operations.registry.PYTHON_ENGINE_OPERATIONS`: CHECKPOINT, ALTER, RESTORE and VACUUM):
   the core alone. They open no Connect session either.
 
 :class:`InProcessCommand` returns what the CLI would print, as a dict, and

@@ -280,6 +280,7 @@ def test_bad_input_is_recognised_without_py4j(monkeypatch):
     from pyspark.errors.exceptions.connect import AnalysisException  # what a Connect client raises
 
     from airflow_delta_provider.spark.cli import spark_input_error
+    from airflow_delta_provider.spark.conditions import user_input
 
     monkeypatch.setitem(sys.modules, "py4j", None)
     monkeypatch.setitem(sys.modules, "py4j.protocol", None)
@@ -288,7 +289,10 @@ def test_bad_input_is_recognised_without_py4j(monkeypatch):
         errorClass="UNRESOLVED_COLUMN.WITH_SUGGESTION",
         sql_state="42703",
     )
-    translated = spark_input_error(error)
+    assert spark_input_error(error) is None  # an analysis error outside the user's SQL: our own bug
+    with pytest.raises(AnalysisException) as caught, user_input("condition", "nosuchcol = 1"):
+        raise error
+    translated = spark_input_error(caught.value)
     assert isinstance(translated, InvalidInputError)
     assert "[UNRESOLVED_COLUMN.WITH_SUGGESTION]" in str(translated) and "nosuchcol" in str(translated)
     assert spark_input_error(RuntimeError("not a Spark error")) is None

@@ -9,7 +9,7 @@ This is the one module of the core that reads SQL. It gives:
   function of one column;
 - the helpers every reader of SQL shares: :func:`parse_sql` (lenient),
   :func:`referenced_columns`, :func:`conjuncts`, :func:`column_references`,
-  :func:`column_equality`, :func:`unqualified_sql`, :func:`quote_column`,
+  :func:`column_equality`, :func:`unqualified_sql`,
   :func:`sql_literal`, and :func:`nondeterministic_calls`.
 
 Lowering never fails: what it does not understand becomes
@@ -150,11 +150,6 @@ def column_equality(node: Expression) -> tuple[tuple[str, ...], tuple[str, ...]]
     if isinstance(node, exp.EQ) and isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Column):
         return tuple(p.name for p in node.this.parts), tuple(p.name for p in node.expression.parts)
     return None
-
-
-def quote_column(name: str) -> str:
-    """``name`` as a quoted Spark column reference (```name```)."""
-    return exp.column(name, quoted=True).sql(dialect=_DIALECT)
 
 
 def unqualified_sql(node: Expression, rename: Callable[[tuple[str, ...]], str]) -> str:
@@ -431,7 +426,6 @@ __all__ = [
     "nondeterministic_calls",
     "parse_condition",
     "parse_sql",
-    "quote_column",
     "referenced_columns",
     "sql_literal",
     "term",

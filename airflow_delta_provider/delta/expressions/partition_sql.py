@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-
-def quoted_column(name: str) -> str:
-    """``name`` as a backtick-quoted column reference."""
-    return "`" + name.replace("`", "``") + "`"
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 
 def string_literal(value: str) -> str:
@@ -32,9 +29,9 @@ def partitions_condition(partitions: Iterable[Mapping[str, str | None]]) -> str:
         terms.append(
             "("
             + " AND ".join(
-                f"{quoted_column(name)} IS NULL"
+                f"{quote_identifier(name)} IS NULL"
                 if value is None
-                else f"{quoted_column(name)} = {string_literal(value)}"
+                else f"{quote_identifier(name)} = {string_literal(value)}"
                 for name, value in values.items()
             )
             + ")"
@@ -42,4 +39,4 @@ def partitions_condition(partitions: Iterable[Mapping[str, str | None]]) -> str:
     return " OR ".join(terms)
 
 
-__all__ = ["partitions_condition", "quoted_column", "string_literal"]
+__all__ = ["partitions_condition", "string_literal"]

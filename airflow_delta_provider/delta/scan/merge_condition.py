@@ -32,10 +32,10 @@ from airflow_delta_provider.delta.expressions.parse import (
     has_subquery,
     nondeterministic_calls,
     parse_sql,
-    quote_column,
     sql_literal,
     unqualified_sql,
 )
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 _TARGET, _SOURCE = "target", "source"
 
@@ -128,7 +128,7 @@ def key_range_sql(column: str, low: Any, high: Any) -> str | None:
     lo, hi = sql_literal(low), sql_literal(high)
     if lo is None or hi is None:
         return None
-    name = quote_column(column)
+    name = quote_identifier(column)
     return f"{name} >= {lo} AND {name} <= {hi}"
 
 

@@ -51,7 +51,7 @@ from airflow_delta_provider.delta.table_properties import ENABLE_TYPE_WIDENING
 _INTEGRAL_RANK = {"byte": 0, "short": 1, "integer": 2}
 
 #: The APPEND arguments the hints name (fields of
-#: :class:`airflow_delta_provider.requests.AppendSpec`, and of the operator).
+#: :class:`airflow_delta_provider.operations.append.spec.AppendSpec`, and of the operator).
 MERGE_SCHEMA_ARG = "merge_schema"
 OVERWRITE_SCHEMA_ARG = "overwrite_schema"
 MODE_ARG = "mode"
@@ -71,11 +71,13 @@ class _Report:
     ``declared``: the table schema is the writer's ``table_schema`` (a table
     it creates or replaces), not the table's.
     ``can_overwrite``: the operation can replace the table (APPEND's modes).
+    ``any_names``: the table maps columns, so a new name may hold any character.
     """
 
     type_widening: bool = False
     declared: bool = False
     can_overwrite: bool = False
+    any_names: bool = False
     problems: list[str] = field(default_factory=list)
     extra: list[FieldPath] = field(default_factory=list)
 
@@ -236,6 +238,7 @@ def merge_schemas(
     *,
     type_widening: bool = False,
     can_overwrite: bool = False,
+    column_mapping: bool = False,
 ) -> Schema:
     """The table schema after appending data of schema ``data`` with ``merge_schema``.
 
@@ -259,10 +262,13 @@ def merge_schemas(
     conflict with both schemas, or InvalidInputError for duplicate or
     invalid new column names. ``can_overwrite``: the caller's operation can
     replace the table (an APPEND's ``mode="overwrite"``), so a type clash
-    hints at that besides a cast.
+    hints at that besides a cast. ``column_mapping``: the table maps columns
+    (mode ``name`` or ``id``), so new names may hold the characters a table
+    without mapping refuses (delta-spark checks them only without mapping);
+    duplicates up to case are refused either way.
     """
     check_unique_names(data)
-    report = _Report(type_widening=type_widening, can_overwrite=can_overwrite)
+    report = _Report(type_widening=type_widening, can_overwrite=can_overwrite, any_names=column_mapping)
     merged = _merge_struct(table, data, (), report, widen=type_widening)
     if report.problems:
         raise _mismatch("Cannot merge the data schema into the table schema", report, table, data)
@@ -283,7 +289,8 @@ def _merge_struct(
             merged.append({**tf, "type": _merge_type(tf["type"], df["type"], col, report, widen=widen)})
     for df in data_fields.values():  # dicts keep the data's order
         new = struct_field(df["name"], as_nullable(df["type"]), True, df.get("metadata"))
-        _check_new_names(new, path)
+        if not report.any_names:
+            _check_new_names(new, path)
         merged.append(new)
     _require_non_nullable(table, data, path, report)
     return struct_type(merged)

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 DeltaType = Any  # str for primitives, dict for struct / array / map
 Schema = dict[str, Any]  # a struct type
@@ -130,7 +131,7 @@ def as_nullable(delta_type: DeltaType) -> DeltaType:
 
 def format_path(path: Iterable[str]) -> str:
     """``("a", "b.c")`` -> ``a.`b.c```, quoting parts the way Spark does."""
-    return ".".join(f"`{p.replace('`', '``')}`" if re.search(r"[.`\s]", p) else p for p in path)
+    return ".".join(quote_identifier(p) if re.search(r"[.`\s]", p) else p for p in path)
 
 
 def simple_string(t: DeltaType) -> str:

@@ -24,6 +24,7 @@ pure metadata work, with no engine.
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -68,6 +69,43 @@ def physical_name_of(field: Mapping[str, Any], mode: str) -> str:
             f"column {field['name']!r} has no {PHYSICAL_NAME_KEY} although {MODE_KEY}={mode}: the schema is damaged"
         )
     return physical
+
+
+def logical_names(schema: Mapping[str, Any]) -> dict[str, str]:
+    """``{physical name: logical path}`` of every field that has a physical
+    name in its metadata (nested ones as dotted paths); empty without mapping."""
+    out: dict[str, str] = {}
+    for path, field in walk_fields(schema, ()):
+        physical = (field.get("metadata") or {}).get(PHYSICAL_NAME_KEY)
+        if physical and physical != field["name"]:
+            out[str(physical)] = ".".join(path)
+    return out
+
+
+#: delta-spark's physical names (``col-`` and a UUID), also cut short at a
+#: hyphen, as Spark's parser shows an unquoted one (``col-173b4db9-b5ad``).
+_PHYSICAL_NAME = re.compile(r"col-[0-9a-fA-F]{1,8}(?:-[0-9a-fA-F]{1,12}){0,4}")
+
+
+def with_logical_names(text: str, names: Mapping[str, str] | None) -> str:
+    """``text`` with each physical column name in it followed by its logical
+    name (``col-1a2b... (column 'Super Name')``): a name ``names`` (from
+    :func:`logical_names`) holds, or begins with, uniquely. A physical name
+    without a known logical one is said to be one, so a message never shows
+    a bare ``col-<uuid>``."""
+    known = names or {}
+
+    def name(match: re.Match[str]) -> str:
+        found = match.group(0)
+        logical = known.get(found)
+        if logical is None:
+            candidates = {v for k, v in known.items() if k.startswith(found)}
+            logical = candidates.pop() if len(candidates) == 1 else None
+        if logical is None:
+            return f"{found} (a physical column name of column mapping)"
+        return f"{found} (column {logical!r})"
+
+    return _PHYSICAL_NAME.sub(name, text)
 
 
 def field_id_of(field: Mapping[str, Any]) -> int | None:
@@ -305,8 +343,10 @@ __all__ = [
     "check_mapping",
     "check_transition",
     "field_id_of",
+    "logical_names",
     "max_column_id",
     "mode_of",
     "physical_name_of",
     "strip",
+    "with_logical_names",
 ]

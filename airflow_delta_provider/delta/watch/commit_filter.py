@@ -25,7 +25,8 @@ from typing import Any
 from airflow_delta_provider.delta.actions.model import AddFile, Metadata
 from airflow_delta_provider.delta.errors import InvalidInputError
 from airflow_delta_provider.delta.expressions.coerce import INTEGRAL
-from airflow_delta_provider.delta.expressions.parse import Predicate, quote_column, sql_literal
+from airflow_delta_provider.delta.expressions.parse import Predicate, sql_literal
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.log.commit_summary import CommitSummary, FileChange
 from airflow_delta_provider.delta.scan.skipping import partition_matcher
 from airflow_delta_provider.delta.table_features.column_mapping import mode_of
@@ -55,9 +56,9 @@ def partition_predicate(partition: PartitionSpec, column_types: Mapping[str, str
         if not isinstance(column, str) or not column:
             raise InvalidInputError(f"partition column names must be non-empty strings, got {column!r}")
         if value is None:
-            terms.append(f"{quote_column(column)} IS NULL")
+            terms.append(f"{quote_identifier(column)} IS NULL")
         else:
-            terms.append(f"{quote_column(column)} = {_literal(column, value, types.get(column.lower()))}")
+            terms.append(f"{quote_identifier(column)} = {_literal(column, value, types.get(column.lower()))}")
     return Predicate.parse(" AND ".join(terms))
 
 

@@ -358,7 +358,13 @@ def _plan_metadata(
             "use mode overwrite with overwrite_schema to change them"
         )
     if spec.merge_schema:
-        merged = merge_schemas(table_schema, data_schema, type_widening=widen, can_overwrite=True)
+        merged = merge_schemas(
+            table_schema,
+            data_schema,
+            type_widening=widen,
+            can_overwrite=True,
+            column_mapping=column_mapping.mode_of(md.configuration) != column_mapping.NONE,
+        )
         type_widening.check_partition_changes(table_schema, merged, partition_columns)
         if merged != table_schema:
             return replace(md, schema_string=schema_string(merged)), merged, partition_columns

@@ -51,6 +51,7 @@ from airflow_delta_provider.delta import symlink_manifest
 from airflow_delta_provider.delta.actions.deletion_vectors import relative_dv_path
 from airflow_delta_provider.delta.actions.model import AddFile, DeletionVector, DomainMetadata, Metadata, Protocol
 from airflow_delta_provider.delta.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedFeatureError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.log.replay import PathCanonicalizer
 from airflow_delta_provider.delta.partitions import absolute_uri, encode_path
 from airflow_delta_provider.delta.schema.types import schema_string
@@ -105,8 +106,8 @@ def source_name(location: TableLocation) -> str:
     """How delta-spark names a path-based source: ``delta.`<qualified path>```
     (``file:/...``, ``s3a://...``; an Azure root without its account keeps ``az://``)."""
     if location.is_local:
-        return f"delta.`file:{location.path}`"
-    return f"delta.`{location.spark_uri() if location.scheme != 'az' or location.account else location.uri}`"
+        return f"delta.{quote_identifier('file:' + location.path)}"
+    return f"delta.{quote_identifier(location.spark_uri() if location.scheme != 'az' or location.account else location.uri)}"
 
 
 def plan_clone(

@@ -30,7 +30,7 @@ PARTITION_TYPES = {
     "timestamp_ntz": "timestamp_ntz",
     "binary": "binary",
 }
-_SPEC_ITEM = re.compile(r"^\s*(`[^`]+`|[^\s`]+)\s+(.+?)\s*$")
+_SPEC_ITEM = re.compile(r"^\s*(`(?:[^`]|``)+`|[^\s`]+)\s+(.+?)\s*$")  # a quoted name may double a backtick
 
 
 def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
@@ -39,6 +39,7 @@ def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
     if spec is None or not spec.strip():
         return []
     # Here, not at the top: importing the spec loads no more of the core than its errors.
+    from airflow_delta_provider.delta.expressions.quoting import unquote_identifier
     from airflow_delta_provider.delta.schema.types import canonical_primitive, is_decimal
 
     out: list[tuple[str, str]] = []
@@ -46,7 +47,7 @@ def parse_partition_spec(spec: str | None) -> list[tuple[str, str]]:
         match = _SPEC_ITEM.match(item)
         if match is None:
             raise InvalidInputError(f"partition spec {spec!r}: expected 'column type, ...', got {item.strip()!r}")
-        name, type_text = match.group(1).strip("`"), match.group(2).strip().lower()
+        name, type_text = unquote_identifier(match.group(1)), match.group(2).strip().lower()
         delta_type = PARTITION_TYPES.get(type_text)
         if delta_type is None and is_decimal(type_text):
             delta_type = canonical_primitive(type_text)

@@ -56,6 +56,7 @@ from airflow_delta_provider.delta.partitions import (
 )
 from airflow_delta_provider.delta.schema.arrow import from_arrow_schema
 from airflow_delta_provider.delta.schema.fields import stats_leaves
+from airflow_delta_provider.delta.schema.names import check_column_names
 from airflow_delta_provider.delta.schema.types import (
     as_nullable,
     fields_of,
@@ -154,6 +155,7 @@ def plan_convert(
             footers = list(pool.map(footer, files))
     schema = _merged_schema(footers, names)
     schema = struct_type([*fields_of(schema), *(struct_field(n, t, True) for n, t in partitions)])
+    check_column_names(schema)  # a converted table has no column mapping: delta-spark's name rules hold
     leaves = stats_leaves(schema, names, properties)
     adds = [
         AddFile(

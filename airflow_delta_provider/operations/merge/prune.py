@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.scan.merge_condition import JoinFacts, key_range_sql
 from airflow_delta_provider.delta.scan.skipping import (
     Predicate,
@@ -92,7 +93,7 @@ def _source_facts(
     of each join key; the pruning predicate (None: read every file)."""
     aggs = [F.count(F.lit(1)).alias("n")]
     for j, (_target, source_column) in enumerate(pairs):
-        ref = F.col(f"`{source_column}`")
+        ref = F.col(quote_identifier(source_column))
         aggs += [F.min(ref).alias(f"lo{j}"), F.max(ref).alias(f"hi{j}")]
     row = source.agg(*aggs).collect()[0]
     source_rows = int(row["n"])
@@ -146,7 +147,7 @@ def _source_keys(source: DataFrame, column: str) -> list[int]:
     import numpy as np
     import pyarrow.compute as pc
 
-    values = source.select(F.col(f"`{column}`")).toArrow().column(0)
+    values = source.select(F.col(quote_identifier(column))).toArrow().column(0)
     return np.unique(pc.drop_null(values).to_numpy()).tolist()
 
 

@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.table_features.generated_columns import generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import (
     Identity,
@@ -230,7 +231,7 @@ class MergeRows:
         return kept + tracked + [F.lit(False).alias(flag) for flag in self.derive_flags.values()]
 
     def _tracked(self, name: str) -> Column:
-        return F.col(f"`{self.target_alias}`.{_quote(name)}")
+        return F.col(f"{quote_identifier(self.target_alias)}.{quote_identifier(name)}")
 
     def derive(self, frame: DataFrame) -> DataFrame:
         """``frame`` (from :meth:`output_columns` or :meth:`target_columns_out`)
@@ -271,9 +272,11 @@ class MergeRows:
             if f.name in assigned:
                 out[f.name] = assigned[f.name]
             elif clause.assignments is None and f.name.lower() in self._source_fields:
-                out[f.name] = f"{_quote(self.source_alias)}.{_quote(self._source_fields[f.name.lower()].name)}"
+                out[f.name] = (
+                    f"{quote_identifier(self.source_alias)}.{quote_identifier(self._source_fields[f.name.lower()].name)}"
+                )
             else:
-                out[f.name] = f"{_quote(self.target_alias)}.{_quote(f.name)}"
+                out[f.name] = f"{quote_identifier(self.target_alias)}.{quote_identifier(f.name)}"
         return out
 
     @property
@@ -286,14 +289,14 @@ class MergeRows:
     def target_value(self, name: str) -> Column:
         """The target row's value of column ``name``, of the type it has after
         the MERGE (a struct that schema evolution widens gains NULL fields)."""
-        value = F.col(f"`{self.target_alias}`.{_quote(name)}")
+        value = F.col(f"{quote_identifier(self.target_alias)}.{quote_identifier(name)}")
         before = self._table_types.get(name.lower())
         after = self.struct[name].dataType
         return value if before is None else conform_column(value, before, after)
 
     def source_value(self, name: str) -> Column:
         """The source row's value of column ``name``."""
-        return F.col(f"`{self.source_alias}`.{_quote(name)}")
+        return F.col(f"{quote_identifier(self.source_alias)}.{quote_identifier(name)}")
 
     def _clause_values(self, index: int, clause: MergeClause) -> dict[str, Column] | None:
         """Per output column, the value an update or insert clause gives it; None for a delete."""
@@ -403,10 +406,6 @@ class MergeRows:
 def _resolve(frame: DataFrame, columns: list[Column]) -> Any:
     """Analyse ``columns`` over ``frame`` (no job runs)."""
     return frame.select(*columns).schema
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 __all__ = ["COPY", "SKIP", "MergeRows"]

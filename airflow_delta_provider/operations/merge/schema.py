@@ -43,7 +43,12 @@ def merge_schema_of(
         return MergeSchema(snap.schema)
     previous = snap.metadata
     widen = table_properties.type_widening_enabled(previous)
-    merged = merge_schemas(snap.schema, _fitted(snap.schema, source_schema), type_widening=widen)
+    merged = merge_schemas(
+        snap.schema,
+        _fitted(snap.schema, source_schema),
+        type_widening=widen,
+        column_mapping=column_mapping.mode_of(previous.configuration) != column_mapping.NONE,
+    )
     if merged == snap.schema:
         return MergeSchema(snap.schema)
     if not merge_schema:

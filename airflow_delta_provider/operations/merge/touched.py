@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.errors import MultipleSourceMatchesError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.operations.dml.copy_on_write import elapsed_ms
 from airflow_delta_provider.operations.merge.clauses import (
     DELETE,
@@ -72,8 +73,8 @@ def find_touched_files(plan: MergePlan, keep: Callable[[DataFrame], DataFrame]) 
     key_pairs = plan.insert_key_pairs
     keys = [f"s{i}" for i in range(len(key_pairs))]
     pairs = joined.select(
-        F.col(f"`{key}`").alias("k"),
-        F.when(matched, F.col(f"`{row}`")).alias("r"),
+        F.col(quote_identifier(key)).alias("k"),
+        F.when(matched, F.col(quote_identifier(row))).alias("r"),
         rows.action(unmatched_sources=False).alias("a"),
         matched.alias("m"),
         *[rows.source_value(s).alias(k) for k, (_t, s) in zip(keys, key_pairs)],
@@ -123,7 +124,7 @@ def _raise_multiple_matches(plan: MergePlan, joined: DataFrame, key: str, row: s
     shown = list(plan.facts.target_columns[:_KEYS_SHOWN])
     example = (
         joined.filter(rows.is_matched)
-        .groupBy(F.col(f"`{key}`"), F.col(f"`{row}`"))
+        .groupBy(F.col(quote_identifier(key)), F.col(quote_identifier(row)))
         .agg(F.count(F.lit(1)).alias("_n"), *[F.first(rows.target_value(c)).alias(c) for c in shown])
         .filter(F.col("_n") > 1)
         .limit(1)

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filter
 from airflow_delta_provider.delta.schema.layout_columns import check_layout_columns
 from airflow_delta_provider.delta.snapshot import Snapshot
@@ -153,7 +154,10 @@ def optimize_files(
             frame = frame.withColumn(noise, F.rand(seed=0))
             # The noise splits rows of one key (duplicates, nulls) over files, as delta-spark's addNoise.
             frame = frame.repartitionByRange(count, F.col(key), F.col(noise))
-            ordering = [*snapshot.partition_columns, key]  # the partition sort a writer needs comes first
+            ordering = [
+                *[F.col(quote_identifier(c)) for c in snapshot.partition_columns],
+                F.col(key),
+            ]  # partitions first
             frame = frame.sortWithinPartitions(*ordering).drop(key, noise)
         else:
             frame = frame.coalesce(1)

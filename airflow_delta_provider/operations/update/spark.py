@@ -37,6 +37,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.table_features.generated_columns import depends_on, generation_expressions
 from airflow_delta_provider.delta.table_features.identity_columns import check_not_updated
 from airflow_delta_provider.operations.dml.copy_on_write import DmlCommand, elapsed_ms
@@ -208,7 +209,7 @@ class UpdateCommand(DmlCommand):
         columns = []
         for field in self.snapshot.schema["fields"]:
             name = field["name"]
-            old = F.col(f"`{name}`")
+            old = F.col(quote_identifier(name))
             new = lower.get(name.lower())
             if new is None:
                 columns.append(old.alias(name))

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.spark.read.files import file_keys, key_column
 
 #: Above this many deleted rows in one read, the deleted-rows frame is no longer
@@ -80,7 +81,7 @@ def row_indexes_by_file(
     """Per file (``add.path``), the sorted row indexes in ``frame``
     (:func:`~.file_reads.match_frame`'s); only the
     two columns reach the driver."""
-    table = frame.select(f"`{key_name}`", f"`{row_name}`").toArrow()
+    table = frame.select(quote_identifier(key_name), quote_identifier(row_name)).toArrow()
     keys = table.column(key_name).to_numpy(zero_copy_only=False)
     rows = table.column(row_name).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
     if len(keys) == 0:

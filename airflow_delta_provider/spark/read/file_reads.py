@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType, StructField, StructType, TimestampNTZType
 
 from airflow_delta_provider.delta.actions.model import AddFile
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.partitions import parse_partition_values
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
 from airflow_delta_provider.delta.table_features.column_mapping import ID
@@ -44,7 +45,6 @@ from airflow_delta_provider.spark.read.files import (
     hadoop_path,
     key_column,
     physical_struct,
-    quote,
     spark_schema,
     table_location,
     to_logical,
@@ -313,7 +313,7 @@ def match_frame(
             row_index_column=row_name,
         )
         by_position: dict[Any, str] = {i: f.path for i, f in enumerate(files)}
-        kept: list[Column | str] = [*data, quote(key_name), quote(row_name)]
+        kept: list[Column | str] = [*data, quote_identifier(key_name), quote_identifier(row_name)]
         return frame.filter(matched).select(*kept), key_name, row_name, by_position
     uri_column = free_name(URI_COLUMN, taken)
     groups = partition_groups(files)
@@ -326,7 +326,7 @@ def match_frame(
     else:
         by_key, hashed = file_keys(uris)
         key = key_column(uri_column, hashed).alias(key_name)
-    frame = union_all([df.filter(matched).select(*data, key, quote(row_name)) for df in reads])
+    frame = union_all([df.filter(matched).select(*data, key, quote_identifier(row_name)) for df in reads])
     return frame, key_name, row_name, by_key
 
 

@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.partitions import encode_path, file_location, to_absolute
 from airflow_delta_provider.delta.storage import TableLocation, parse_location
 from airflow_delta_provider.spark.runtime.session import is_connect
@@ -196,13 +197,9 @@ def free_name(base: str, taken: set[str]) -> str:
     return name
 
 
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def column(name: str) -> Column:
     """A column reference safe for any name (dots, spaces)."""
-    return F.col(quote(name))
+    return F.col(quote_identifier(name))
 
 
 __all__ = [
@@ -217,7 +214,6 @@ __all__ = [
     "hadoop_path",
     "key_column",
     "physical_struct",
-    "quote",
     "spark_schema",
     "table_location",
     "to_logical",

@@ -56,6 +56,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from airflow_delta_provider.delta.actions.model import AddFile
 from airflow_delta_provider.delta.errors import DeltaError, InvalidInputError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.spark.read.file_reads import (
     literal_reads,
     match_frame,
@@ -75,7 +76,6 @@ from airflow_delta_provider.spark.read.files import (
     free_name,
     hadoop_path,
     key_column,
-    quote,
     spark_schema,
     table_location,
 )
@@ -124,9 +124,9 @@ def scan(
         raise InvalidInputError(
             f"file_column {file_column!r} is already a column of the table; pass another file_column"
         )
-    columns = [F.col(quote(f.name)) for f in table_struct.fields]
+    columns = [F.col(quote_identifier(f.name)) for f in table_struct.fields]
     if with_file_path:
-        columns.append(F.col(quote(file_column)))
+        columns.append(F.col(quote_identifier(file_column)))
     if not files:
         fields = list(table_struct.fields)
         if with_file_path:
@@ -201,14 +201,14 @@ def count_matches(
     location = table_location(snapshot)
     if resolve_io(spark, location, io) == ARROW:
         frame, key, _row, by_position = match_frame(spark, snapshot, files, condition, io)
-        counts = frame.groupBy(quote(key)).count().collect()
+        counts = frame.groupBy(quote_identifier(key)).count().collect()
         return {by_position[r[key]]: int(r["count"]) for r in counts}
     groups = partition_groups(files)
     if partition_columns and len(groups) > MAX_LITERAL_PARTITIONS:
         if _needs_columns_outside(spark, data_schema(snapshot.schema, partition_columns), matched):
             name = free_name(FILE_COLUMN, taken)
             frame = scan(spark, snapshot, files, with_file_path=True, file_column=name).filter(matched)
-            return {r[name]: int(r["count"]) for r in frame.groupBy(quote(name)).count().collect()}
+            return {r[name]: int(r["count"]) for r in frame.groupBy(quote_identifier(name)).count().collect()}
         groups, partition_columns = {(): files}, []  # data columns only: one read
     uri_column = free_name(URI_COLUMN, taken)
     reads = literal_reads(spark, snapshot, groups, uri_column=uri_column, partition_columns=partition_columns)

@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta.actions.model import AddCDCFile
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 from airflow_delta_provider.delta.table_features.change_data_feed import (
     CHANGE_TYPE_COLUMN,
     UPDATE_POSTIMAGE,
@@ -61,7 +62,7 @@ def update_images(frame: DataFrame, schema: Mapping[str, Any], updated: list[Col
     after = [col.cast(f.dataType).alias(f.name) for col, f in zip(updated, struct.fields)]
     images = F.array(tagged(before, UPDATE_PREIMAGE), tagged(after, UPDATE_POSTIMAGE))
     name = free_name("_change", {c.lower() for c in frame.columns})
-    return frame.select(F.explode(images).alias(name)).select(f"`{name}`.*")
+    return frame.select(F.explode(images).alias(name)).select(f"{quote_identifier(name)}.*")
 
 
 def with_change_type(frame: DataFrame, change_type: str) -> DataFrame:

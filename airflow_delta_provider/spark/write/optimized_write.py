@@ -23,8 +23,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from airflow_delta_provider.delta import table_properties
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 #: delta-spark's ``optimizeWrite.binSize`` default.
 DEFAULT_BIN_SIZE = 512 * 1024 * 1024
@@ -42,8 +44,12 @@ def bin_size(configuration: Mapping[str, str]) -> int:
 def rebalanced(frame: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
     """``frame`` rebalanced by the partition columns; on an unpartitioned table
     (no columns) ``REBALANCE`` spreads the rows round-robin, and adaptive
-    execution then splits and coalesces them into partitions of the advisory size."""
-    return frame.hint("rebalance", *partition_columns)
+    execution then splits and coalesces them into partitions of the advisory size.
+
+    The columns go as quoted Column objects: a hint's string parameters are
+    parsed as multi-part names, so a physical name like ``col-<uuid>`` (column
+    mapping), a dot or a space would not resolve."""
+    return frame.hint("rebalance", *[F.col(quote_identifier(name)) for name in partition_columns])
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, NumericType, StringType, TimestampNTZType, TimestampType
 
 from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 #: Bits of the key: a signed long holds 63, shared by the columns.
 KEY_BITS = 62
@@ -91,7 +92,7 @@ def with_range_ids(frame: DataFrame, columns: Sequence[str]) -> tuple[DataFrame,
                 f"cannot Z-order by {column}: its type {types[column].simpleString()} has no quantiles "
                 "(numeric, date, timestamp and string columns can be Z-ordered)"
             )
-        frame = frame.withColumn(value, _as_number(F.col(_quote(column)), types[column]))
+        frame = frame.withColumn(value, _as_number(F.col(quote_identifier(column)), types[column]))
     bits = max(1, min(MAX_COLUMN_BITS, KEY_BITS // len(columns)))
     probes = [i / (1 << bits) for i in range(1, 1 << bits)]
     quantiles = frame.approxQuantile(values, probes, QUANTILE_ERROR)
@@ -121,10 +122,6 @@ def _with_rank(frame: DataFrame, value: str, cuts: Sequence[float], bits: int, r
         frame = frame.withColumn(rank, F.col(rank) + F.when(below, F.lit(step).cast("long")).otherwise(0))
         step //= 2
     return frame
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 __all__ = ["KEY_BITS", "MAX_COLUMN_BITS", "with_range_ids", "with_zorder_key", "zorder_types_supported"]

@@ -18,12 +18,12 @@ from airflow_delta_provider.delta.expressions.parse import (
     literal,
     nondeterministic_calls,
     parse_sql,
-    quote_column,
     referenced_columns,
     sql_literal,
     term,
     unqualified_sql,
 )
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 PARTS = ["p", "region"]
 
@@ -228,9 +228,9 @@ def test_unqualified_sql_renames_every_column_and_leaves_the_tree_alone():
 
 
 def test_quoting():
-    assert quote_column("a b") == "`a b`"
-    assert quote_column("we`ird") == "`we``ird`"
-    assert Predicate.parse(f"{quote_column('we`ird')} = 1").columns == {"we`ird"}
+    assert quote_identifier("a b") == "`a b`"
+    assert quote_identifier("we`ird") == "`we``ird`"
+    assert Predicate.parse(f"{quote_identifier('we`ird')} = 1").columns == {"we`ird"}
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""VACUUM LITE planning (delta/operations/vacuum_lite.py): the commit range and
+"""VACUUM LITE planning (operations/vacuum/lite.py): the commit range and
 its refusal, delta-spark's ``_last_vacuum_info`` format, and LITE against a
 full VACUUM's plan on histories written by our core and by delta-rs."""
 
