@@ -301,7 +301,7 @@ class DeltaSparkOperator(BaseOperator):
 
     def _check(self, spec: OperationSpec) -> None:
         """What the spec cannot know: whether ``engine="python"`` can run it."""
-        if self.engine == "python" and spec.needs_spark():
+        if self.engine == "python" and spec.requires_spark():
             raise ValueError(f"{spec.spark_reason()}: it needs Spark, not engine='python'")
 
     def cli_arguments(self) -> list[str]:
@@ -669,14 +669,16 @@ class DeltaChangesOperator(DeltaSparkOperator):
         if version_range is None and kwargs.get("start_version") is None:
             raise ValueError("give start_version (and end_version), or version_range")
         self.version_range = version_range
+        # Whether the bounds come from the range: it may render to None (nothing new) when the task runs.
+        self._by_range = version_range is not None
         super().__init__(**kwargs)
 
     def _known_now(self) -> bool:
-        return self.version_range is None and super()._known_now()
+        return not self._by_range and super()._known_now()
 
     def _bounds(self) -> tuple[Any, Any] | None:
         """(start, end) as given; None for an empty ``version_range``."""
-        if self.version_range is None:
+        if not self._by_range:
             return self.start_version, self.end_version
         return _range_bounds(self.version_range)
 

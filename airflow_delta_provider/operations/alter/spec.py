@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from airflow_delta_provider.delta.errors import InvalidArgumentError
+from airflow_delta_provider.operations.alter.changes import ALTER_CHANGES
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.spec.fields import (
     option,
@@ -66,6 +67,12 @@ class AlterSpec(OperationSpec):
                 raise InvalidArgumentError(f"the change is not JSON: {exc}") from None
             if not isinstance(change, dict):
                 raise InvalidArgumentError('the change must be a JSON object, e.g. {"drop_columns": ["a"]}')
+            kinds = [kind for kind in change if kind in ALTER_CHANGES]
+            if len(kinds) != 1:
+                raise InvalidArgumentError(f"change must name exactly one of {ALTER_CHANGES}, got {sorted(change)}")
+
+    def requires_spark(self) -> bool:
+        return self.needs_spark()
 
     def spark_reason(self) -> str:
         if self.drop_feature is not None or "drop_feature" in (self.change or ""):

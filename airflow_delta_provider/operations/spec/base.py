@@ -105,6 +105,11 @@ class OperationSpec(metaclass=_SpecType):
         """Whether the Spark application opens a session for it (all but metadata-only operations)."""
         return True
 
+    def requires_spark(self) -> bool:
+        """Whether it cannot run at all with no Spark (``engine="python"``): every
+        operation but those the core runs alone (:attr:`runs_without_spark`)."""
+        return not self.runs_without_spark
+
     def spark_reason(self) -> str:
         """Why it needs Spark, for the error that refuses it with no Spark."""
         return self.operation
