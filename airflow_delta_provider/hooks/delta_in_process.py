@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.bases.hook import BaseHook
 from airflow.sdk.exceptions import AirflowFailException
@@ -32,6 +32,9 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, task_error
 from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.utils.package_zip import build_package_zip
+
+if TYPE_CHECKING:
+    from airflow_delta_provider.operations.spec.base import OperationSpec
 
 #: The connection type of a Spark Connect server (apache-airflow-providers-apache-spark's).
 SPARK_CONNECT_CONN_TYPE = "spark_connect"
@@ -80,15 +83,22 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None
     ) -> dict[str, Any] | None:
+        """The argv form (``hook.run``): parsed into its spec, which runs as it is."""
+        from airflow_delta_provider.operations.argv import parse_request
+
+        argv = [operation, table, *arguments, *(["--token", token] if token else [])]
+        return self._execute_spec(parse_request(argv))
+
+    def _execute_spec(self, spec: OperationSpec) -> dict[str, Any] | None:
         from airflow_delta_provider.delta.errors import DeltaError
         from airflow_delta_provider.spark.in_process import InProcessCommand
 
-        argv = [operation, table, *arguments, *(["--token", token] if token else [])]
+        operation, table = spec.operation, spec.table_path
         remote = None if self.conn_id is None else self._remote_url()
         where = "with no Spark" if remote is None else "over Spark Connect"
         try:
             self._command = InProcessCommand(
-                argv,
+                spec,
                 remote=remote,
                 storage_options=self.storage_options or None,
                 conf=self.conf,

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from airflow_delta_provider.operations.registry import OPERATIONS
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from airflow_delta_provider.delta.actions.model import CommitInfo
+    from airflow_delta_provider.operations.spec.base import OperationSpec
 
 
 #: How far the storage's clock may lag Airflow's when looking for an earlier try's commit.
@@ -128,7 +129,28 @@ class DeltaOperationMixin:
         """
         if operation not in OPERATIONS:
             raise ValueError(f"unknown Delta operation {operation!r}; expected one of {OPERATIONS}")
+        return self._run_once(
+            operation, table, token, not_before, lambda: self._execute(operation, table, arguments, token)
+        )
 
+    def run_spec(self, spec: OperationSpec, not_before: datetime | None = None) -> DeltaOperationResult:
+        """Run ``spec`` and return the commit it made, as :meth:`run` does.
+
+        The spec's ``token`` names the change across retries. In the task's own
+        process the spec object is passed as it is; only a spark-submit turns
+        it into the application's argv.
+        """
+        return self._run_once(spec.operation, spec.table_path, spec.token, not_before, lambda: self._execute_spec(spec))
+
+    def _run_once(
+        self,
+        operation: str,
+        table: str,
+        token: str | None,
+        not_before: datetime | None,
+        execute: Callable[[], dict[str, Any] | None],
+    ) -> DeltaOperationResult:
+        """``execute`` unless an earlier try committed ``token``; the commit it made."""
         before = -1
         if token:
             earlier = self._last_commit_with_token(table, token, not_before=not_before)
@@ -143,7 +165,7 @@ class DeltaOperationMixin:
                 return self._commit_result(table, version, info)
             before = self._latest_version(table)
 
-        printed = self._execute(operation, table, arguments, token)
+        printed = execute()
 
         if token:
             committed = self._last_commit_with_token(table, token, since_version=before + 1)
@@ -157,6 +179,10 @@ class DeltaOperationMixin:
     ) -> dict[str, Any] | None:
         """Run the operation; the result the engine printed, when it came back."""
         raise NotImplementedError
+
+    def _execute_spec(self, spec: OperationSpec) -> dict[str, Any] | None:
+        """Run ``spec``: by default as the application's argv (a spark-submit's boundary)."""
+        return self._execute(spec.operation, spec.table_path, spec.arguments(), spec.token)
 
     # --- Reading the result from the log ---------------------------------------
 

@@ -356,14 +356,8 @@ class DeltaSparkOperator(BaseOperator):
             self._check(request)
         except ValueError as exc:  # a rendered argument of the wrong kind: no retry mends it
             raise AirflowFailException(f"{type(self).__name__}: {exc}") from None
-        # The hook runs [operation, table, *arguments, "--token", token]: request.to_argv().
-        result = self.hook.run(
-            request.operation,
-            request.table_path,
-            request.arguments(),
-            token=request.token,
-            not_before=getattr(dag_run, "start_date", None),
-        )
+        # spark-submit runs the spec's argv; in this process (Connect, engine="python") the spec runs as it is.
+        result = self.hook.run_spec(request, not_before=getattr(dag_run, "start_date", None))
         if result["version"] is None:  # a dry run, nothing to do, or a read: what it found still counts
             self.log.info("%s committed no version of %s: %s", result["operation"], result["table"], result["metrics"])
         else:

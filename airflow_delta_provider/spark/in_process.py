@@ -34,6 +34,7 @@ from airflow_delta_provider.delta.errors import (
     OperationInterruptedError,
 )
 from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
+from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.spark.cli import execute, parse_request
 from airflow_delta_provider.spark.runtime.progress import Report
 
@@ -41,7 +42,8 @@ from airflow_delta_provider.spark.runtime.progress import Report
 class InProcessCommand:
     """One Spark CLI command, run in this process (see the module docs).
 
-    :param argv: The CLI's arguments: the command, the table, its options.
+    :param argv: The operation's spec, as it is; or the CLI's arguments (the
+        command, the table, its options), which are parsed into it.
     :param remote: A Spark Connect URL (``sc://host:port/;token=...``);
         None runs a command that needs no Spark.
     :param storage_options: The table store's settings for this process
@@ -56,7 +58,7 @@ class InProcessCommand:
 
     def __init__(
         self,
-        argv: Sequence[str],
+        argv: OperationSpec | Sequence[str],
         *,
         remote: str | None = None,
         storage_options: Mapping[str, str] | None = None,
@@ -64,7 +66,7 @@ class InProcessCommand:
         py_files: Iterable[str] = (),
         report_progress: Report | None = None,
     ) -> None:
-        self.request = parse_request(argv)
+        self.request = argv if isinstance(argv, OperationSpec) else parse_request(argv)
         operation = self.request.operation
         adds_constraint = operation == "alter" and self.request.needs_spark()
         if remote is None and adds_constraint:

@@ -189,8 +189,8 @@ class _LostDriverOutput(DeltaChangesOperator):
     @property
     def hook(self):
         hook = super().hook
-        run = hook._execute
-        hook._execute = lambda *args: run(*args) and None
+        run = hook._execute_spec
+        hook._execute_spec = lambda spec: run(spec) and None
         return hook
 
 

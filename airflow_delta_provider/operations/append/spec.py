@@ -105,25 +105,26 @@ class AppendSpec(OperationSpec):
             raise InvalidArgumentError("give both the txn app id and the txn version, or neither")
         if self.txn_version is not None and self.txn_version < 0:
             raise InvalidArgumentError(f"txn version must not be negative, got {self.txn_version}")
-        dynamic = self.partition_overwrite_mode == DYNAMIC_OVERWRITE
-        check_overwrite_arguments(self.mode, self.replace_where, dynamic, self.overwrite_schema)
+        self._check_selective_overwrite()
         if self.replace_where is not None and not self.replace_where.strip():
             raise InvalidArgumentError("replace_where is empty; omit it to overwrite the whole table")
         parse_table_schema(self.table_schema)
 
-
-def check_overwrite_arguments(mode: str, replace_where: str | None, dynamic: bool, overwrite_schema: bool) -> None:
-    """Refuse the combinations delta-spark refuses, and a selective overwrite
-    that is not an overwrite. ``dynamic``: dynamic partition overwrite."""
-    if replace_where is None and not dynamic:
-        return
-    if replace_where is not None and dynamic:
-        raise InvalidArgumentError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
-    what = "replace_where" if replace_where is not None else 'partition_overwrite_mode="dynamic"'
-    if mode != "overwrite":
-        raise InvalidArgumentError(f'{what} replaces part of the table: it needs mode="overwrite", not {mode!r}')
-    if overwrite_schema:
-        raise InvalidArgumentError(f"{what} cannot be used with overwrite_schema: the schema stays the table's")
+    def _check_selective_overwrite(self) -> None:
+        """Refuse the combinations delta-spark refuses, and a selective overwrite
+        that is not an overwrite."""
+        dynamic = self.partition_overwrite_mode == DYNAMIC_OVERWRITE
+        if self.replace_where is None and not dynamic:
+            return
+        if self.replace_where is not None and dynamic:
+            raise InvalidArgumentError('replace_where and partition_overwrite_mode="dynamic" cannot both be set')
+        what = "replace_where" if self.replace_where is not None else 'partition_overwrite_mode="dynamic"'
+        if self.mode != "overwrite":
+            raise InvalidArgumentError(
+                f'{what} replaces part of the table: it needs mode="overwrite", not {self.mode!r}'
+            )
+        if self.overwrite_schema:
+            raise InvalidArgumentError(f"{what} cannot be used with overwrite_schema: the schema stays the table's")
 
 
 def parse_table_schema(text: str | None) -> dict[str, Any] | None:
