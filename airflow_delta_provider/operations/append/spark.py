@@ -223,7 +223,7 @@ def _append_once(
         written.committing()
         rewrites.committing()
         try:
-            result = txn.commit(metrics=metrics.commit_metrics(), token=spec.token)
+            result = txn.commit(metrics=metrics.commit_metrics(), token=spec.token, user_metadata=spec.user_metadata)
         except MetadataChangedError as exc:
             if not identities:
                 raise

@@ -85,6 +85,11 @@ class AppendSpec(OperationSpec):
     table_properties: tuple[tuple[str, str], ...] = pairs(
         templated=True, flag="--property", dest="property", help="table property (delta.*)"
     )
+    user_metadata: str | None = option(
+        templated=True,
+        metavar="TEXT",
+        help="text recorded in the commit's userMetadata (delta-spark's userMetadata write option)",
+    )
 
     def validate(self) -> None:
         super().validate()

@@ -308,3 +308,34 @@ def test_creating_a_table_over_untracked_data_files_is_refused_and_writes_nothin
 
     replaced = run_append(spark, str(path), src, "parquet", mode="overwrite")
     assert replaced.version == 0 and table_rows(str(path)) == [(10,), (11,)]
+
+
+def test_user_metadata_is_recorded_in_the_commit(spark, tmp_path, make_table):
+    """delta-spark's ``userMetadata`` write option: one spec field, from the CLI and the operator alike."""
+    from airflow_delta_provider.operations.argv import parse_request
+    from airflow_delta_provider.operations.runners import run_spec
+    from airflow_delta_provider.operators.delta import DeltaAppendOperator
+
+    source = make_table(pa.table({"id": [1, 2]}))
+    table = str(tmp_path / "t")
+    argv = [
+        "append",
+        table,
+        "--source",
+        source,
+        "--format",
+        "delta",
+        "--user-metadata",
+        "backfill {ds}",
+        "--io",
+        "hadoop",
+    ]
+    spec = parse_request(argv)
+    assert run_spec(spark, spec).version == 0
+    info = DeltaTable(table).history()[0]
+    assert info["userMetadata"] == "backfill {ds}"
+    operator = DeltaAppendOperator(
+        task_id="a", table_path=table, source=source, source_format="delta", user_metadata="x"
+    )
+    assert "user_metadata" in operator.template_fields
+    assert operator.cli_arguments()[-2:] == ["--user-metadata", "x"]
