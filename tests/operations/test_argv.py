@@ -49,6 +49,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (
         DeltaAppendOperator,
         {
+            "user_metadata": "nightly load {{ ds }}",
             "source": "/in/day=1",
             "source_format": "csv",
             "merge_schema": True,
@@ -68,6 +69,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (
         DeltaAppendOperator,
         {
+            "user_metadata": "nightly load {{ ds }}",
             "source": "/in/day=2",
             "source_format": "json",
             "merge_schema": True,
@@ -84,6 +86,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (
         DeltaAppendOperator,
         {
+            "user_metadata": "nightly load {{ ds }}",
             "source": "/in/day=3",
             "source_format": "delta",
             "merge_schema": True,
@@ -100,6 +103,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (
         DeltaAppendOperator,
         {
+            "user_metadata": "nightly load {{ ds }}",
             "source": "/in/day=5",
             "source_format": "parquet",
             "merge_schema": True,
@@ -116,6 +120,7 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
     (
         DeltaAppendOperator,
         {
+            "user_metadata": "nightly load {{ ds }}",
             "source_sql": "SELECT * FROM a JOIN b USING (id) WHERE a.day = '4'",
             "source_views": {"a": {"path": "/in/a", "format": "orc"}, "b": {"path": "/in/b", "format": "delta"}},
             "merge_schema": True,
@@ -215,7 +220,7 @@ _ALTERNATIVES = {
 _MINIMAL = {
     "append": {"source": "x", "source_format": "parquet"},
     "merge": {"source": "x", "clauses": '[{"when": "matched", "delete": true}]'},
-    "alter": {"change": "{}"},
+    "alter": {"change": '{"set_properties": {"k": "v"}}'},
 }
 
 
@@ -311,7 +316,7 @@ def test_the_cli_flags_keep_their_spelling() -> None:
         "--partition-by", "day", "--partition-by", "country", "--txn-app-id", "loader", "--txn-version", "7",
         "--option", "header=true", "--option", "sep=;",
         "--property", "delta.enableDeletionVectors=true", "--property", "delta.appendOnly=false",
-        "--io", "arrow", "--debug", "--token", TOKEN,
+        "--user-metadata", "nightly load {{ ds }}", "--io", "arrow", "--debug", "--token", TOKEN,
     ]  # fmt: skip
     vacuum = DeltaVacuumOperator(task_id="v", table_path="/t", retention_hours="48", retention_check=False)
     assert vacuum.request().to_argv() == [
@@ -432,6 +437,7 @@ def test_template_fields_are_unchanged() -> None:
             "table_schema",
             "replace_where",
             "partition_overwrite_mode",
+            "user_metadata",
         ),
         DeltaMergeOperator: (
             *base,
