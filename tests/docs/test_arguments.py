@@ -19,12 +19,15 @@ docs/object-storage.rst name are the ones the storage layer accepts.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from pathlib import Path
 
 import pytest
 
+from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.operations.spec.fields import argument_of
 from airflow_delta_provider.operators import delta as operators
 from airflow_delta_provider.operators import table_info
 
@@ -65,15 +68,28 @@ def _base(cls: type) -> type | None:
     return next((base for base in BASES if cls is not base and issubclass(cls, base)), None)
 
 
+def _shared_spec_fields(templated_only: bool = False) -> set[str]:
+    """The fields every spec has that the operators take: listed with the base class's arguments."""
+    return {
+        field.name
+        for field in dataclasses.fields(OperationSpec)
+        if argument_of(field).in_operator and (argument_of(field).templated or not templated_only)
+    }
+
+
 def own_arguments(cls: type) -> set[str]:
     names = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
+    if cls is operators.DeltaSparkOperator:
+        return names | _shared_spec_fields()
     base = _base(cls)
     return names - own_arguments(base) if base is not None else names
 
 
 def own_template_fields(cls: type) -> set[str]:
+    if cls is operators.DeltaSparkOperator:
+        return set(cls.template_fields) | _shared_spec_fields(templated_only=True)
     base = _base(cls)
-    return set(cls.template_fields) - (set(base.template_fields) if base is not None else set())
+    return set(cls.template_fields) - (own_template_fields(base) if base is not None else set())
 
 
 OPERATORS_PAGE = sections(DOCS / "operators.rst")
