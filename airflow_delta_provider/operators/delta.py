@@ -484,6 +484,8 @@ class DeltaAppendOperator(DeltaSparkOperator):
     :param partition_overwrite_mode: With ``mode="overwrite"``: ``static``
         (default) replaces the whole table, ``dynamic`` only the partitions
         the source's rows fall in. (templated)
+    :param user_metadata: Text recorded as the commit's ``userMetadata``
+        (delta-spark's ``userMetadata`` write option). (templated)
     """
 
     spec_class = AppendSpec
