@@ -46,7 +46,7 @@ from airflow_delta_provider.delta.scan.skipping import Predicate, partition_filt
 from airflow_delta_provider.delta.schema.layout_columns import check_layout_columns
 from airflow_delta_provider.delta.snapshot import Snapshot
 from airflow_delta_provider.delta.table import DeltaTable
-from airflow_delta_provider.delta.table_features import clustering
+from airflow_delta_provider.delta.table_features import clustering, gate
 from airflow_delta_provider.delta.table_properties import target_file_size
 from airflow_delta_provider.operations.optimize.metrics import OptimizeMetrics
 from airflow_delta_provider.operations.optimize.plan import Bin, plan_bins
@@ -54,7 +54,7 @@ from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
 from airflow_delta_provider.operations.reorg.spark import check_rows_kept, file_size_metrics
 from airflow_delta_provider.operations.result import CommandResult
 from airflow_delta_provider.spark import conditions
-from airflow_delta_provider.spark.runtime.io_mode import check_io, resolve_io
+from airflow_delta_provider.spark.runtime.io_mode import resolve_io
 from airflow_delta_provider.spark.runtime.worker_env import forward_store_env
 
 OPERATION = "OPTIMIZE"
@@ -66,10 +66,11 @@ MAX_CONCURRENT_BINS = 8
 
 def run(spark: SparkSession, spec: OptimizeSpec, storage_options: Mapping[str, str] | None = None) -> CommandResult:
     """OPTIMIZE the spec's table [WHERE] [ZORDER BY] [FULL]; ``version`` None when nothing was to do."""
-    check_io(spec.io)
     started = time.monotonic()
     target = DeltaTable(spec.table_path, storage_options)
     snapshot = target.snapshot()
+    # Refused by name even when there is nothing to compact, as delta-spark's OPTIMIZE is.
+    gate.check_writable(snapshot.protocol, snapshot.metadata)
     zorder_by = _check_zorder_columns(snapshot, list(spec.zorder_by))
     if spec.full and not clustering.clustering_columns(snapshot):
         raise InvalidInputError("OPTIMIZE FULL (full) reclusters a liquid-clustered table; this table is not clustered")
