@@ -12,7 +12,7 @@ import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 #: Field metadata key for a metric whose delta-spark name is not its field name in camelCase.
 METRIC_NAME = "metric_name"
@@ -57,9 +57,17 @@ class OperationMetrics(Mapping[str, Any]):
         """The metrics by delta-spark's names, as numbers (the XCom value's ``metrics``)."""
         return dict(self._items())
 
+    #: Metrics of the result that delta-spark does not record in the commit (its timings, say).
+    result_only: ClassVar[tuple[str, ...]] = ()
+
     def commit_metrics(self) -> dict[str, Any]:
-        """The commit's ``operationMetrics``: what :meth:`to_dict` has, without nested values."""
-        return {key: value for key, value in self._items() if not isinstance(value, (dict, list))}
+        """The commit's ``operationMetrics``: what :meth:`to_dict` has, without nested
+        values and without the :attr:`result_only` ones."""
+        return {
+            key: value
+            for key, value in self._items()
+            if not isinstance(value, (dict, list)) and key not in self.result_only
+        }
 
 
 @dataclass

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from airflow_delta_provider.operations.result import OperationMetrics
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReorgMetrics(OperationMetrics):
-    """delta-spark's REORG ... APPLY (PURGE) metrics (its OPTIMIZE's), in its order.
-
-    The file sizes are those :func:`file_sizes` gives; ``numPurgedRows`` and
-    ``executionTimeMs`` are in the result only, not in the commit.
-    """
-
-    #: The metrics of the result that delta-spark's REORG does not record in its commit.
-    result_only: ClassVar[tuple[str, ...]] = ("numPurgedRows", "executionTimeMs")
+class RewriteMetrics(OperationMetrics):
+    """What a rewrite of files added and removed, as delta-spark's OPTIMIZE (and
+    REORG, which is an OPTIMIZE) names it: files, bytes, and the sizes of the
+    files written (:func:`file_sizes`)."""
 
     num_added_files: int
     num_removed_files: int
@@ -28,13 +23,18 @@ class ReorgMetrics(OperationMetrics):
     p50_file_size: int
     p75_file_size: int
     max_file_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReorgMetrics(RewriteMetrics):
+    """delta-spark's REORG ... APPLY (PURGE) metrics (its OPTIMIZE's), in its order;
+    ``numPurgedRows`` and ``executionTimeMs`` are in the result only, not in the commit."""
+
+    result_only: ClassVar[tuple[str, ...]] = ("numPurgedRows", "executionTimeMs")
+
     num_deletion_vectors_removed: int
     num_purged_rows: int
     execution_time_ms: int
-
-    def commit_metrics(self) -> dict[str, Any]:
-        """What the commit records: delta-spark's REORG (its OPTIMIZE) metrics."""
-        return {k: v for k, v in super().commit_metrics().items() if k not in self.result_only}
 
 
 def file_sizes(sizes: list[int]) -> dict[str, int]:
@@ -56,4 +56,4 @@ def file_sizes(sizes: list[int]) -> dict[str, int]:
     }
 
 
-__all__ = ["ReorgMetrics", "file_sizes"]
+__all__ = ["ReorgMetrics", "RewriteMetrics", "file_sizes"]
