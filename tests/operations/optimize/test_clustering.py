@@ -89,7 +89,7 @@ def test_append_creates_a_clustered_table_that_delta_rs_and_duckdb_read(spark, t
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"partition_by": ["id"], "cluster_by": ["x"]}, "both partition"),
+        ({"partition_by": ["id"], "cluster_by": ["x"]}, "partitioned .*or clustered .*not both"),
         ({"cluster_by": ["nope"]}, "no such column"),
     ],
 )
