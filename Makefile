@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test matrix lint demo docs bench java maven clean test-jars golden-4.4
+.PHONY: test test-conformance matrix lint demo docs bench java maven clean test-jars golden-4.4
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ test: $(STAMP) java test-jars
 	wait $$first; ours=$$?; \
 	echo "--- $(FIRST) ---"; cat $$log; rm -f $$log; \
 	test $$rest -eq 0 && test $$ours -eq 0
+
+# The conformance suites in full, beyond the subsets `make test` runs for CI's time: every golden
+# table changed (tests/golden_dml.py), every table property other engines set through every
+# operation, and more generated hostile names.
+test-conformance: $(STAMP) java test-jars
+	GOLDEN_DML_ALL=1 DELTA_PROPERTIES_ALL=1 HOSTILE_NAMES_EXAMPLES=10 $(PY) -m pytest -q -p no:cacheprovider \
+	  tests/spark/test_golden_dml.py tests/delta_spark/test_table_properties_interop.py tests/spark/test_hostile_names.py
 
 # The interop matrix alone (docs/interop-matrix.rst): each operation on each table
 # feature, against delta-spark. `make test` runs it too.

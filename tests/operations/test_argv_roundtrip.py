@@ -96,7 +96,7 @@ def _specs(draw, spec_class):
 @pytest.mark.parametrize("spec_class", list(SPECS.values()), ids=lambda c: c.operation)
 def test_a_spec_comes_back_equal_from_its_argv(spec_class):
     @settings(
-        max_examples=30,
+        max_examples=15,
         derandomize=True,
         deadline=None,
         suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
