@@ -12,9 +12,8 @@ honoured and which are ignored, and why).
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import re
 import time
 from collections.abc import Callable
