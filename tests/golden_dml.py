@@ -93,20 +93,15 @@ FEATURE_NAMES = [
 KNOWN_ERRORS: dict[tuple[str, str, str], str] = {}
 
 
-#: The tables ``make test`` runs (checkpoints, partitions, column mapping, deletion vectors, V2
-#: checkpoints, identity columns, row tracking, and two tables we refuse), kept few for CI's time;
+#: The tables ``make test`` runs (a checkpoint, column mapping, partitioned deletion vectors, and a
+#: table we refuse), kept few for CI's time;
 #: ``GOLDEN_DML_ALL=1`` (``make test-conformance``) runs every table, as ``python -m tests.golden_dml`` does.
 CI_TABLES = frozenset(
     {
         ("golden", "basic-with-inserts-deletes-checkpoint"),
         ("golden", "collations-table"),
-        ("golden", "data-reader-partition-values"),
         ("golden", "data-skipping-basic-stats-all-types-columnmapping-id"),
         ("golden", "dv-partitioned-with-checkpoint"),
-        ("golden", "v2-checkpoint-parquet"),
-        ("golden-4.4", "identity-columns"),
-        ("golden-4.4", "row-tracking"),
-        ("delta-rs", "table_with_liquid_clustering"),
     }
 )
 
