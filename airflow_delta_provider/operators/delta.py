@@ -97,11 +97,6 @@ def _unrendered(value: Any) -> bool:
     return not isinstance(value, _PLAIN)
 
 
-def _default(operator: DeltaSparkOperator, name: str) -> Any:
-    """An argument's value when a task leaves it out: the operator's default, else the field's."""
-    return _default_of(type(operator), name)
-
-
 def _signature(cls: type[DeltaSparkOperator]) -> inspect.Signature:
     """The operator's keyword arguments, as ``inspect`` and Airflow see them: the class's own
     (if it has any), then its spec's fields, then those every Delta operator takes."""
@@ -113,7 +108,7 @@ def _signature(cls: type[DeltaSparkOperator]) -> inspect.Signature:
     for name in cls.spec_arguments:
         field = cls.spec_class.__dataclass_fields__[name]
         required = field.default is dataclasses.MISSING and name not in cls.optional_fields
-        default = inspect.Parameter.empty if required else _default_of(cls, name)
+        default = inspect.Parameter.empty if required else _default(cls, name)
         parameters.setdefault(name, inspect.Parameter(name, keyword, default=default, annotation=field.type))
     for parameter in inspect.signature(DeltaSparkOperator.__init__).parameters.values():
         if parameter.kind == keyword:
@@ -122,8 +117,8 @@ def _signature(cls: type[DeltaSparkOperator]) -> inspect.Signature:
     return inspect.Signature(list(parameters.values()))
 
 
-def _default_of(cls: type[DeltaSparkOperator], name: str) -> Any:
-    """The default of a spec field's operator argument."""
+def _default(cls: type[DeltaSparkOperator], name: str) -> Any:
+    """An argument's value when a task leaves it out: the operator's default, else the spec field's."""
     argument = cls.spec_arguments[name]
     if argument.operator_default is not UNSET:
         return argument.operator_default
@@ -241,7 +236,9 @@ class DeltaSparkOperator(BaseOperator):
         engine: str | None = None,
         **kwargs: Any,
     ) -> None:
-        values = {name: kwargs.pop(name) if name in kwargs else _default(self, name) for name in self.spec_arguments}
+        values = {
+            name: kwargs.pop(name) if name in kwargs else _default(type(self), name) for name in self.spec_arguments
+        }
         super().__init__(**kwargs)
         for field_name, value in values.items():
             setattr(self, field_name, value)
