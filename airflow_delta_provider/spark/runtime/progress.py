@@ -2,8 +2,8 @@
 
 A task log should say that a long job is moving without showing Spark's
 INFO records (the hook quiets those). So while a command runs, its Spark
-work is watched and, once stages have been running for a whole interval,
-one line is reported at most once per interval::
+work is watched and, once Spark has been busy for a whole interval, one line
+is reported every interval while stages run::
 
     progress: stage 3 (save at NativeMethodAccessorImpl.java:0), 45/200 tasks, 0:00:23
     progress: stages 7, 8, 12/40 tasks, 0:01:05
@@ -11,6 +11,13 @@ one line is reported at most once per interval::
 with the running stages (id, and name where Spark gives one), their tasks
 done out of their total, and the time since the command started. A job
 shorter than the interval prints nothing.
+
+Spark is "busy" from the first poll that sees a running stage until it has
+been idle for a whole interval: one operation is several jobs (a scan, then
+the rewrite), each of a few stages, with short idle gaps between them that
+adaptive query execution and the driver's own work make. Those gaps must not
+restart the count, or an operation whose stages each last a few seconds
+would never print a line, however long it runs.
 
 - **Classic session** (spark-submit, the local CLI): a daemon thread polls
   the SparkContext's status tracker (``getActiveStageIds``, ``getStageInfo``)
@@ -90,8 +97,9 @@ def format_progress(stages: Sequence[StageProgress], elapsed_s: float) -> str:
 
 
 class ProgressThrottle:
-    """Decides when a progress line is due: stages have been running without a
-    pause for a whole interval, and the last line is an interval old.
+    """Decides when a progress line is due: Spark has been busy for a whole
+    interval (idle gaps shorter than the interval do not end a busy spell),
+    stages run now, and the last line is an interval old.
 
     :param clock: Seconds, monotonic (a test's fake clock).
     """
@@ -101,19 +109,21 @@ class ProgressThrottle:
         self._clock = clock
         self._started = clock()
         self._busy_since: float | None = None
+        self._last_busy: float | None = None
         self._last_line: float | None = None
 
     def observe(self, stages: Sequence[StageProgress]) -> str | None:
         """Take note of the stages running now (none: Spark is idle); the line to report, if one is due."""
         now = self._clock()
+        if self._last_busy is not None and now - self._last_busy >= self.interval_s:
+            self._busy_since = self._last_busy = self._last_line = None  # idle a whole interval: the spell ended
         if not stages:
-            self._busy_since = None
             return None
         if self._busy_since is None:
             self._busy_since = now
-        if now - self._busy_since < self.interval_s:
-            return None
-        if self._last_line is not None and now - self._last_line < self.interval_s:
+        self._last_busy = now
+        due = max(self._busy_since, self._last_line or self._busy_since) + self.interval_s
+        if now < due:
             return None
         self._last_line = now
         return format_progress(sorted(stages, key=lambda s: s.stage_id), now - self._started)

@@ -2,9 +2,11 @@
 and real long UPDATEs on the classic session (the status tracker) and over a
 real Spark Connect server (Connect's progress handler).
 
-The real jobs are made long with a condition that sleeps per row, and the
-interval is lowered to half a second through its environment variable; the
-tests count lines, they never time anything.
+The real jobs are made long with a condition that sleeps per row (the
+classic one at an interval lowered to half a second through its environment
+variable, the Connect one at the default interval; the spark-submit form's
+test in tests/spark/test_cli.py is at the default interval too); the tests
+count lines, they never time anything.
 """
 
 from __future__ import annotations
@@ -74,14 +76,33 @@ def test_lines_come_at_most_once_an_interval_and_not_for_short_jobs() -> None:
     throttle = ProgressThrottle(10, clock)
     stage = [StageProgress(1, 0, 4)]
     seen = []
-    # A 9 s job: nothing. Then idle, then a job polled every 2 s for 40 s.
-    for t, stages in [(0, stage), (9, stage), (9.5, []), (12, stage), *((12 + s, stage) for s in range(2, 42, 2))]:
+    # A 9 s job, then idle for longer than the interval: nothing. Then a job polled every 2 s for 40 s.
+    for t, stages in [(0, stage), (9, stage), (9.5, []), (20, []), *((22 + s, stage) for s in range(0, 42, 2))]:
         clock.now = 100.0 + t
         line = throttle.observe(stages)
         if line is not None:
             seen.append((t, line))
-    assert [t for t, _ in seen] == [22, 32, 42, 52]  # 10 s into the job, then every 10 s
-    assert seen[0][1] == "progress: stage 1, 0/4 tasks, 0:00:22"
+    assert [t for t, _ in seen] == [32, 42, 52, 62]  # 10 s into the job, then every 10 s
+    assert seen[0][1] == "progress: stage 1, 0/4 tasks, 0:00:32"
+
+
+def test_short_idle_gaps_between_stages_do_not_restart_the_count() -> None:
+    """An operation is several jobs of short stages with idle gaps between them (adaptive query
+    execution, the driver's own work): a line every interval all the same, from the first stage on;
+    a line due in a gap comes at the next poll that sees a stage."""
+    clock = FakeClock()
+    throttle = ProgressThrottle(10, clock)
+    seen = []
+    for t in range(0, 46):  # polled every second: stages of 4 s, each followed by a 1 s gap
+        clock.now = 100.0 + t
+        running = [] if t % 5 == 4 else [StageProgress(t // 5, t % 5, 4)]
+        if throttle.observe(running) is not None:
+            seen.append(t)
+    assert seen == [10, 20, 30, 40]
+    clock.now = 100.0 + 49  # a line due in a gap: at the next poll that sees a stage
+    assert throttle.observe([]) is None
+    clock.now = 100.0 + 50.5
+    assert throttle.observe([StageProgress(10, 0, 4)]) == "progress: stage 10, 0/4 tasks, 0:00:50"
 
 
 def test_connects_done_call_ends_a_job_and_done_stages_are_not_shown() -> None:
@@ -92,10 +113,11 @@ def test_connects_done_call_ends_a_job_and_done_stages_are_not_shown() -> None:
     handler = ConnectProgressHandler(ProgressThrottle(1, clock), lines.append)
     finished = StageInfo(stage_id=1, num_tasks=2, num_completed_tasks=2, num_bytes_read=0, done=True)
     running = StageInfo(stage_id=2, num_tasks=4, num_completed_tasks=1, num_bytes_read=0, done=False)
-    for t, done in [(0, False), (0.5, True), (0.8, False), (1.5, False), (2.0, False)]:
+    for t, done in [(0, False), (0.5, True), (1.6, False), (2.0, False), (2.7, False)]:
         clock.now = 100.0 + t
         handler(stages=[finished, running], inflight_tasks=2, operation_id="op", done=done)
-    assert lines == ["progress: stage 2, 1/4 tasks, 0:00:02"]  # the job seen from 0.8 s, not from 0 s
+    # Idle from 0 s (done at 0.5 s) for a whole interval: the job seen from 1.6 s, not from 0 s.
+    assert lines == ["progress: stage 2, 1/4 tasks, 0:00:02"]
 
 
 def test_the_interval_comes_from_the_environment() -> None:
@@ -134,21 +156,21 @@ def test_a_job_shorter_than_the_interval_reports_nothing(spark) -> None:
     assert lines == []
 
 
-def test_a_long_update_over_spark_connect_reports_progress(spark_connect, tmp_path, monkeypatch) -> None:
-    """Connect's progress reports (the server sends one every 2 s while a job runs) for a real UPDATE."""
+def test_a_long_update_over_spark_connect_reports_progress_at_the_default_interval(
+    spark_connect, tmp_path, monkeypatch
+) -> None:
+    """Connect's progress reports (the server sends one every 2 s while a job runs) for a real
+    UPDATE of two jobs of 12.5 s each (100 rows sleeping 250 ms, two cores): at the default
+    interval of 10 s, at least two lines."""
     _, table = _twins(tmp_path, rows=100)
-    monkeypatch.setenv(PROGRESS_INTERVAL_VARIABLE, SHORT_INTERVAL)
+    monkeypatch.delenv(PROGRESS_INTERVAL_VARIABLE, raising=False)
     lines: list[str] = []
-    argv = ["update", table, "--condition", SLOW, "--set", "val = upper(val)"]
-    command = InProcessCommand(
-        argv,
-        remote=spark_connect.url,
-        report_progress=lines.append,
-        conf={"spark.connect.progress.reportInterval": "200ms"},
-    )
+    slow = SLOW.replace("cast(20 as bigint)", "cast(250 as bigint)")
+    argv = ["update", table, "--condition", slow, "--set", "val = upper(val)"]
+    command = InProcessCommand(argv, remote=spark_connect.url, report_progress=lines.append)
     assert command.run()["version"] == 4
 
-    assert lines, "no progress line for a job longer than the interval"
+    assert len(lines) >= 2, lines
     for line in lines:
         match = LINE.match(line)
         assert match, line
