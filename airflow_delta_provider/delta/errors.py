@@ -254,6 +254,15 @@ class VersionRangeConflictError(DeltaError):
     the same versions (runs not serialised, e.g. ``max_active_runs`` above 1)."""
 
 
+def one_line(error: BaseException | str) -> str:
+    """An error's whole text on one line, for the CLIs' one-line errors and a task's error: its
+    lines joined with `` | ``, list bullets (``- ``) dropped, as a multi-line message (a schema
+    mismatch: a header naming the columns, then one line each) would read aloud."""
+    text = error if isinstance(error, str) else str(error)
+    lines = [line.strip().removeprefix("- ") for line in text.splitlines() if line.strip()]
+    return " | ".join(lines)
+
+
 def first_line(error: BaseException | str) -> str:
     """The first non-blank line of an error's text (or of ``error`` itself),
     for one-line messages: Spark's errors carry a stack or a plan after it.

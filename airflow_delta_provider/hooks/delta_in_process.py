@@ -90,7 +90,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
         return self._execute_spec(parse_request(argv))
 
     def _execute_spec(self, spec: OperationSpec) -> dict[str, Any] | None:
-        from airflow_delta_provider.delta.errors import DeltaError
+        from airflow_delta_provider.delta.errors import DeltaError, one_line
         from airflow_delta_provider.spark.in_process import InProcessCommand
 
         operation, table = spec.operation, spec.table_path
@@ -108,7 +108,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
             self.log.info("Running Delta %s on %s %s", operation, table, where)
             return self._command.run()
         except DeltaError as exc:
-            error = task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {_one_line(exc)}")
+            error = task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {one_line(exc)}")
             raise error from (None if isinstance(error, AirflowFailException) else exc)
         finally:
             self._command = None
@@ -119,10 +119,6 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
         if command is not None:
             self.log.info("Interrupting the Spark Connect session's operations")
             command.interrupt()
-
-
-def _one_line(exc: BaseException) -> str:
-    return " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 __all__ = ["PYTHON_ENGINE_OPERATIONS", "SPARK_CONNECT_CONN_TYPE", "DeltaInProcessHook"]

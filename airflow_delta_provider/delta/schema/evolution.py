@@ -25,7 +25,6 @@ from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError, SchemaMismatchError
 from airflow_delta_provider.delta.schema import widening
-from airflow_delta_provider.delta.schema.display import tree_string
 from airflow_delta_provider.delta.schema.names import check_column_names, check_unique_names
 from airflow_delta_provider.delta.schema.types import (
     ELEMENT,
@@ -80,9 +79,15 @@ class _Report:
     any_names: bool = False
     problems: list[str] = field(default_factory=list)
     extra: list[FieldPath] = field(default_factory=list)
+    columns: list[FieldPath] = field(default_factory=list)
 
-    def add(self, problem: str, fixes: list[str] | None = None) -> None:
+    def add(self, column: FieldPath, problem: str, fixes: list[str] | None = None) -> None:
+        self.columns.append(column)
         self.problems.append(f"{problem}; {', or '.join(fixes)}" if fixes else problem)
+
+    def differing(self) -> list[str]:
+        """The columns that differ, each once: those the table lacks first, as :meth:`lines` lists them."""
+        return list(dict.fromkeys(format_path(p) for p in [*self.extra, *self.columns]))
 
     def keep_fixes(self, path: FieldPath, table: DeltaType) -> list[str]:
         """The fixes of a type clash that keep the table's type."""
@@ -119,11 +124,12 @@ def _evolve_fix(path: FieldPath, table: DeltaType, merged: DeltaType) -> str:
     return f"write with {MERGE_SCHEMA_ARG}=True to {_widening(path, table, merged)}"
 
 
-def _mismatch(title: str, report: _Report, table: Mapping[str, Any], data: Mapping[str, Any]) -> SchemaMismatchError:
-    lines = [f"{title}:"]
-    lines += [f"  - {p}" for p in report.lines()]
-    lines += ["", "Table schema:", tree_string(table), "", "Data schema:", tree_string(data)]
-    return SchemaMismatchError("\n".join(lines))
+def _mismatch(title: str, report: _Report) -> SchemaMismatchError:
+    """The error: the differing columns named first, then one line each saying how it
+    differs and what fixes it (the short diff; the two whole schemas would bury it)."""
+    columns = report.differing()
+    which = f"column {columns[0]}" if len(columns) == 1 else f"{len(columns)} columns ({', '.join(columns)})"
+    return SchemaMismatchError("\n".join([f"{title} in {which}:", *(f"  - {p}" for p in report.lines())]))
 
 
 # --- Enforcement (APPEND without merge_schema) ------------------------------------------
@@ -145,13 +151,13 @@ def enforce_schema(
     ``table`` is the ``table_schema`` the writer declared for a table it
     creates or replaces, so hints point at that instead of ``merge_schema``.
 
-    Raises SchemaMismatchError listing every difference, with both schemas.
+    Raises SchemaMismatchError naming the differing columns, with one line a difference.
     """
     check_unique_names(data)
     report = _Report(type_widening=type_widening, declared=declared, can_overwrite=True)
     _enforce_struct(table, data, (), report)
     if report.problems or report.extra:
-        raise _mismatch("Schema mismatch writing to the Delta table", report, table, data)
+        raise _mismatch("Schema mismatch writing to the Delta table", report)
 
 
 def _enforce_struct(table: DeltaType, data: DeltaType, path: FieldPath, report: _Report) -> None:
@@ -163,6 +169,7 @@ def _enforce_struct(table: DeltaType, data: DeltaType, path: FieldPath, report: 
             report.extra.append(col)
         elif tf["name"] != df["name"]:
             report.add(
+                col,
                 f"column {format_path(col)}: the table spells it {format_path(path + (tf['name'],))}; "
                 "rename the data column to match"
             )
@@ -195,7 +202,7 @@ def _type_clash(path: FieldPath, table: DeltaType, data: DeltaType, report: _Rep
     fixes = report.keep_fixes(path, table)
     if report.declared:
         fixes.append(f"declare {col} as {simple_string(data)} in {TABLE_SCHEMA_ARG}")
-        report.add(problem, fixes)
+        report.add(path, problem, fixes)
         return
     merged = _merged_type(table, data, widen=False)
     widened = _merged_type(table, data, widen=True) if merged is None else None
@@ -205,7 +212,7 @@ def _type_clash(path: FieldPath, table: DeltaType, data: DeltaType, report: _Rep
         fixes.insert(0, f"{_evolve_fix(path, table, widened)} (the table has {ENABLE_TYPE_WIDENING}=true)")
     elif widened is not None:
         fixes.insert(0, f"set the table property {ENABLE_TYPE_WIDENING}=true and {_evolve_fix(path, table, widened)}")
-    report.add(problem, fixes)
+    report.add(path, problem, fixes)
 
 
 def _merged_type(table: DeltaType, data: DeltaType, *, widen: bool) -> DeltaType | None:
@@ -226,7 +233,8 @@ def _require_non_nullable(table: DeltaType, data: DeltaType, path: FieldPath, re
                 fix = f"add {col} to the source, or declare it nullable in {TABLE_SCHEMA_ARG}"
             else:
                 fix = f"add {col} to the source, with a value in every row"
-            report.add(f"column {col}: missing from the data, but the table column is NOT NULL", [fix])
+            problem = f"column {col}: missing from the data, but the table column is NOT NULL"
+            report.add(path + (tf["name"],), problem, [fix])
 
 
 # --- Merge (merge_schema) ----------------------------------------------------------------
@@ -259,7 +267,7 @@ def merge_schemas(
 
     A non-nullable table column the data leaves out is refused too, since
     every new row would break it. Raises SchemaMismatchError listing every
-    conflict with both schemas, or InvalidInputError for duplicate or
+    conflict, or InvalidInputError for duplicate or
     invalid new column names. ``can_overwrite``: the caller's operation can
     replace the table (an APPEND's ``mode="overwrite"``), so a type clash
     hints at that besides a cast. ``column_mapping``: the table maps columns
@@ -271,7 +279,7 @@ def merge_schemas(
     report = _Report(type_widening=type_widening, can_overwrite=can_overwrite, any_names=column_mapping)
     merged = _merge_struct(table, data, (), report, widen=type_widening)
     if report.problems:
-        raise _mismatch("Cannot merge the data schema into the table schema", report, table, data)
+        raise _mismatch("Cannot merge the data schema into the table schema", report)
     return widening.record(table, merged) if type_widening else merged
 
 
@@ -337,6 +345,7 @@ def _merge_type(
             return t if _INTEGRAL_RANK[t] >= _INTEGRAL_RANK[d] else d
         if widening.widens_on_merge(t, d):
             report.add(
+                path,
                 f"column {col}: cannot widen {t} in the table to {d} in the data: type widening is off",
                 [
                     f"set the table property {ENABLE_TYPE_WIDENING}=true to {_widening(path, t, d)}",
@@ -346,6 +355,7 @@ def _merge_type(
             return table
         if widen and widening.is_supported(t, d):
             report.add(
+                path,
                 f"column {col}: cannot change {t} in the table to {d} in the data: "
                 f"{MERGE_SCHEMA_ARG} never turns an integer column into double or decimal",
                 report.keep_fixes(path, t),
@@ -353,6 +363,7 @@ def _merge_type(
             return table
         if is_decimal(t) and is_decimal(d):
             report.add(
+                path,
                 f"column {col}: cannot change {t} to {d} "
                 "(a decimal may only widen, keeping its integer digits, with type widening on)",
                 report.keep_fixes(path, t),
@@ -363,6 +374,7 @@ def _merge_type(
     if d == "void":
         return table
     report.add(
+        path,
         f"column {col}: cannot merge type {simple_string(data)} in the data into {simple_string(table)} in the table",
         report.keep_fixes(path, table),
     )

@@ -5,7 +5,8 @@ A folder of parquet files with no ``_delta_log`` is a table of another kind
 by appending would leave those files invisible to every Delta reader, and
 the first VACUUM would delete them; delta-spark and delta-rs both allow it
 silently. We refuse, name some of the files, and say how to keep them
-(convert the folder) or to replace them on purpose (``mode="overwrite"``).
+(convert the folder with this package's own CONVERT: ``DeltaConvertOperator``
+or the CLI's ``convert``) or to replace them on purpose (``mode="overwrite"``).
 Hidden names (``_``/``.`` prefixes, as VACUUM reads them) are not data.
 """
 
@@ -44,8 +45,9 @@ def check_new_table_location(storage: TableStorage, partition_columns: Sequence[
     raise UntrackedDataFilesError(
         f"{storage.location.uri} holds {len(found)} data file(s) but no Delta table (no commit in _delta_log): "
         f"{named}. A table created there would not read them, and VACUUM would delete them. To keep them, "
-        "convert the folder to a Delta table first (delta-spark's CONVERT TO DELTA, or deltalake's "
-        'convert_to_deltalake); to replace them on purpose, write with mode="overwrite"; or write to an empty location'
+        f"convert the folder to a Delta table first, in place and with no Spark (DeltaConvertOperator, or "
+        f"`python -m airflow_delta_provider.spark convert {storage.location.uri}`), then append; "
+        'to replace them on purpose, write with mode="overwrite"; or write to an empty location'
     )
 
 

@@ -44,7 +44,11 @@ def _mismatch(table: dict, data: dict, check=enforce_schema) -> str:
     with pytest.raises(SchemaMismatchError) as err:
         check(table, data)
     message = str(err.value)
-    assert tree_string(table) in message and tree_string(data) in message
+    # A short diff: the differing columns named first, one line each; neither whole schema.
+    assert tree_string(table) not in message and tree_string(data) not in message
+    header, *problems = message.splitlines()
+    assert header.endswith(":") and " column" in header
+    assert problems and all(line.startswith("  - column") for line in problems)
     return message
 
 
@@ -67,15 +71,29 @@ def _mismatch(table: dict, data: dict, check=enforce_schema) -> str:
         (struct(field("id", "timestamp_ntz")), "id"),
     ],
 )
-def test_enforce_refuses_with_both_trees_and_the_column(data, named):
+def test_enforce_refuses_naming_the_column_first(data, named):
     message = _mismatch(TABLE, data)
-    assert f"column {named}:" in message
+    assert f"column {named}:" in message and named in message.splitlines()[0]
 
 
 def test_enforce_reports_every_difference():
     data = struct(field("id", "string"), field("x", "long"), field("y", "long"))
     message = _mismatch(TABLE, data)
     assert "column id:" in message and "columns x, y:" in message
+    assert message.splitlines()[0] == "Schema mismatch writing to the Delta table in 3 columns (x, y, id):"
+
+
+def test_a_mismatch_reads_as_one_short_line_where_one_line_is_needed():
+    """The CLI's and the task's one-line error: the columns first, then each difference, no schema dump."""
+    from airflow_delta_provider.delta.errors import one_line
+
+    names = ["order_id", "customer", "amount", "status", "updated_at", "day"]
+    table = struct(*(field(n, "long" if n == "order_id" else "string") for n in names))
+    data = struct(*(field(n, "string") for n in names), field("channel", "string"))
+    line = one_line(_mismatch(table, data))
+    assert line.startswith("Schema mismatch writing to the Delta table in 2 columns (channel, order_id): | column channel:")
+    assert " | column order_id: type string in the data, long in the table; cast " in line
+    assert "customer" not in line and len(line) < 400
 
 
 def test_enforce_refuses_duplicate_data_columns():

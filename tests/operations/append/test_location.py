@@ -41,5 +41,8 @@ def test_data_files_at_any_depth_are_refused_naming_some(tmp_path):
         "ds=2024-01-01/part-9.parquet, part-0.parquet, part-1.parquet, part-2.parquet, part-3.parquet and 2 more"
         in message
     )
-    assert "convert_to_deltalake" in message and 'mode="overwrite"' in message
+    # Our own CONVERT, as the operator and as the CLI, not another engine's.
+    assert "DeltaConvertOperator" in message and 'mode="overwrite"' in message
+    assert f"python -m airflow_delta_provider.spark convert {storage.location.uri}" in message
+    assert "convert_to_deltalake" not in message and "delta-spark" not in message
     assert isinstance(raised.value, InvalidInputError)  # bad input: the task is not retried
