@@ -58,8 +58,9 @@ from airflow_delta_provider.hooks.delta_operation import (
     is_permanent,
     operation_token,
 )
+from airflow_delta_provider.spark.runtime.application import APPLICATION
 from airflow_delta_provider.spark.runtime.progress_line import is_progress_line
-from airflow_delta_provider.utils.package_zip import build_package_zip, package_root
+from airflow_delta_provider.utils.package_zip import build_package_zip
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -71,8 +72,9 @@ _ERROR_LINE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*(?:Error|Exce
 #: A line of Spark's own log in log4j's default console layout: ``26/11/27 21:39:37 INFO Utils: ...``.
 _SPARK_LOG_LINE_RE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?P<level>[A-Z]+) ")
 #: A line that continues a multi-line Spark record (a query plan, an RDD's name): it starts with a
-#: space or a plan's punctuation, never with a word, a path or a JSON object.
-_CONTINUATION_RE = re.compile(r"^(?:\s|[:+|\[\]()<>-])")
+#: space or a plan's punctuation, never with a word, a path or a JSON object; or it is the tail of a
+#: DAGScheduler record cut before its RDD (``MapPartitionsRDD[6] at collect at .../prune.py:98), ...``).
+_CONTINUATION_RE = re.compile(r"^(?:\s|[:+|\[\]()<>-]|\w*RDD\[\d+\] at )")
 #: Spark log levels whose lines a failed task's error may quote.
 _PROBLEM_LEVELS = frozenset({"WARN", "ERROR", "FATAL"})
 #: How many warning and error lines a crash's error quotes.
@@ -97,7 +99,7 @@ _MAX_MISSED_POLLS = 10
 
 def application_path() -> str:
     """The Spark CLI's module file, which spark-submit runs."""
-    return str(package_root() / "spark" / "__main__.py")
+    return APPLICATION
 
 
 def _read_as_spark(conn: Connection) -> Connection:

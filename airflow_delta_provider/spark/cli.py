@@ -39,10 +39,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from airflow_delta_provider.delta.errors import DeltaError, InternalError, InvalidInputError, first_line
+from airflow_delta_provider.delta.errors import DeltaError, InternalError, InvalidInputError, first_line, one_line
 from airflow_delta_provider.operations import argv as argv_codec
 from airflow_delta_provider.operations.runners import run_spec
 from airflow_delta_provider.operations.spec.base import OperationSpec
+from airflow_delta_provider.spark.runtime.application import APP_PATH_FLAG, APPLICATION
+from airflow_delta_provider.spark.runtime.driver_output import stderr_to_driver_jvm, submitting_jvm
 from airflow_delta_provider.spark.runtime.progress import Report, reporting_progress
 
 EXIT_OK = 0
@@ -90,12 +92,32 @@ def main(
     Bad input exits with :data:`EXIT_BAD_INPUT` and one stderr line. Any
     other failure exits with :data:`EXIT_INTERNAL`: the traceback, then one
     summarising ``ClassName: message`` line, last, for the Airflow hook.
+    ``--app-path`` alone prints the application file spark-submit runs.
+    Under spark-submit, stderr goes to the JVM's stderr (:mod:`.runtime.driver_output`).
     """
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args == [APP_PATH_FLAG]:
+        print(APPLICATION)
+        return EXIT_OK
+    with stderr_to_driver_jvm(_submitting_jvm()):
+        return _main(args, session_factory)
+
+
+def _submitting_jvm() -> Any:
+    """spark-submit's JVM; None without one, or when its gateway cannot be reached (the JVM reports that)."""
+    try:
+        return submitting_jvm()
+    except Exception:
+        return None
+
+
+def _main(argv: Sequence[str], session_factory: Callable[[dict[str, str]], Any] | None) -> int:
     try:
         request = parse_request(argv)
         spark = None
         if request.needs_spark():
-            spark = (session_factory or _default_session)(dict(request.spark_conf))
+            conf = dict(request.spark_conf)
+            spark = session_factory(conf) if session_factory else _default_session(conf, request.debug)
         result = execute(request, spark, report_progress=_print_progress)
     except InternalError as exc:  # our bug: the traceback too, for the report
         _crash(exc)
@@ -299,21 +321,17 @@ def _spark_error(exc: BaseException) -> tuple[str, str | None, str] | None:
     return None
 
 
-def _default_session(conf: dict[str, str]) -> Any:
+def _default_session(conf: dict[str, str], debug: bool) -> Any:
+    """A session whose Spark log is quiet, or at INFO with ``--debug``."""
     from airflow_delta_provider.spark.runtime.session import get_or_create_session
 
-    return get_or_create_session(conf=conf)
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " | ".join(lines) if lines else ""
+    return get_or_create_session(conf=conf, debug=debug)
 
 
 def _fail(exc: BaseException) -> NoReturn:
     """One line on stderr, exit code 2."""
     sys.stdout.flush()
-    print(f"{type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr, flush=True)
+    print(f"{type(exc).__name__}: {one_line(exc)}", file=sys.stderr, flush=True)
     raise SystemExit(EXIT_BAD_INPUT)
 
 

@@ -152,6 +152,9 @@ def test_spark_info_records_and_their_continuation_lines_are_quiet_unless_debug(
         (":  +- Filter isnotnull(order_id#235L)", False),
         ("+- Project [order_id#235L]", False),
         ("[rdd_38_0])", False),
+        ("26/11/27 21:53:41 INFO DAGScheduler: Submitting ResultStage 3 (", False),
+        ("MapPartitionsRDD[6] at collect at /c/p.zip/airflow_delta_provider/operations/merge/prune.py:98), wh", False),
+        ("MapPartitionsRDD[6] at collect at /c/p.zip/airflow_delta_provider/operations/merge/prune.py:98) (fi", False),
         ("26/11/27 21:53:42 WARN Utils: Your hostname, vm, resolves to a loopback address", True),
         ("   a warning's own continuation", True),
         ('{"table": "/t", "operation": "MERGE", "version": 2, "metrics": {}}', False),
@@ -164,7 +167,7 @@ def test_spark_info_records_and_their_continuation_lines_are_quiet_unless_debug(
     assert [quiet.observe(line) for line, _ in lines] == [shown for _, shown in lines]
     assert quiet.result == {"table": "/t", "operation": "MERGE", "version": 2, "metrics": {}}
     assert quiet.error_name == "InvalidInputError"
-    assert list(quiet.problems) == [lines[4][0], lines[5][0].strip(), lines[7][0]]
+    assert list(quiet.problems) == [lines[7][0], lines[8][0].strip(), lines[10][0]]
     verbose = _SparkOutput(verbose=True)
     assert all(verbose.observe(line) for line, _ in lines)
 

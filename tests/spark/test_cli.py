@@ -358,22 +358,82 @@ def test_overlapping_commands_in_threads_leave_pysparks_error_records_as_they_fo
     assert not any(logger.disabled for logger in loggers)  # before the fix: silenced for good
 
 
-def test_workers_run_the_drivers_python_when_its_venv_is_not_on_path(tmp_path):
-    """``/venv/bin/python -m airflow_delta_provider.spark`` from cron or a Docker
-    entrypoint: PySpark would start its workers with ``python3`` from PATH,
-    which has no pyarrow, and every arrow job would fail."""
+#: A condition that sleeps 250 ms a row: a job's duration is known without timing anything.
+SLOW_250 = "id >= 0 AND java_method('java.lang.Thread', 'sleep', cast(250 as bigint)) = 'null'"
+#: The three INFO records a SparkContext prints before it applies ``spark.log.level``.
+SPARK_START_INFO = ("INFO SparkContext: Running Spark version", "INFO SparkContext: OS info", "INFO SparkContext: Java version")
+
+
+def _without_venv_on_path() -> dict[str, str]:
+    venv_bin = os.path.dirname(sys.executable)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.abspath(p) != venv_bin)
+    env.pop("DELTA_PROGRESS_INTERVAL", None)  # the default interval
+    return env
+
+
+def test_the_console_script_works_from_a_venv_not_on_path_and_is_quiet(tmp_path):
+    """``pip install`` gives ``delta-spark-app``; run from cron or a Docker entrypoint
+    (``/venv/bin/delta-spark-app``, the venv not on PATH), PySpark would start its workers
+    with ``python3`` from PATH, which has no pyarrow. Quiet: no INFO record, stdout the result."""
     path = str(tmp_path / "t")
     from deltalake import write_deltalake
 
     write_deltalake(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
-    venv_bin = os.path.dirname(sys.executable)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
-    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.abspath(p) != venv_bin)
-    env["PYTHONPATH"] = str(ROOT)
+    target = tmp_path / "installed"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+         str(ROOT)],
+        check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
+    script = target / "bin" / "delta-spark-app"
+    env = {**_without_venv_on_path(), "PYTHONPATH": str(target)}
     done = subprocess.run(
-        [sys.executable, "-m", "airflow_delta_provider.spark", "delete", path, "--condition", "id = 2",
-         "--io", "arrow", "--spark-conf", "spark.master=local[1]"],
-        capture_output=True, text=True, env=env, timeout=300,
+        [str(script), "delete", path, "--condition", "id = 2", "--io", "arrow", "--spark-conf", "spark.master=local[1]"],
+        capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(table_rows(path)) == [(1,), (3,)]
+    [result] = done.stdout.splitlines()  # stdout: the result alone
+    assert json.loads(result)["operation"] == "DELETE"
+    assert " INFO " not in done.stderr and "log4j" not in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) <= 5, done.stderr  # Java's and Spark's warnings only
+
+
+def test_the_spark_submit_form_is_quiet_keeps_stdout_for_the_result_and_reports_progress(tmp_path):
+    """``spark-submit $(python -m airflow_delta_provider.spark --app-path) update ...`` (README):
+    stdout is the JSON result alone, progress lines and errors go to stderr (spark-submit merges
+    the Python driver's stderr into its stdout otherwise), and Spark's INFO records are quieted.
+    The UPDATE runs two jobs of 12.5 s (50 rows sleeping 250 ms each, on one core): at the default
+    interval of 10 s, at least two progress lines."""
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"id": pa.array(range(50), pa.int64()), "val": [f"v{i}" for i in range(50)]}))
+    env = {**_without_venv_on_path(), "PYTHONPATH": str(ROOT)}
+    app = subprocess.run(
+        [sys.executable, "-m", "airflow_delta_provider.spark", "--app-path"], capture_output=True, text=True,
+        env=env, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert app == str(ROOT / "airflow_delta_provider" / "spark" / "__main__.py")
+    submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]",
+              "--conf", f"spark.pyspark.python={sys.executable}", app]  # fmt: skip
+    done = subprocess.run(
+        [*submit, "update", path, "--condition", SLOW_250, "--set", "val = upper(val)"],
+        capture_output=True, text=True, env=env, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    [result] = done.stdout.splitlines()
+    assert json.loads(result)["metrics"]["numUpdatedRows"] == 50
+    err = done.stderr.splitlines()
+    progress = [line for line in err if line.startswith("progress: ")]
+    assert len(progress) >= 2, done.stderr
+    info = [line for line in err if " INFO " in line]
+    assert all(any(start in line for start in SPARK_START_INFO) for line in info), info
+    assert len(err) - len(progress) <= 12, done.stderr
+
+    bad = subprocess.run([*submit, "update", path, "--set", "val = 'x'", "--io", "bogus"],
+                         capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stdout == ""  # the error is not on the result's stream
+    assert bad.stderr.splitlines()[-1].startswith("InvalidInputError: ")

@@ -84,6 +84,7 @@ from airflow_delta_provider.delta.storage.options import (
     credential_env,
     is_secret_key,
 )
+from airflow_delta_provider.spark.runtime.driver_output import spark_log_conf, under_spark_submit
 
 #: Settings the engine relies on; always applied.
 REQUIRED_CONF: dict[str, str] = {
@@ -130,6 +131,7 @@ def get_or_create_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     app_name: str = "airflow-delta-provider",
+    debug: bool | None = None,
 ) -> SparkSession:
     """Return the active SparkSession, or start one configured for Delta writes.
 
@@ -140,14 +142,21 @@ def get_or_create_session(
     executors (:func:`executor_env_conf`). Raises
     :class:`~airflow_delta_provider.delta.errors.UnsupportedFeatureError` when
     PySpark and the JVM are different Spark releases.
+
+    ``debug`` sets Spark's log for a SparkContext this call starts
+    (:mod:`.driver_output`): False quiet (warnings and errors), True INFO;
+    None leaves it as configured.
     """
     from pyspark import SparkContext
 
     conf = dict(conf or {})
+    submitted = _submitted_conf()
+    if debug is not None and SparkContext._active_spark_context is None:
+        launching = SparkContext._gateway is None and not under_spark_submit()
+        conf.update(spark_log_conf({**dict(submitted.getAll()), **conf}, debug, launching))
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    submitted = _submitted_conf()
     for key, value in DEFAULT_CONF.items():
         if key not in conf and not submitted.contains(key):
             builder = builder.config(key, value)
@@ -268,11 +277,7 @@ def _submitted_conf() -> Any:
     """
     from pyspark import SparkConf, SparkContext
 
-    if SparkContext._gateway is None and not _under_spark_submit():
+    if SparkContext._gateway is None and not under_spark_submit():
         return SparkConf(loadDefaults=False)
     SparkContext._ensure_initialized()
     return SparkConf()
-
-
-def _under_spark_submit() -> bool:
-    return "PYSPARK_GATEWAY_PORT" in os.environ
