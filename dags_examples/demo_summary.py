@@ -1,14 +1,15 @@
 """What ``make demo`` did, printed at its end.
 
-``python dags_examples/demo_summary.py --versions DATA`` prints each Delta
-table's latest version under ``DATA/delta`` as JSON, before the demo runs;
+``python dags_examples/demo_summary.py --versions DATA`` prints, before the
+demo runs, each Delta table's latest version under ``DATA/delta`` and the
+change-data folders under ``DATA/changes``, as JSON;
 ``python dags_examples/demo_summary.py DATA BEFORE`` then prints, for each
 table: its latest version, rows, files and size, its checkpoint, its rows
 per partition, and one line per version committed since ``BEFORE`` (that
 JSON), with the metrics of each: rows written, updated and deleted, and
-what OPTIMIZE and VACUUM did. Then the change-data folders DATA/changes
-holds. It reads the tables with the provider's core, as any reader would;
-no Spark.
+what OPTIMIZE and VACUUM did. Then the change-data folders this run wrote
+(not those of an earlier run). It reads the tables with the provider's core,
+as any reader would; no Spark.
 """
 
 from __future__ import annotations
@@ -66,19 +67,30 @@ def tables(root: Path) -> list[Path]:
     return sorted(p for p in (root / "delta").glob("*") if (p / "_delta_log").is_dir())
 
 
-def versions(root: Path) -> dict[str, int]:
-    """Each table's latest version, by folder name."""
-    return {path.name: DeltaTable(str(path)).latest_version() for path in tables(root)}
+def change_folders(root: Path) -> list[str]:
+    """The change-data folders under ``root/changes``, relative to it."""
+    return sorted(str(p.relative_to(root / "changes")) for p in (root / "changes").glob("*/*") if p.is_dir())
+
+
+def state(root: Path) -> dict[str, object]:
+    """What is there before a run: each table's latest version, by folder name, and the change-data folders."""
+    return {
+        "versions": {path.name: DeltaTable(str(path)).latest_version() for path in tables(root)},
+        "changes": change_folders(root),
+    }
 
 
 def main(data: str, before: str) -> int:
     root = Path(data)
-    since = json.loads(before)
+    earlier = json.loads(before)
+    since, old_changes = earlier["versions"], set(earlier["changes"])
     print("==> What the demo did")
     for path in tables(root):
         print("\n".join(table_summary(path, since.get(path.name, -1))))
-    changes = sorted(p for p in (root / "changes").glob("*/*") if p.is_dir())
-    for folder in changes:
+    for name in change_folders(root):
+        if name in old_changes:  # an earlier run's
+            continue
+        folder = root / "changes" / name
         files = sum(1 for _ in folder.rglob("*.parquet"))
         print(f"change data feed written to {folder} ({files} parquet files)")
     return 0
@@ -86,6 +98,6 @@ def main(data: str, before: str) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--versions":
-        print(json.dumps(versions(Path(sys.argv[2]))))
+        print(json.dumps(state(Path(sys.argv[2]))))
         sys.exit(0)
     sys.exit(main(*sys.argv[1:3]))

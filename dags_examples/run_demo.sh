@@ -16,6 +16,24 @@ export DELTA_DEMO_DATA="$ROOT/data"
 # JSON, not a URI: Python's urlsplit rejects "local[*]" as a broken IPv6 host.
 export AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[*]", "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"}}'
 
+# airflow dags test writes its scheduling chatter (dag runs, task states, XComs) at INFO: the demo
+# shows the provider's own lines (what each operation did, progress lines), the start and end of each
+# task, and every warning and error; the whole output goes to $AIRFLOW_HOME/logs/demo-<dag>.log, and
+# is printed whole when a DAG fails. graphviz only draws the DAG, which the demo does not.
+export PYTHONWARNINGS="ignore:Could not import graphviz"
+SHOWN='airflow_delta_provider|\[DAG TEST\] (starting|end) task|\[(warning|error|critical) *\]|Traceback|Error'
+dags_test() {
+    local log="$AIRFLOW_HOME/logs/demo-$1.log"
+    mkdir -p "$(dirname "$log")"
+    if ! airflow dags test "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$SHOWN" || true; } | shorten; then
+        echo "==> airflow dags test $* failed; its whole output:"; cat "$log"; return 1
+    fi
+}
+# A structlog line "<time> [info     ] <message> [<logger>] loc=..." as "<time> <message>".
+shorten() {
+    sed -u -E 's/^([0-9T:-]+)[0-9.]*Z \[info +\] (.*) \[[a-zA-Z_.]+\]( [a-z_]+=.*)?$/\1 \2/'
+}
+
 echo "==> Migrating the Airflow database in $AIRFLOW_HOME"
 airflow db migrate >/dev/null
 
@@ -23,20 +41,20 @@ airflow db migrate >/dev/null
 BEFORE="$("$PY" "$ROOT/dags_examples/demo_summary.py" --versions "$DELTA_DEMO_DATA")"
 
 echo "==> Running delta_pipeline on local Spark (table: $DELTA_DEMO_DATA/delta/orders)"
-airflow dags test delta_pipeline
+dags_test delta_pipeline
 
 echo "==> Running delta_downstream: the changes of the orders table since its last run"
-airflow dags test delta_downstream
+dags_test delta_downstream
 
 echo "==> Running delta_maintenance (health report, then only the OPTIMIZE, REORG, VACUUM, CHECKPOINT due) on the same table"
-airflow dags test delta_maintenance
+dags_test delta_maintenance
 
 echo "==> Running delta_table_state: DESCRIBE DETAIL and history, then the upkeep the table's state calls for"
-airflow dags test delta_table_state
+dags_test delta_table_state
 
 echo "==> Running delta_daily_reload for 2026-05-01, again for 2026-05-01 (a rerun), then for 2026-05-02"
 for day in 2026-05-01 2026-05-01 2026-05-02; do
-    airflow dags test delta_daily_reload "$day"
+    dags_test delta_daily_reload "$day"
 done
 
 echo

@@ -21,9 +21,11 @@ def test_the_summary_names_each_version_of_this_run_with_its_metrics(tmp_path: P
     for i in range(3):
         deltalake.write_deltalake(str(table), pa.table({"id": [10 + i]}), mode="append")
     deltalake.DeltaTable(str(table)).optimize.compact()
+    (tmp_path / "changes" / "orders" / "up-to-0").mkdir(parents=True)  # an earlier run's
     (tmp_path / "changes" / "orders" / "up-to-4").mkdir(parents=True)
+    before = json.dumps({"versions": {"orders": 0}, "changes": ["orders/up-to-0"]})
     printed = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path), '{"orders": 0}'], capture_output=True, text=True, check=True
+        [sys.executable, str(SCRIPT), str(tmp_path), before], capture_output=True, text=True, check=True
     ).stdout.splitlines()
 
     assert printed[0] == "==> What the demo did"
@@ -35,5 +37,8 @@ def test_the_summary_names_each_version_of_this_run_with_its_metrics(tmp_path: P
     versions = subprocess.run(
         [sys.executable, str(SCRIPT), "--versions", str(tmp_path)], capture_output=True, text=True, check=True
     ).stdout
-    assert json.loads(versions) == {"orders": 4}
-    assert printed[-1] == f"change data feed written to {tmp_path / 'changes' / 'orders' / 'up-to-4'} (0 parquet files)"
+    assert json.loads(versions) == {"versions": {"orders": 4}, "changes": ["orders/up-to-0", "orders/up-to-4"]}
+    # Only the folder this run wrote; the earlier run's is not listed again.
+    assert [line for line in printed if line.startswith("change data feed")] == [
+        f"change data feed written to {tmp_path / 'changes' / 'orders' / 'up-to-4'} (0 parquet files)"
+    ]
