@@ -121,3 +121,24 @@ def test_the_change_data_feed_of_a_clone_reads_the_source_files(spark, tmp_path)
     changes = pq.read_table(output).to_pylist()
     kinds = [(c["_change_type"], c["_commit_version"]) for c in changes]
     assert (kinds.count(("insert", 0)), kinds.count(("delete", 1))) == (60, 10)
+
+
+def test_which_readers_read_a_local_shallow_clone(tmp_path, duckdb_delta) -> None:
+    """docs/clone.rst and the README, pinned: a local clone's adds are absolute ``file:/...``
+    paths. This package and delta-rs's DataFusion scan (``QueryBuilder``) read them; deltalake's
+    ``to_pyarrow_table``/``to_pandas`` (its pyarrow dataset) and DuckDB's delta extension join
+    the path to the clone's root and fail. (This package's Spark scan reads it: the DML tests
+    above; delta-spark too: tests/delta_spark.)"""
+    src = deltalake_table(tmp_path / "src", ["part"])
+    clone = str(tmp_path / "clone")
+    subprocess.run(
+        [sys.executable, "-m", "airflow_delta_provider.spark", "clone", clone, "--source", src],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    assert len(rows_rs(clone)) == 60 and rows_rs(clone) == rows_rs(src)
+    import deltalake
+
+    with pytest.raises(Exception, match="not found"):
+        deltalake.DeltaTable(clone).to_pyarrow_table()
+    with pytest.raises(Exception, match="No such file|Cannot open file"):
+        duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{clone}')").fetchall()
