@@ -410,7 +410,8 @@ def test_the_spark_submit_form_is_quiet_keeps_stdout_for_the_result_and_reports_
 
     path = str(tmp_path / "t")
     write_deltalake(path, pa.table({"id": pa.array(range(50), pa.int64()), "val": [f"v{i}" for i in range(50)]}))
-    env = {**_without_venv_on_path(), "PYTHONPATH": str(ROOT)}
+    env = {k: v for k, v in os.environ.items() if k != "DELTA_PROGRESS_INTERVAL"}  # the default interval
+    env["PYTHONPATH"] = str(ROOT)
     app = subprocess.run(
         [sys.executable, "-m", "airflow_delta_provider.spark", "--app-path"], capture_output=True, text=True,
         env=env, check=True,
