@@ -382,7 +382,7 @@ def test_the_console_script_works_from_a_venv_not_on_path_and_is_quiet(tmp_path)
     write_deltalake(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
     target = tmp_path / "installed"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
          str(ROOT)],
         check=True, capture_output=True, timeout=600,
     )  # fmt: skip
