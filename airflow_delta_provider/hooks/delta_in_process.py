@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.bases.hook import BaseHook
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, operation_error
+from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, task_error
 from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.utils.package_zip import build_package_zip
 
@@ -108,7 +108,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
             self.log.info("Running Delta %s on %s %s", operation, table, where)
             return self._command.run()
         except DeltaError as exc:
-            error = operation_error(exc, operation, table)
+            error = task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {_one_line(exc)}")
             raise error from (None if isinstance(error, AirflowFailException) else exc)
         finally:
             self._command = None
@@ -119,6 +119,10 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
         if command is not None:
             self.log.info("Interrupting the Spark Connect session's operations")
             command.interrupt()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 __all__ = ["PYTHON_ENGINE_OPERATIONS", "SPARK_CONNECT_CONN_TYPE", "DeltaInProcessHook"]
