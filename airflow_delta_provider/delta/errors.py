@@ -125,6 +125,21 @@ class InvalidArgumentError(InvalidInputError, ValueError):
     operator with it fails when it is parsed, as Airflow's own operators do."""
 
 
+class SqlSyntaxError(InvalidInputError):
+    """User SQL (a condition, a SET expression, ``replace_where``, MERGE's
+    ``on``) does not parse. The message names the token at fault and its
+    position, as Spark's ``PARSE_SYNTAX_ERROR`` does."""
+
+
+class UnresolvedColumnError(InvalidInputError):
+    """User SQL names a column the table does not have. The message is Spark's
+    ``UNRESOLVED_COLUMN.WITH_SUGGESTION``, with the nearest columns."""
+
+
+class SourceNotFoundError(InvalidInputError):
+    """The path an APPEND or MERGE reads its source from does not exist."""
+
+
 class TableAlreadyExistsError(InvalidInputError):
     """A create (or a CONVERT TO DELTA) was asked for where a table already exists."""
 

@@ -88,6 +88,14 @@ def task_error(exc: BaseException, message: str) -> Exception:
     return AirflowException(message)
 
 
+def operation_error(exc: BaseException, operation: str, table: str) -> Exception:
+    """The task's error for the core error ``exc`` of ``operation`` on ``table``: one line,
+    ``Delta <operation> on <table> failed: <ClassName>: <message>``, as the Spark
+    application reports it (:func:`task_error` decides whether a retry may help)."""
+    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {text}")
+
+
 class DeltaOperationMixin:
     """The run skeleton of a Delta hook: find an earlier try's commit, run, read the commit.
 
@@ -129,9 +137,14 @@ class DeltaOperationMixin:
         """
         if operation not in OPERATIONS:
             raise ValueError(f"unknown Delta operation {operation!r}; expected one of {OPERATIONS}")
-        return self._run_once(
-            operation, table, token, not_before, lambda: self._execute(operation, table, arguments, token)
-        )
+        from airflow_delta_provider.delta.errors import InvalidInputError
+        from airflow_delta_provider.operations.argv import parse_request
+
+        try:
+            spec = parse_request([operation, table, *arguments, *(["--token", token] if token else [])])
+        except InvalidInputError as exc:
+            raise operation_error(exc, operation, table) from None
+        return self._run_once(spec, not_before, lambda: self._execute(operation, table, arguments, token))
 
     def run_spec(self, spec: OperationSpec, not_before: datetime | None = None) -> DeltaOperationResult:
         """Run ``spec`` and return the commit it made, as :meth:`run` does.
@@ -140,17 +153,19 @@ class DeltaOperationMixin:
         process the spec object is passed as it is; only a spark-submit turns
         it into the application's argv.
         """
-        return self._run_once(spec.operation, spec.table_path, spec.token, not_before, lambda: self._execute_spec(spec))
+        return self._run_once(spec, not_before, lambda: self._execute_spec(spec))
 
     def _run_once(
         self,
-        operation: str,
-        table: str,
-        token: str | None,
+        spec: OperationSpec,
         not_before: datetime | None,
         execute: Callable[[], dict[str, Any] | None],
     ) -> DeltaOperationResult:
-        """``execute`` unless an earlier try committed ``token``; the commit it made."""
+        """``execute`` unless an earlier try committed the spec's token; the commit it made.
+
+        Before ``execute`` starts any engine, :meth:`preflight` checks the spec
+        against the table's log, in this process."""
+        operation, table, token = spec.operation, spec.table_path, spec.token
         before = -1
         if token:
             earlier = self._last_commit_with_token(table, token, not_before=not_before)
@@ -165,6 +180,7 @@ class DeltaOperationMixin:
                 return self._commit_result(table, version, info)
             before = self._latest_version(table)
 
+        self.preflight(spec)
         printed = execute()
 
         if token:
@@ -173,6 +189,22 @@ class DeltaOperationMixin:
                 return self._commit_result(table, *committed)
             return self._uncommitted_result(operation, table, printed)
         return self._printed_result(operation, table, printed)
+
+    def preflight(self, spec: OperationSpec) -> None:
+        """Check ``spec`` from the table's log alone, before any engine starts
+        (:mod:`airflow_delta_provider.operations.preflight`): a mistyped table,
+        column or source fails here in a second, with the error Spark would give
+        after its start. Raises the task's error (:func:`operation_error`)."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_delta_provider.delta.errors import DeltaError
+        from airflow_delta_provider.operations.runners.preflight import preflight
+
+        try:
+            preflight(spec, self.storage_options or None)
+        except DeltaError as exc:
+            error = operation_error(exc, spec.operation, spec.table_path)
+            raise error from (None if isinstance(error, AirflowFailException) else exc)
 
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None
@@ -252,6 +284,7 @@ __all__ = [
     "DeltaOperationMixin",
     "DeltaOperationResult",
     "is_permanent",
+    "operation_error",
     "operation_metrics",
     "operation_token",
 ]

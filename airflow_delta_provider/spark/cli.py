@@ -10,6 +10,10 @@ maps its type to.
 data files are read and written (:mod:`airflow_delta_provider.spark.runtime.io_mode`);
 commands that touch no data file accept it and ignore it.
 
+Before it opens a Spark session, each command checks what it can from the
+table's log alone (:mod:`airflow_delta_provider.operations.preflight`): a
+mistyped table, column or source path fails in a second.
+
 The last stdout line is the result as one JSON object
 (``{"table","operation","version","metrics"}``, plus ``"files"`` for a dry-run
 vacuum). Bad input, unsupported tables and conflicts exit with code 2 and
@@ -42,6 +46,7 @@ from typing import Any, NoReturn
 from airflow_delta_provider.delta.errors import DeltaError, InternalError, InvalidInputError, first_line, one_line
 from airflow_delta_provider.operations import argv as argv_codec
 from airflow_delta_provider.operations.runners import run_spec
+from airflow_delta_provider.operations.runners.preflight import preflight
 from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.spark.runtime.application import APP_PATH_FLAG, APPLICATION
 from airflow_delta_provider.spark.runtime.driver_output import stderr_to_driver_jvm, submitting_jvm
@@ -114,6 +119,7 @@ def _submitting_jvm() -> Any:
 def _main(argv: Sequence[str], session_factory: Callable[[dict[str, str]], Any] | None) -> int:
     try:
         request = parse_request(argv)
+        preflight(request)  # from the table's log, before a session starts
         spark = None
         if request.needs_spark():
             conf = dict(request.spark_conf)

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType
 
 from airflow_delta_provider.delta.errors import InvalidInputError, first_line
-from airflow_delta_provider.delta.expressions.quoting import unquote_identifier
+from airflow_delta_provider.delta.expressions.resolve import set_targets
 from airflow_delta_provider.spark.read.files import empty_frame, spark_schema
 
 _T = TypeVar("_T")
@@ -128,17 +128,6 @@ def parse_condition(spark: SparkSession, schema: Mapping[str, Any], condition: s
     return analyse("condition", condition, build)
 
 
-def resolve_column(schema: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The top-level field named ``name`` (case-insensitive, as Spark resolves),
-    written bare or backtick-quoted (```Super Name```, as in SQL's ``SET``)."""
-    wanted = unquote_identifier(name).lower()
-    matches = [f for f in schema.get("fields", []) if f["name"].lower() == wanted]
-    if not matches:
-        known = ", ".join(f["name"] for f in schema.get("fields", []))
-        raise InvalidInputError(f"cannot SET unknown column {name!r}; the table has: {known}")
-    return matches[0]
-
-
 def parse_assignments(
     spark: SparkSession, schema: Mapping[str, Any], set_exprs: Mapping[str, str]
 ) -> dict[str, Column]:
@@ -151,11 +140,8 @@ def parse_assignments(
         raise InvalidInputError("UPDATE needs at least one SET column=expression")
     frame = empty_frame(spark, schema)
     out: dict[str, Column] = {}
-    for target, sql in set_exprs.items():
-        field = resolve_column(schema, target)
+    for field, (target, sql) in zip(set_targets(schema, set_exprs), set_exprs.items()):
         name = field["name"]
-        if name in out:
-            raise InvalidInputError(f"column {name!r} is SET more than once")
         if sql is None or not str(sql).strip():
             raise InvalidInputError(f"SET {target}= has an empty expression")
         dtype = _spark_type(field["type"])
@@ -186,7 +172,6 @@ __all__ = [
     "empty_frame",
     "parse_assignments",
     "parse_condition",
-    "resolve_column",
     "user_input",
     "user_input_of",
 ]

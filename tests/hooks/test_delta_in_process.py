@@ -60,7 +60,9 @@ def test_bad_input_fails_for_good_with_one_clear_line(connect_conn, tmp_path, ca
     with pytest.raises(AirflowFailException) as caught:
         hook.run("update", table, ["--condition", "nosuchcol > 3", "--set", "amount = 1"], token="d/t/r/-1")
     message = str(caught.value)
-    assert message.startswith(f"Delta update on {table} failed: InvalidInputError: invalid condition 'nosuchcol > 3'")
+    assert message.startswith(
+        f"Delta update on {table} failed: UnresolvedColumnError: invalid condition 'nosuchcol > 3'"
+    )
     assert "Did you mean one of the following? [`amount`, `order_id`]" in message
     assert caught.value.__cause__ is None  # no chained Spark error with its stack
     printed = capfd.readouterr()

@@ -567,7 +567,7 @@ def test_bad_input_leaves_one_clear_line_in_the_task_log(
     assert task_states(dag_run) == {"update": "failed"}
     printed = capfd.readouterr()
     log = printed.out + printed.err + caplog.text
-    assert f"Delta update on {table} failed: InvalidInputError: invalid condition 'nosuchcol > 3'" in log
+    assert f"Delta update on {table} failed: UnresolvedColumnError: invalid condition 'nosuchcol > 3'" in log
     assert "Did you mean one of the following? [`amount`, `order_id`]" in log
     assert "SQLQueryContextLogger" not in log
     assert "JVM stacktrace" not in log and "\tat org.apache.spark" not in log

@@ -14,11 +14,15 @@ import pyarrow as pa
 
 
 def run_cli(spark: Any, operation: str, table: str, *options: str) -> dict[str, Any]:
-    """Run ``operation`` on ``table`` with the CLI's ``options``; the result
-    (``{"table", "operation", "version", "metrics", ...}``) as a dict."""
+    """Run ``operation`` on ``table`` with the CLI's ``options``, its pre-flight
+    check first, as the CLI runs it; the result (``{"table", "operation",
+    "version", "metrics", ...}``) as a dict."""
+    from airflow_delta_provider.operations.runners.preflight import preflight
     from airflow_delta_provider.spark.cli import execute, parse_request
 
-    result = execute(parse_request([operation, table, *options]), spark)
+    request = parse_request([operation, table, *options])
+    preflight(request)
+    result = execute(request, spark)
     return json.loads(result.to_json())
 
 

@@ -126,10 +126,11 @@ def test_schema_mismatch_in_process_is_one_line_and_changes_nothing(spark, tmp_p
     assert disk_files(path) == before
 
 
-def _run(*args):
+def _run(*args, python_options=0):
+    """The Spark CLI in a new process; the first ``python_options`` of ``args`` go to Python."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "airflow_delta_provider.spark", *args],
+        [sys.executable, *args[:python_options], "-m", "airflow_delta_provider.spark", *args[python_options:]],
         capture_output=True,
         text=True,
         env=env,
@@ -175,8 +176,39 @@ def test_subprocess_append_then_bad_input(tmp_path):
 
     bad = _run("append", path, "--source", str(tmp_path / "missing"), "--format", "parquet")
     assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith("InvalidInputError:")
+    assert bad.stderr.strip().splitlines()[-1].startswith("SourceNotFoundError:")
     assert DeltaTable(path).latest_version() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["update", "{tmp}/ordres", "--set", "status='x'"], "TableNotFoundError: {tmp}/ordres is not a Delta table"),
+        (
+            ["update", "{table}", "--condition", "statuss = 'a'", "--set", "status='x'"],
+            "UnresolvedColumnError: invalid condition \"statuss = 'a'\": [UNRESOLVED_COLUMN.WITH_SUGGESTION] A "
+            "column, variable, or function parameter with name `statuss` cannot be resolved. Did you mean one of the "
+            "following? [`status`, `id`].",
+        ),
+        (
+            ["append", "{table}", "--source", "{tmp}/landing", "--format", "parquet"],
+            "SourceNotFoundError: the source path {tmp}/landing does not exist",
+        ),
+    ],
+)
+def test_subprocess_bad_input_fails_before_spark_is_imported(tmp_path, make_table, args, line):
+    """One stderr line, exit code 2, nothing on stdout, and no JVM: pyspark is never even imported.
+    (Every other bad input goes through the same pre-flight: tests/hooks/test_delta_operation.py.)"""
+    table = make_table(pa.table({"id": [1, 2], "status": ["a", "b"]}))
+    before = disk_files(str(tmp_path))
+    names = {"tmp": str(tmp_path), "table": table}
+    done = _run("-X", "importtime", *[a.format(**names) for a in args], python_options=2)
+    imported = [x for x in done.stderr.splitlines() if x.startswith("import time:")]
+    err = [x for x in done.stderr.splitlines() if not x.startswith("import time:")]
+    assert (done.returncode, done.stdout, len(err)) == (2, "", 1), done.stderr[-2000:]
+    assert err[0].startswith(line.format(**names)), err[0]
+    assert imported and not [x for x in imported if x.rsplit("|", 1)[-1].strip().startswith("pyspark")]
+    assert disk_files(str(tmp_path)) == before
 
 
 def test_subprocess_checkpoint_needs_no_spark(make_table):

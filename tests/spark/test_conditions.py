@@ -104,3 +104,65 @@ def test_a_lost_server_during_analysis_is_not_reported_as_bad_input() -> None:
     assert raised.value is lost
     with pytest.raises(InvalidInputError, match=r"invalid condition 'x > 1': .UNRESOLVED_COLUMN"):
         analyse("condition", "x > 1", raising(bad))
+
+
+# --- Pre-flight (delta/expressions/resolve.py) agrees with Spark's analysis -------------------------
+
+#: The names of tests/delta/expressions/test_resolve.py, typed so that Spark analyses its inputs.
+PREFLIGHT_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"name": name, "type": kind, "nullable": True, "metadata": {}}
+        for name, kind in [
+            ("id", "long"),
+            ("status", "string"),
+            ("updated_at", "timestamp"),
+            ("Mixed Case", "long"),
+            ("we`ird", "long"),
+            ("a.b", "long"),
+            ("s", {"type": "struct", "fields": [{"name": "x", "type": {"type": "struct", "fields": [
+                {"name": "y", "type": "long", "nullable": True, "metadata": {}}]}, "nullable": True, "metadata": {}}]}),
+            ("Größe", "long"),
+            ("col-1a", "long"),
+        ]
+    ],
+}  # fmt: skip
+
+
+def _preflight_valid() -> list[str]:
+    from tests.delta.expressions.test_resolve import VALID
+
+    # The file metadata column exists on a file scan only; ``s:a`` reads a variant.
+    return [sql for sql in VALID if not sql.startswith(("_metadata", "s:a"))]
+
+
+@pytest.mark.parametrize("sql", _preflight_valid())
+def test_what_preflight_passes_spark_accepts(spark, sql):
+    from airflow_delta_provider.delta.expressions.resolve import check_columns
+
+    check_columns(sql, "condition", PREFLIGHT_SCHEMA)
+    assert c.parse_condition(spark, PREFLIGHT_SCHEMA, sql) is not None
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "`Mixed  Case` = 1",
+        "`current_date` = 1",
+        "t.id = 1",
+        "transform(array(1), x -> x + idd)[0] > 0",
+        "upper(nope) = 'A'",
+        "a AND AND b",
+        "id = 1 AND AND id = 2",
+        "id IN (1, 2",
+        "(id = 1",
+        "id =",
+    ],
+)
+def test_what_preflight_refuses_spark_refuses(spark, sql):
+    from airflow_delta_provider.delta.expressions.resolve import check_columns
+
+    with pytest.raises(InvalidInputError):
+        check_columns(sql, "condition", PREFLIGHT_SCHEMA)
+    with pytest.raises(InvalidInputError):
+        c.parse_condition(spark, PREFLIGHT_SCHEMA, sql)

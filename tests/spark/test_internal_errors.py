@@ -120,4 +120,15 @@ def test_a_users_unknown_column_exits_2_as_bad_input(spark, table_copy, capsys):
         cli.main(["delete", table_copy, "--condition", "`No Such` = 1"], session_factory=lambda conf: spark)
     assert exited.value.code == cli.EXIT_BAD_INPUT
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith("InvalidInputError: invalid condition") and "UNRESOLVED_COLUMN" in last
+    assert last.startswith("UnresolvedColumnError: invalid condition") and "UNRESOLVED_COLUMN" in last
+
+
+def test_a_users_sql_spark_alone_refuses_exits_2_as_bad_input(spark, table_copy, capsys):
+    """A field of a string column: pre-flight only knows the column exists; Spark's analysis refuses it."""
+    from airflow_delta_provider.spark import cli
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["delete", table_copy, "--condition", "`Super Name`.nosuch = 1"], session_factory=lambda conf: spark)
+    assert exited.value.code == cli.EXIT_BAD_INPUT
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("InvalidInputError: invalid condition '`Super Name`.nosuch = 1': ["), last

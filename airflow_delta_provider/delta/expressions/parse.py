@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ParseError, SqlglotError
 
-from airflow_delta_provider.delta.errors import InvalidInputError
+from airflow_delta_provider.delta.errors import InvalidInputError, SqlSyntaxError
 from airflow_delta_provider.delta.expressions.coerce import cast_literal, number
 from airflow_delta_provider.delta.expressions.tree import (
     FALSE,
@@ -88,6 +88,52 @@ def parse_condition(sql: str) -> Expression:
     return tree
 
 
+#: sqlglot's parse errors that are syntax errors for Spark too: an operator
+#: without its operand (``a AND AND b``, ``a =``), a parenthesis never closed.
+#: Any other failure may be Spark syntax sqlglot does not know (``s:a``), which
+#: Spark's parser judges.
+_CERTAIN_SYNTAX_ERRORS = ("Required keyword:", "Expecting )")
+
+
+def parse_user_sql(sql: str, what: str) -> Expression | None:
+    """The tree of user SQL ``what`` (``"condition"``, ``"SET expression for c"``), checked
+    before any Spark runs; None when sqlglot cannot read it but Spark might.
+
+    :class:`~airflow_delta_provider.delta.errors.SqlSyntaxError` for empty
+    text, a statement, and the syntax errors both parsers refuse
+    (:data:`_CERTAIN_SYNTAX_ERRORS`). Its message is Spark's
+    ``PARSE_SYNTAX_ERROR``, with the token at fault and its position: sqlglot
+    finds the token itself, where Spark may point at a later one.
+    """
+    if not sql.strip():
+        raise SqlSyntaxError(f"{what} is empty")
+    try:
+        tree = sqlglot.parse_one(sql, read=_DIALECT)
+    except ParseError as e:
+        first = e.errors[0] if e.errors else {}
+        if not str(first.get("description", "")).startswith(_CERTAIN_SYNTAX_ERRORS):
+            return None
+        raise SqlSyntaxError(f"invalid {what} {sql!r}: {_syntax_error(sql, first)}") from None
+    except SqlglotError:
+        return None
+    if isinstance(tree, (exp.Query, exp.Block, exp.Command)):
+        raise SqlSyntaxError(f"invalid {what} {sql!r}: a statement, not an expression")
+    return tree
+
+
+def _syntax_error(sql: str, error: Mapping[str, Any]) -> str:
+    """Spark's ``PARSE_SYNTAX_ERROR`` line for sqlglot's ``error``: the token and its
+    0-based position on its line (``end of input`` when nothing follows it)."""
+    line = int(error.get("line") or 1)
+    text = sql.splitlines()[line - 1] if sql.splitlines() else sql
+    if not str(error.get("end_context", "")).strip():  # the input ended too soon
+        near, pos = "end of input", len(text)
+    else:
+        highlight = str(error.get("highlight", ""))
+        near, pos = f"'{highlight}'", int(error.get("col") or 0) - len(highlight)
+    return f"[PARSE_SYNTAX_ERROR] Syntax error at or near {near} (line {line}, pos {pos})"
+
+
 # --- Columns -----------------------------------------------------------------------
 
 
@@ -109,6 +155,13 @@ def column_references(node: Expression) -> list[tuple[str, ...]]:
     """The parts of every column reference in ``node``, as written, in order
     (``t.id`` is ``("t", "id")``; for a nested field ``s.a`` the first part is the column)."""
     return [tuple(p.name for p in c.parts) for c in node.find_all(exp.Column)]
+
+
+def column_paths(node: Expression) -> list[tuple[tuple[str, ...], bool]]:
+    """Every column reference in ``node``: its parts as written, and whether its
+    first part was backtick-quoted (```current_date``` is a column,
+    ``current_date`` a function). A lambda's parameters are not columns."""
+    return [(tuple(p.name for p in c.parts), bool(c.parts[0].args.get("quoted"))) for c in node.find_all(exp.Column)]
 
 
 def column_roots(node: Expression) -> list[str]:
@@ -416,6 +469,7 @@ __all__ = [
     "Predicate",
     "column_equality",
     "column_name",
+    "column_paths",
     "column_references",
     "column_roots",
     "conjuncts",
@@ -426,6 +480,7 @@ __all__ = [
     "nondeterministic_calls",
     "parse_condition",
     "parse_sql",
+    "parse_user_sql",
     "referenced_columns",
     "sql_literal",
     "term",

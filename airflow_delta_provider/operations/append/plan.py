@@ -15,6 +15,8 @@ An overwrite that replaces part of a table, in one commit, as delta-spark's
 Both need ``mode="overwrite"``, exclude each other, and exclude
 ``overwrite_schema`` (delta-spark refuses the last two pairs; it ignores a
 predicate on an append, which we refuse rather than ignore).
+
+And the partitioning an APPEND asks for: an existing table keeps its own.
 """
 
 from __future__ import annotations
@@ -41,6 +43,17 @@ def check_replace_predicate(sql: str) -> None:
         raise InvalidInputError(
             f"replace_where {sql!r} calls {', '.join(calls)}, whose value changes between evaluations: "
             "the rows removed and the rows checked would differ; give a deterministic predicate"
+        )
+
+
+def check_partition_by(partition_by: Iterable[str], snapshot: Snapshot) -> None:
+    """Refuse ``partition_by`` when it is not the existing table's partitioning
+    (names compare case-insensitively; none given is the table's)."""
+    given, have = list(partition_by), list(snapshot.partition_columns)
+    if given and [c.lower() for c in given] != [c.lower() for c in have]:
+        raise InvalidInputError(
+            f"partition columns {given} do not match the table's {have}; "
+            "use mode overwrite with overwrite_schema to change them"
         )
 
 
@@ -83,6 +96,7 @@ def _partition_reader(
 
 
 __all__ = [
+    "check_partition_by",
     "check_replace_predicate",
     "partitions_predicate",
     "replaced_partitions",

@@ -59,6 +59,7 @@ from airflow_delta_provider.delta.table_features.generated_columns import genera
 from airflow_delta_provider.delta.table_features.identity_columns import Identity, identity_columns
 from airflow_delta_provider.operations.append.location import check_new_table_location
 from airflow_delta_provider.operations.append.metrics import AppendMetrics
+from airflow_delta_provider.operations.append.plan import check_partition_by
 from airflow_delta_provider.operations.append.replacement import Replacement
 from airflow_delta_provider.operations.append.spec import DYNAMIC_OVERWRITE, AppendSpec, parse_table_schema
 from airflow_delta_provider.operations.optimize.auto_compact import after_write
@@ -352,11 +353,7 @@ def _plan_metadata(
     partition_columns = list(snapshot.partition_columns)
     if mode == "overwrite" and table_props.append_only(md):
         raise _append_only(snapshot)
-    if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in partition_columns]:
-        raise InvalidInputError(
-            f"partition columns {partition_by} do not match the table's {partition_columns}; "
-            "use mode overwrite with overwrite_schema to change them"
-        )
+    check_partition_by(partition_by, snapshot)
     if spec.merge_schema:
         merged = merge_schemas(
             table_schema,
