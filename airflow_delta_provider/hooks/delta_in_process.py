@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.bases.hook import BaseHook
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, task_error
+from airflow_delta_provider.hooks.delta_operation import DeltaOperationMixin, operation_error
 from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.utils.package_zip import build_package_zip
 
@@ -90,7 +90,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
         return self._execute_spec(parse_request(argv))
 
     def _execute_spec(self, spec: OperationSpec) -> dict[str, Any] | None:
-        from airflow_delta_provider.delta.errors import DeltaError, one_line
+        from airflow_delta_provider.delta.errors import DeltaError
         from airflow_delta_provider.spark.in_process import InProcessCommand
 
         operation, table = spec.operation, spec.table_path
@@ -108,7 +108,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
             self.log.info("Running Delta %s on %s %s", operation, table, where)
             return self._command.run()
         except DeltaError as exc:
-            error = task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {one_line(exc)}")
+            error = operation_error(exc, operation, table)
             raise error from (None if isinstance(error, AirflowFailException) else exc)
         finally:
             self._command = None

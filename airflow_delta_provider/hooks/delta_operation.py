@@ -92,8 +92,9 @@ def operation_error(exc: BaseException, operation: str, table: str) -> Exception
     """The task's error for the core error ``exc`` of ``operation`` on ``table``: one line,
     ``Delta <operation> on <table> failed: <ClassName>: <message>``, as the Spark
     application reports it (:func:`task_error` decides whether a retry may help)."""
-    text = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    return task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {text}")
+    from airflow_delta_provider.delta.errors import one_line
+
+    return task_error(exc, f"Delta {operation} on {table} failed: {type(exc).__name__}: {one_line(exc)}")
 
 
 class DeltaOperationMixin:
