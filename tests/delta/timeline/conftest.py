@@ -32,7 +32,5 @@ def mixed_table(tmp_path: Path, data_file) -> Path:
     txn = table.transaction("UPDATE", {"predicate": "id = 1"}, snapshot=snapshot)
     txn.add(RemoveFile(path=first.path, deletion_timestamp=1, size=first.size, partition_values={}))
     txn.add(data_file(root, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "status": ["x", None, None]})))
-    txn.commit(
-        {"numUpdatedRows": 1, "numCopiedRows": 2, "numAddedBytes": 1234, "executionTimeMs": 1500}, token=TOKEN
-    )
+    txn.commit({"numUpdatedRows": 1, "numCopiedRows": 2, "numAddedBytes": 1234, "executionTimeMs": 1500}, token=TOKEN)
     return root

@@ -16,7 +16,12 @@ def test_each_version_says_what_it_did_and_who_wrote_it(mixed_table):
     assert page.latest == 2 and page.older is None
     assert [e.version for e in page.entries] == [2, 1, 0]
     update, append, write = page.entries
-    assert (update.operation, update.rows_changed, update.bytes_written, update.duration_ms) == ("UPDATE", 1, 1234, 1500)
+    assert (update.operation, update.rows_changed, update.bytes_written, update.duration_ms) == (
+        "UPDATE",
+        1,
+        1234,
+        1500,
+    )
     assert update.token == TOKEN and update.engine.startswith("airflow-delta-provider/")
     # delta-rs's own commits: its metric names, its engine, no token.
     history = {h["version"]: h for h in RsTable(str(mixed_table)).history()}
@@ -56,5 +61,11 @@ def test_bad_bounds_are_refused(mixed_table):
 
 def test_a_commit_without_commit_info_keeps_its_file_time():
     entry = entry_of(7, {}, file_time_ms=123)
-    assert (entry.version, entry.timestamp, entry.operation, entry.token, entry.rows_written) == (7, 123, None, None, None)
+    assert (entry.version, entry.timestamp, entry.operation, entry.token, entry.rows_written) == (
+        7,
+        123,
+        None,
+        None,
+        None,
+    )
     assert entry_of(1, {"operationMetrics": {"numOutputRows": "5"}}).to_dict()["rowsWritten"] == 5
