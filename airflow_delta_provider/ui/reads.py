@@ -131,10 +131,17 @@ class TableReader:
         from airflow_delta_provider.delta.timeline.detail import version_detail
 
         def read(t: DeltaTable) -> dict[str, Any]:
+            from airflow_delta_provider.delta.errors import TableNotFoundError, VersionNotFoundError
+
             key = (t.root, version)
             found = self._details.get(key)
             if found is None:
-                found = self._details[key] = version_detail(t, version)
+                try:
+                    found = self._details[key] = version_detail(t, version)
+                except VersionNotFoundError:
+                    if not t.exists():  # no table at all: the table's line, not the version's 404
+                        raise TableNotFoundError(f"{t.uri} is not a Delta table: no commits in _delta_log") from None
+                    raise
             return found
 
         return self._read(table, read)
