@@ -211,7 +211,7 @@ class AirflowDeployment:
         rows = self.query("SELECT id, run_id, state FROM dag_run WHERE dag_id = ? ORDER BY id", dag_id)
         return [(int(i), str(r), str(s)) for i, r, s in rows]
 
-    def wait_for_runs_done(self, dag_id: str, count: int) -> list[tuple[int, str, str]]:
+    def wait_for_runs_done(self, dag_id: str, count: int, timeout: float = DEADLINE) -> list[tuple[int, str, str]]:
         """The DAG's runs, once it has ``count`` and none is queued or running; fails on a failed run."""
 
         def done() -> list[tuple[int, str, str]] | None:
@@ -223,7 +223,7 @@ class AirflowDeployment:
                 return runs
             return None
 
-        return self.wait(done, f"{count} finished run(s) of {dag_id}")
+        return self.wait(done, f"{count} finished run(s) of {dag_id}", timeout)
 
     def asset_state(self, asset_name: str, key: str) -> str | None:
         rows = self.query(

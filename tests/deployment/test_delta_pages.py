@@ -37,6 +37,8 @@ from tests.storage_servers import S3_SECRET, s3_backend, upload_tree
 
 DAG_ID = "delta_pages"
 TASKS = ("append", "update", "optimize")
+#: Seconds the DAG's three Spark Connect tasks may take on a loaded two-core machine.
+RUN_DEADLINE = 900.0
 
 DAG = """
 import pendulum
@@ -117,7 +119,7 @@ def pages(deployment: AirflowDeployment, spark_connect, moto_server, tmp_path_fa
     _insert(deployment, "variable", key="delta_ui", val=json.dumps(listed), is_encrypted=False)
     dag = DAG.format(dag_id=DAG_ID, table=str(table), source=str(source), conn="delta_pages_connect")
     (deployment.dags_folder / f"{DAG_ID}.py").write_text(dag)
-    (run,) = deployment.wait_for_runs_done(DAG_ID, 1)
+    (run,) = deployment.wait_for_runs_done(DAG_ID, 1, timeout=RUN_DEADLINE)
     base = f"http://127.0.0.1:{deployment.port}"
     return Pages(deployment, base, _token(deployment, base), str(table), run[1], s3.uri("events"))
 
