@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from airflow_delta_provider.assets.uri import table_asset_uri
     from airflow_delta_provider.ui import app as ui_app
-    from airflow_delta_provider.ui.catalog import TableEntry
     from airflow_delta_provider.ui.reads import TableReader
+    from airflow_delta_provider.ui.tables import TableEntry
 
     entry = TableEntry(table_asset_uri(str(root)), dag_ids={"etl"})
 

@@ -1,6 +1,6 @@
 """Delta pages inside Airflow 3's UI: the provider's plugin (:mod:`.plugin`).
 
-- :mod:`.catalog`: which tables this deployment's tasks touched (their asset
+- :mod:`.tables`: which tables this deployment's tasks touched (their asset
   events and XComs) or an administrator listed, and who may see each;
 - :mod:`.reads`: the reads on the api-server, through the core only (no Spark,
   no JVM), with a connection's credentials and caches per (table, version);

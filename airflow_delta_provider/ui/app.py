@@ -12,7 +12,7 @@ Pages (HTML) and their JSON API:
 Every route authenticates as Airflow's own routes do (its ``get_user``
 dependency: the UI's session cookie or a bearer token; 401 without), and asks
 the auth manager which DAGs the user may read: a table is shown only to users
-who may read a DAG that wrote it (:meth:`~.catalog.TableEntry.visible_to`).
+who may read a DAG that wrote it (:meth:`~.tables.TableEntry.visible_to`).
 A table the user may not see is answered as one that does not exist (404).
 """
 
@@ -27,8 +27,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from airflow_delta_provider.delta.timeline.entries import MAX_PAGE_SIZE, PAGE_SIZE
 from airflow_delta_provider.ui import render
-from airflow_delta_provider.ui.catalog import TableEntry, load_catalog
 from airflow_delta_provider.ui.reads import TableReader, Unreachable, summaries
+from airflow_delta_provider.ui.tables import TableEntry, known_tables
 
 
 class Viewer:
@@ -39,7 +39,7 @@ class Viewer:
         self.readable_dag_ids: set[str] = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
 
     def tables(self) -> dict[str, TableEntry]:
-        return {k: t for k, t in load_catalog().items() if t.visible_to(self.readable_dag_ids)}
+        return {k: t for k, t in known_tables().items() if t.visible_to(self.readable_dag_ids)}
 
     def table(self, table_id: str) -> TableEntry:
         found = self.tables().get(table_id)

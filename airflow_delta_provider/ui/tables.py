@@ -56,7 +56,7 @@ class TableEntry:
         return bool(self.dag_ids & readable_dag_ids)
 
 
-def build_catalog(
+def build_known_tables(
     written: Iterable[tuple[str, str | None]], settings: Mapping[str, Any] | None
 ) -> dict[str, TableEntry]:
     """The tables by id, from (table path or asset URI, DAG id) pairs and :data:`VARIABLE`'s settings."""
@@ -90,14 +90,14 @@ def build_catalog(
     return tables
 
 
-def load_catalog() -> dict[str, TableEntry]:
-    """:func:`build_catalog` over the metadata database and :data:`VARIABLE`."""
+def known_tables() -> dict[str, TableEntry]:
+    """:func:`build_known_tables` over the metadata database and :data:`VARIABLE`."""
     from airflow.utils.session import create_session
 
     with create_session() as session:
         written = [*_asset_events(session), *_xcoms(session)]
     settings = _settings()
-    return build_catalog(written, settings)
+    return build_known_tables(written, settings)
 
 
 def _asset_events(session: Any) -> list[tuple[str, str | None]]:
@@ -155,4 +155,4 @@ def _longest_prefix(uri: str, prefixes: Mapping[str, str]) -> str | None:
     return prefixes[max(matches, key=len)] if matches else None
 
 
-__all__ = ["MAX_RECORDS", "VARIABLE", "TableEntry", "build_catalog", "load_catalog"]
+__all__ = ["MAX_RECORDS", "VARIABLE", "TableEntry", "build_known_tables", "known_tables"]
