@@ -23,7 +23,7 @@ from cachetools import LRUCache, TTLCache
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.table import DeltaTable
     from airflow_delta_provider.delta.timeline.entries import TimelineEntry, TimelinePage
-    from airflow_delta_provider.ui.catalog import TableEntry
+    from airflow_delta_provider.ui.tables import TableEntry
 
 log = logging.getLogger(__name__)
 K = TypeVar("K")
@@ -128,6 +128,7 @@ class TableReader:
         return self._read(table, lambda t: timeline(t, before, limit, cache=self.entries))
 
     def version(self, table: TableEntry, version: int) -> dict[str, Any]:
+        """:func:`~airflow_delta_provider.delta.timeline.detail.version_detail`, with the table's ``latestVersion``."""
         from airflow_delta_provider.delta.timeline.detail import version_detail
 
         def read(t: DeltaTable) -> dict[str, Any]:
@@ -142,7 +143,7 @@ class TableReader:
                     if not t.exists():  # no table at all: the table's line, not the version's 404
                         raise TableNotFoundError(f"{t.uri} is not a Delta table: no commits in _delta_log") from None
                     raise
-            return found
+            return {**found, "latestVersion": t.latest_version()}  # the latest changes: never cached
 
         return self._read(table, read)
 

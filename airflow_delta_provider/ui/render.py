@@ -23,8 +23,8 @@ from airflow_delta_provider.utils.ui_paths import table_path, tables_path, task_
 
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.timeline.entries import TimelineEntry, TimelinePage
-    from airflow_delta_provider.ui.catalog import TableEntry
     from airflow_delta_provider.ui.reads import TableSummary, Unreachable
+    from airflow_delta_provider.ui.tables import TableEntry
 
 _STYLE = """
 body{font-family:sans-serif;margin:20px;color:#222;background:#fff}
@@ -86,11 +86,16 @@ def version_page(table: TableEntry, doc: dict[str, Any], readable_dag_ids: set[s
     info = doc["commitInfo"]
     token = info["tags"].get(TOKEN_TAG) if isinstance(info.get("tags"), dict) else None
     version = doc["version"]
-    nav = (
-        f'<nav><a href="{_e(tables_path())}">all tables</a><a href="{_e(table_path(table.uri))}">timeline</a>'
-        + (f'<a href="{_e(version_path(table.uri, version - 1))}">version {version - 1}</a>' if version > 0 else "")
-        + f'<a href="{_e(version_path(table.uri, version + 1))}">version {version + 1}</a></nav>'
-    )
+    links = [f'<a href="{_e(tables_path())}">all tables</a>', f'<a href="{_e(table_path(table.uri))}">timeline</a>']
+    if version > 0:
+        links.append(
+            f'<a id="previous-version" href="{_e(version_path(table.uri, version - 1))}">version {version - 1}</a>'
+        )
+    if version < doc["latestVersion"]:  # none past the latest
+        links.append(
+            f'<a id="next-version" href="{_e(version_path(table.uri, version + 1))}">version {version + 1}</a>'
+        )
+    nav = f"<nav>{''.join(links)}</nav>"
     parts = [
         nav,
         f"<p>Written by {written_by(token, info.get('engineInfo'), readable_dag_ids)}"
