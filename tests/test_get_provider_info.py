@@ -211,3 +211,16 @@ def test_the_ui_plugin_is_declared_by_both_entry_points() -> None:
     manager = ProvidersManager()
     manager.initialize_providers_plugins()
     assert any(p.plugin_class == listed["plugin-class"] for p in manager.plugins)
+
+
+def test_the_installed_package_declares_the_plugin_entry_point() -> None:
+    """What Airflow reads with its default lazy provider discovery: the installed distribution's
+    ``airflow.plugins`` entry point (an editable install older than setup.cfg's lacks it)."""
+    from importlib.metadata import entry_points
+
+    from airflow_delta_provider.ui.plugin import PLUGIN_NAME, DeltaUIPlugin
+
+    found = [e for e in entry_points(group="airflow.plugins") if e.name == PLUGIN_NAME]
+    assert found, "no airflow.plugins entry point 'delta': install the package again (pip install -e .)"
+    assert found[0].dist is not None and found[0].dist.name == "airflow-delta-provider"
+    assert found[0].load() is DeltaUIPlugin
