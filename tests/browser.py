@@ -84,8 +84,11 @@ class Browser:
         while not loaded:
             message = json.loads(self._ws.recv(timeout=120))
             loaded = message.get("method") == "Page.loadEventFired"
-        found = self._send("Runtime.evaluate", expression="document.documentElement.outerHTML", returnByValue=True)
-        return str(found["result"]["value"])
+        return str(self.evaluate("document.documentElement.outerHTML"))
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        return self._send("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
     def screenshot(self) -> bytes:
         return base64.b64decode(self._send("Page.captureScreenshot", format="png")["data"])

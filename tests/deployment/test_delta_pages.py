@@ -1,19 +1,25 @@
 """Issue 43 in a real deployment: the Delta pages of the provider's plugin, served by the
 api-server and loaded in headless Chromium.
 
-A DAG appends to, updates and optimizes a table over Spark Connect (the session's
-server) after delta-rs wrote its first two versions. The table's page must show
-the three versions linked to the task instances that committed them and delta-rs's
-two marked as another engine's, with delta-rs's counts; each writing task's extra
-link must open its version's page. The plugin's API must refuse a request without
-credentials, and a table on moto S3 read with a connection must show its secret
-nowhere. ``DELTA_UI_SCREENSHOT=<folder>`` keeps the screenshots (docs/_static).
+delta-rs writes a table's first two versions; then ``airflow dags test`` runs a DAG
+that appends to, updates and optimizes it over Spark Connect (the session's server),
+against the deployment's database: one process, its three tasks one after another on
+one warm server, the task instances and their extra links recorded as the scheduler
+would. The table's page must show the three versions linked to the task instances
+that committed them and delta-rs's two marked as another engine's, with delta-rs's
+counts; each writing task's extra link must open its version's page. Airflow's
+navigation must list the pages; the plugin's API must refuse a request without
+credentials and hide the table from a user who may not read its DAG; a table on
+moto S3 read with a connection must show its secret nowhere.
+``DELTA_UI_SCREENSHOT=<folder>`` keeps the screenshots (docs/_static), with the
+test's temporary folder shown as :data:`SHOWN_ROOT`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -33,12 +39,15 @@ from airflow_delta_provider.operators.version_link import DeltaVersionLink
 from airflow_delta_provider.utils.ui_paths import table_id, task_instance_path
 from tests.browser import Browser
 from tests.deployment.airflow_deployment import AirflowDeployment
+from tests.deployment.auth_manager import OUTSIDER
 from tests.storage_servers import S3_SECRET, s3_backend, upload_tree
 
 DAG_ID = "delta_pages"
 TASKS = ("append", "update", "optimize")
-#: Seconds the DAG's three Spark Connect tasks may take on a loaded two-core machine.
+#: Seconds ``airflow dags test`` may take on a loaded two-core machine (it takes far less).
 RUN_DEADLINE = 900.0
+#: Where the screenshots say the table is, instead of the test machine's temporary folder.
+SHOWN_ROOT = "/data"
 
 DAG = """
 import pendulum
@@ -48,7 +57,8 @@ from airflow_delta_provider.operators.delta import DeltaAppendOperator, DeltaOpt
 
 TABLE, SOURCE, CONN = {table!r}, {source!r}, {conn!r}
 
-with DAG({dag_id!r}, schedule="@once", start_date=pendulum.datetime(2024, 1, 1), catchup=False):
+# No schedule: the test runs it once, with `airflow dags test`.
+with DAG({dag_id!r}, schedule=None, start_date=pendulum.datetime(2024, 1, 1), catchup=False):
     common = dict(table_path=TABLE, conn_id=CONN)
     (
         DeltaAppendOperator(task_id="append", source=SOURCE, source_format="parquet", **common)
@@ -63,6 +73,7 @@ class Pages:
     deployment: AirflowDeployment
     base: str
     token: str
+    work: Path
     table: str
     run_id: str
     s3_uri: str
@@ -81,6 +92,15 @@ class Pages:
         browser.set_cookie(self.base, COOKIE_NAME_JWT_TOKEN, self.token)
         return browser
 
+    def keep(self, browser: Browser, name: str) -> None:
+        """Under ``DELTA_UI_SCREENSHOT``, a screenshot of the page, the temporary folder shown as :data:`SHOWN_ROOT`."""
+        folder = os.environ.get("DELTA_UI_SCREENSHOT")
+        if not folder:
+            return
+        browser.evaluate(f"document.body.innerHTML = document.body.innerHTML.split({json.dumps(str(self.work))})"
+                         f".join({json.dumps(SHOWN_ROOT)})")  # fmt: skip
+        Path(folder, name).write_bytes(browser.screenshot())
+
 
 def _insert(deployment: AirflowDeployment, table: str, **row: Any) -> None:
     columns = ", ".join(row)
@@ -88,12 +108,18 @@ def _insert(deployment: AirflowDeployment, table: str, **row: Any) -> None:
     deployment.execute((f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values())))
 
 
-def _token(deployment: AirflowDeployment, base: str) -> str:
-    passwords = json.loads((deployment.home / "simple_auth_manager_passwords.json.generated").read_text())
-    body = json.dumps({"username": "admin", "password": passwords["admin"]}).encode()
-    request = urllib.request.Request(f"{base}/auth/token", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.load(answer)["access_token"]
+def _run_dag(deployment: AirflowDeployment) -> str:
+    """Run the DAG once with ``airflow dags test``; its run id. A failure shows the failed task's log."""
+    try:
+        deployment.airflow("dags", "test", DAG_ID, timeout=RUN_DEADLINE)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        output = str(exc) if isinstance(exc, RuntimeError) else f"timed out:\n{exc.stdout!r}\n{exc.stderr!r}"
+        runs = deployment.dag_runs(DAG_ID)
+        logs = deployment.failed_task_logs(DAG_ID, runs[-1][1]) if runs else "no run"
+        pytest.fail(f"airflow dags test {DAG_ID} failed\n{logs}\n--- its output's end ---\n{output[-8000:]}")
+    ((_, run_id, state),) = deployment.dag_runs(DAG_ID)
+    assert state == "success", deployment.failed_task_logs(DAG_ID, run_id)
+    return run_id
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +145,9 @@ def pages(deployment: AirflowDeployment, spark_connect, moto_server, tmp_path_fa
     _insert(deployment, "variable", key="delta_ui", val=json.dumps(listed), is_encrypted=False)
     dag = DAG.format(dag_id=DAG_ID, table=str(table), source=str(source), conn="delta_pages_connect")
     (deployment.dags_folder / f"{DAG_ID}.py").write_text(dag)
-    (run,) = deployment.wait_for_runs_done(DAG_ID, 1, timeout=RUN_DEADLINE)
+    run_id = _run_dag(deployment)
     base = f"http://127.0.0.1:{deployment.port}"
-    return Pages(deployment, base, _token(deployment, base), str(table), run[1], s3.uri("events"))
+    return Pages(deployment, base, deployment.token(), work, str(table), run_id, s3.uri("events"))
 
 
 class _Rows(HTMLParser):
@@ -155,19 +181,13 @@ class _Rows(HTMLParser):
             self._cell = None
 
 
-def _keep(png: bytes, name: str) -> None:
-    folder = os.environ.get("DELTA_UI_SCREENSHOT")
-    if folder:
-        Path(folder, name).write_bytes(png)
-
-
 def test_the_table_page_links_each_version_to_the_task_instance_that_wrote_it(pages: Pages) -> None:
     uri = table_asset_uri(pages.table)
     with pages.browser() as browser:
         listing = browser.load(f"{pages.base}/delta/tables")
-        _keep(browser.screenshot(), "delta-ui-tables.png")
+        pages.keep(browser, "delta-ui-tables.png")
         timeline = browser.load(f"{pages.base}/delta/tables/{table_id(uri)}")
-        _keep(browser.screenshot(), "delta-ui-table.png")
+        pages.keep(browser, "delta-ui-table.png")
     assert f'data-table-id="{table_id(uri)}"' in listing
     assert "cannot be read" in listing  # the missing table: one line, the page still there
     rows = _Rows()
@@ -199,13 +219,45 @@ def test_the_extra_link_opens_the_version_page(pages: Pages) -> None:
     assert link == f"/delta/tables/{table_id(uri)}/versions/3"
     with pages.browser() as browser:
         page = browser.load(f"{pages.base}{link}")
-        _keep(browser.screenshot(), "delta-ui-version.png")
+        pages.keep(browser, "delta-ui-version.png")
     assert "Version 3 of" in page and 'id="commit-info"' in page
+    assert 'id="next-version"' in page and link.replace("/versions/3", "/versions/4") in page
+    latest = pages.api(link.replace("/versions/3", "/versions/4"), pages.token)
+    assert "Version 4 of" in latest and 'id="previous-version"' in latest
+    assert 'id="next-version"' not in latest and "/versions/5" not in latest  # none past the latest
     api = json.loads(pages.api(f"/delta/api/tables/{table_id(uri)}/versions/3", pages.token))
     at_3 = RsTable(pages.table, version=3)
     assert api["describe"]["numFiles"] == len(at_3.file_uris())
     assert api["describe"]["sizeInBytes"] == sum(pa.table(at_3.get_add_actions())["size_bytes"].to_pylist())
     assert (api["numAdded"], api["numRemoved"]) == (1, 1)  # the file with id 1, rewritten
+    assert api["latestVersion"] == 4
+
+
+def test_airflow_s_navigation_lists_the_delta_pages(pages: Pages) -> None:
+    """The plugin came through the package's entry point, and its view is in the UI's navigation."""
+    plugins = json.loads(pages.api("/api/v2/plugins", pages.token))["plugins"]
+    delta = next(p for p in plugins if p["name"] == "delta")
+    (view,) = delta["external_views"]
+    assert (view["name"], view["href"], view["destination"]) == ("Delta tables", "/delta/tables", "nav")
+    assert delta["source"].startswith("airflow-delta-provider")  # the entry point's distribution
+    assert [(a["url_prefix"], a["name"]) for a in delta["fastapi_apps"]] == [("/delta", "Delta tables")]
+
+
+def test_a_user_who_may_not_read_the_dag_does_not_see_its_table(pages: Pages) -> None:
+    """The deployment's auth manager lets the outsider read no DAG of this module (tests/deployment/auth_manager.py)."""
+    outsider = pages.deployment.token(OUTSIDER)
+    orders = table_id(table_asset_uri(pages.table))
+    listed = {t["id"] for t in json.loads(pages.api("/delta/api/tables", outsider))["tables"]}
+    assert orders not in listed and table_id(pages.s3_uri) in listed  # the table listed by hand is everyone's
+    assert orders in {t["id"] for t in json.loads(pages.api("/delta/api/tables", pages.token))["tables"]}
+    for path in (
+        f"/delta/tables/{orders}",
+        f"/delta/api/tables/{orders}/versions",
+        f"/delta/tables/{orders}/versions/3",
+    ):
+        with pytest.raises(urllib.error.HTTPError) as hidden:
+            pages.api(path, outsider)
+        assert hidden.value.code == 404, path
 
 
 def test_requests_without_credentials_are_refused(pages: Pages) -> None:
