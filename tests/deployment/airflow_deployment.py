@@ -25,6 +25,7 @@ condition until a generous deadline: never a sleep followed by an assert.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -111,6 +112,8 @@ class AirflowDeployment:
                 "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
                 "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "5",
                 "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                # A task's calls to the api-server (5 s by default) wait out a loaded machine's pauses.
+                "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
                 **settings,
             }
         )
@@ -244,6 +247,12 @@ class AirflowDeployment:
             logs = sorted(run_logs.glob(f"task_id={task_id}/**/attempt=*.log"))
             text = logs[-1].read_text(errors="replace")[-limit:] if logs else "(no log file)"
             parts.append(f"--- log of {task_id} ({logs[-1] if logs else run_logs}) ---\n{text}")
+        # A task that never started (its worker could not reach the api-server) says why only here.
+        scheduler = (self.logs / "scheduler.log").read_text(errors="replace").split("Workload execution failed")
+        if len(scheduler) > 1:  # the traceback: the lines up to the next timestamped one
+            lines = scheduler[-1].splitlines()[1:]
+            traceback = "\n".join(itertools.takewhile(lambda line: not line[:4].isdigit(), lines))
+            parts.append(f"--- the scheduler's last failed workload ---\n{traceback[-limit:]}")
         return "\n".join(parts)
 
     def token(self, username: str = "admin") -> str:
