@@ -31,6 +31,7 @@ def get_provider_info() -> dict[str, Any]:
             "GENERATE (symlink manifests for Presto, Trino and Athena) and CLONE (shallow: a new table over another's files); "
             "CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT, GENERATE and CLONE also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
             "A table health report and a maintenance autopilot that runs only the upkeep that is due. "
+            "Delta pages in Airflow's UI: each table's versions, linked to the task instances that wrote them. "
             "Sensors and triggers wait for new table versions and partitions. "
             "No Databricks, no Delta jar."
         ),
@@ -52,7 +53,12 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
-        "extra-links": ["airflow_delta_provider.operators.maintenance.DeltaHealthReportLink"],
+        "extra-links": [
+            "airflow_delta_provider.operators.maintenance.DeltaHealthReportLink",
+            "airflow_delta_provider.operators.version_link.DeltaVersionLink",
+        ],
+        # Also the airflow.plugins entry point (setup.cfg), which Airflow reads with lazy provider discovery.
+        "plugins": [{"name": "delta", "plugin-class": "airflow_delta_provider.ui.plugin.DeltaUIPlugin"}],
         "sensors": [
             {
                 "integration-name": _INTEGRATION,

@@ -190,3 +190,37 @@ def test_the_module_imports_nothing_at_import_time() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True)
     assert json.loads(out.stdout) == ["airflow_delta_provider", "airflow_delta_provider.get_provider_info"]
+
+
+def test_the_ui_plugin_is_declared_by_both_entry_points() -> None:
+    """The provider's ``plugins`` list and setup.cfg's ``airflow.plugins`` entry point name one plugin class."""
+    import configparser
+    from pathlib import Path
+
+    from airflow.providers_manager import ProvidersManager
+
+    from airflow_delta_provider.ui.plugin import PLUGIN_NAME, DeltaUIPlugin
+
+    (listed,) = get_provider_info()["plugins"]
+    assert listed == {"name": PLUGIN_NAME, "plugin-class": "airflow_delta_provider.ui.plugin.DeltaUIPlugin"}
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).resolve().parents[1] / "setup.cfg")
+    entry = setup["options.entry_points"]["airflow.plugins"].strip()
+    assert entry == f"{PLUGIN_NAME} = airflow_delta_provider.ui.plugin:DeltaUIPlugin"
+    assert DeltaUIPlugin.name == PLUGIN_NAME
+    manager = ProvidersManager()
+    manager.initialize_providers_plugins()
+    assert any(p.plugin_class == listed["plugin-class"] for p in manager.plugins)
+
+
+def test_the_installed_package_declares_the_plugin_entry_point() -> None:
+    """What Airflow reads with its default lazy provider discovery: the installed distribution's
+    ``airflow.plugins`` entry point (an editable install older than setup.cfg's lacks it)."""
+    from importlib.metadata import entry_points
+
+    from airflow_delta_provider.ui.plugin import PLUGIN_NAME, DeltaUIPlugin
+
+    found = [e for e in entry_points(group="airflow.plugins") if e.name == PLUGIN_NAME]
+    assert found, "no airflow.plugins entry point 'delta': install the package again (pip install -e .)"
+    assert found[0].dist is not None and found[0].dist.name == "airflow-delta-provider"
+    assert found[0].load() is DeltaUIPlugin

@@ -24,6 +24,7 @@ AIRFLOW_MODULES = [
     "airflow_delta_provider.triggers.delta_table",
     "airflow_delta_provider.assets",
     "airflow_delta_provider.utils.storage_connection",
+    "airflow_delta_provider.ui.plugin",  # every Airflow process loads plugins
 ]
 
 

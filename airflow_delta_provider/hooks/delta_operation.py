@@ -54,6 +54,17 @@ def operation_token(dag_id: str, task_id: str, run_id: str, map_index: int | Non
     return f"{dag_id}/{task_id}/{run_id}/{-1 if map_index is None else map_index}"
 
 
+def parse_operation_token(token: str) -> tuple[str, str, str, int] | None:
+    """(dag_id, task_id, run_id, map_index) of an :func:`operation_token`; None when
+    ``token`` is not one. DAG and task ids hold no ``/``; a run id may."""
+    dag_id, _, rest = token.partition("/")
+    task_id, _, rest = rest.partition("/")
+    run_id, _, map_index = rest.rpartition("/")
+    if not (dag_id and task_id and run_id and re.fullmatch(r"-?\d+", map_index)):
+        return None
+    return dag_id, task_id, run_id, int(map_index)
+
+
 def operation_metrics(raw: Any) -> dict[str, Any]:
     """operationMetrics as written (strings, delta-spark style), numbers made numbers."""
     if not isinstance(raw, dict):
@@ -288,4 +299,5 @@ __all__ = [
     "operation_error",
     "operation_metrics",
     "operation_token",
+    "parse_operation_token",
 ]

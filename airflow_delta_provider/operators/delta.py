@@ -35,6 +35,7 @@ from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_delta_provider.assets.events import emit_commit_event, table_alias
+from airflow_delta_provider.assets.uri import table_asset_uri
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
@@ -58,6 +59,7 @@ from airflow_delta_provider.operations.spec.base import OperationSpec
 from airflow_delta_provider.operations.spec.fields import UNSET, Argument, argument_of, number
 from airflow_delta_provider.operations.update.spec import UpdateSpec
 from airflow_delta_provider.operations.vacuum.spec import VacuumSpec
+from airflow_delta_provider.operators.version_link import DeltaVersionLink
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -191,9 +193,13 @@ class DeltaSparkOperator(BaseOperator):
     template_fields: Sequence[str] = ("conf", "env_vars", "name")
     template_fields_renderers: ClassVar[dict[str, str]] = {"conf": "json", "env_vars": "json"}
     ui_color = "#9fe3f5"
+    #: A writer links to the page of the version it committed (the plugin's, in Airflow's UI).
+    operator_extra_links = (DeltaVersionLink(),)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if not cls.commits_versions:
+            cls.operator_extra_links = ()
         spec_class = cls.__dict__.get("spec_class")
         if spec_class is None:
             return
@@ -373,12 +379,19 @@ class DeltaSparkOperator(BaseOperator):
 
     def _emit_asset_event(self, context: Context, alias: Any, result: DeltaOperationResult) -> None:
         """After a commit, an event on the table's asset with the result as its ``extra``."""
-        from airflow_delta_provider.lineage.naming import needs_storage_options
-
-        options = self.hook.storage_options if needs_storage_options(self.table_path) else None
-        uri = emit_commit_event(context.get("outlet_events"), alias, self.table_path, result, options)
+        uri = emit_commit_event(context.get("outlet_events"), alias, self.table_path, result, self._uri_options())
         if uri is not None:
             self.log.info("Asset event for %s: version %s", uri, result["version"])
+
+    def _uri_options(self) -> dict[str, str] | None:
+        """The store settings the table's asset URI needs (an ``az://`` path's account), else None."""
+        from airflow_delta_provider.lineage.naming import needs_storage_options
+
+        return self.hook.storage_options if needs_storage_options(self.table_path) else None
+
+    def table_asset_uri(self) -> str:
+        """The asset URI of the (rendered) table path: the table's one name."""
+        return table_asset_uri(self.table_path, self._uri_options())
 
     def on_kill(self) -> None:
         if "hook" in self.__dict__:

@@ -25,6 +25,8 @@ condition until a generous deadline: never a sleep followed by an assert.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import os
 import secrets
 import signal
@@ -33,6 +35,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,6 +112,8 @@ class AirflowDeployment:
                 "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
                 "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "5",
                 "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                # A task's calls to the api-server (5 s by default) wait out a loaded machine's pauses.
+                "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
                 **settings,
             }
         )
@@ -211,19 +216,53 @@ class AirflowDeployment:
         rows = self.query("SELECT id, run_id, state FROM dag_run WHERE dag_id = ? ORDER BY id", dag_id)
         return [(int(i), str(r), str(s)) for i, r, s in rows]
 
-    def wait_for_runs_done(self, dag_id: str, count: int) -> list[tuple[int, str, str]]:
+    def wait_for_runs_done(self, dag_id: str, count: int, timeout: float = DEADLINE) -> list[tuple[int, str, str]]:
         """The DAG's runs, once it has ``count`` and none is queued or running; fails on a failed run."""
 
         def done() -> list[tuple[int, str, str]] | None:
             runs = self.dag_runs(dag_id)
             failed = [r for r in runs if r[2] == "failed"]
             if failed:
-                raise AssertionError(f"{dag_id}: run {failed[0][1]} failed; logs in {self.home / 'logs'}")
+                raise AssertionError(
+                    f"{dag_id}: run {failed[0][1]} failed\n{self.failed_task_logs(dag_id, failed[0][1])}"
+                )
             if len(runs) >= count and all(r[2] == "success" for r in runs):
                 return runs
             return None
 
-        return self.wait(done, f"{count} finished run(s) of {dag_id}")
+        return self.wait(done, f"{count} finished run(s) of {dag_id}", timeout)
+
+    def failed_task_logs(self, dag_id: str, run_id: str, limit: int = 6000) -> str:
+        """The end of each failed task instance's log in the run (read now: the
+        temporary ``AIRFLOW_HOME`` is gone when a failure is looked at later)."""
+        rows = self.query(
+            "SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ? ORDER BY task_id", dag_id, run_id
+        )
+        states = ", ".join(f"{task}: {state}" for task, state in rows)
+        parts = [f"task instances of {run_id}: {states or 'none'}"]
+        run_logs = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+        for task_id, state in rows:
+            if state != "failed":
+                continue
+            logs = sorted(run_logs.glob(f"task_id={task_id}/**/attempt=*.log"))
+            text = logs[-1].read_text(errors="replace")[-limit:] if logs else "(no log file)"
+            parts.append(f"--- log of {task_id} ({logs[-1] if logs else run_logs}) ---\n{text}")
+        # A task that never started (its worker could not reach the api-server) says why only here.
+        scheduler = (self.logs / "scheduler.log").read_text(errors="replace").split("Workload execution failed")
+        if len(scheduler) > 1:  # the traceback: the lines up to the next timestamped one
+            lines = scheduler[-1].splitlines()[1:]
+            traceback = "\n".join(itertools.takewhile(lambda line: not line[:4].isdigit(), lines))
+            parts.append(f"--- the scheduler's last failed workload ---\n{traceback[-limit:]}")
+        return "\n".join(parts)
+
+    def token(self, username: str = "admin") -> str:
+        """A JWT for the API, as ``POST /auth/token`` gives one to a SimpleAuthManager user."""
+        passwords = json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())
+        body = json.dumps({"username": username, "password": passwords[username]}).encode()
+        headers = {"Content-Type": "application/json"}
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/auth/token", body, headers)
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return str(json.load(answer)["access_token"])
 
     def asset_state(self, asset_name: str, key: str) -> str | None:
         rows = self.query(

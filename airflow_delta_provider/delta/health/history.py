@@ -31,13 +31,13 @@ def recent_versions(store: LogStore, commits: Sequence[LogFile], limit: int) -> 
             data = store.read(f.name)
         except FileNotFoundError:
             continue
-        info = _commit_info(data)
+        info = commit_info_body(data)
         found = version_info(f.version, info)
         out.append(found if found.timestamp is not None else VersionInfo(f.version, f.mtime_ms, found.operation))
     return out
 
 
-def _commit_info(data: bytes) -> dict[str, Any]:
+def commit_info_body(data: bytes) -> dict[str, Any]:
     """The ``commitInfo`` body of a commit file; {} when it has none."""
     start = data.find(_COMPACT)
     while start > 0 and data[start - 1] != _NEWLINE:  # not at a line start: look further

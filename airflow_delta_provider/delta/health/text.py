@@ -22,11 +22,11 @@ def report_lines(report: dict[str, Any], decisions: list[dict[str, Any]] | None 
     rows: list[tuple[object, ...]] = [
         ("table", report["table"]),
         ("version", f"{report['version']} ({iso_utc(report['timestamp'])})"),
-        ("files", f"{report['numFiles']} files, {_bytes(report['sizeInBytes'])}"),
+        ("files", f"{report['numFiles']} files, {human_bytes(report['sizeInBytes'])}"),
         (
             "small files",
-            f"{report['numSmallFiles']} ({report['smallFileShare']:.1%}) under {_bytes(report['smallFileSize'])}"
-            f" (target {_bytes(report['targetFileSize'])})",
+            f"{report['numSmallFiles']} ({report['smallFileShare']:.1%}) under {human_bytes(report['smallFileSize'])}"
+            f" (target {human_bytes(report['targetFileSize'])})",
         ),
         (
             "deleted rows",
@@ -45,8 +45,8 @@ def report_lines(report: dict[str, Any], decisions: list[dict[str, Any]] | None 
         ("last VACUUM", _when(report["lastVacuum"])),
         (
             "VACUUM would free",
-            f"{_bytes(report['vacuumableBytes'])} ({report['numTombstones']} tombstones,"
-            f" {_bytes(report['tombstonedBytes'])}); LITE {'possible' if report['vacuumLiteAvailable'] else 'not possible'}",
+            f"{human_bytes(report['vacuumableBytes'])} ({report['numTombstones']} tombstones,"
+            f" {human_bytes(report['tombstonedBytes'])}); LITE {'possible' if report['vacuumLiteAvailable'] else 'not possible'}",
         ),
         (
             "clustering",
@@ -61,7 +61,7 @@ def report_lines(report: dict[str, Any], decisions: list[dict[str, Any]] | None 
             rows.append(
                 (
                     clip("  " + pairs(p["partitionValues"]), _CELL),
-                    f"{p['numFiles']} files ({p['numSmallFiles']} small), {_bytes(p['sizeInBytes'])},"
+                    f"{p['numFiles']} files ({p['numSmallFiles']} small), {human_bytes(p['sizeInBytes'])},"
                     f" {p['deletedRowShare']:.1%} rows deleted",
                 )
             )
@@ -81,7 +81,7 @@ def _when(info: dict[str, Any] | None) -> str:
     return f"version {info['version']} ({iso_utc(info['timestamp'])}{ago})"
 
 
-def _bytes(n: int | None) -> str:
+def human_bytes(n: int | None) -> str:
     if n is None:
         return "unknown"
     size = float(n)

@@ -31,9 +31,9 @@ def test_a_commit_without_commit_info_keeps_its_file_time(health_table):
 
 
 def test_commit_info_found_when_not_first_nor_compact():
-    from airflow_delta_provider.delta.health.history import _commit_info
+    from airflow_delta_provider.delta.health.history import commit_info_body
 
     add = b'{"add":{"path":"a","tags":{"note":"{\\"commitInfo\\":1}"}}}'
-    assert _commit_info(add + b'\n{"commitInfo":{"operation":"WRITE"}}\n') == {"operation": "WRITE"}
-    assert _commit_info(add + b'\n{ "commitInfo" : {"operation": "MERGE"} }') == {"operation": "MERGE"}
-    assert _commit_info(add) == {}
+    assert commit_info_body(add + b'\n{"commitInfo":{"operation":"WRITE"}}\n') == {"operation": "WRITE"}
+    assert commit_info_body(add + b'\n{ "commitInfo" : {"operation": "MERGE"} }') == {"operation": "MERGE"}
+    assert commit_info_body(add) == {}

@@ -22,17 +22,9 @@ from airflow_delta_provider.delta.health.decisions import assess
 from airflow_delta_provider.delta.health.page import render_page
 from airflow_delta_provider.delta.health.report import SIZE_BINS
 from airflow_delta_provider.delta.table import DeltaTable
+from tests.browser import chromium
 
 WINDOW = (1200, 1600)
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing under CI: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("chromium is not installed")
-    return found
 
 
 def run_chromium(*args: str) -> str:
