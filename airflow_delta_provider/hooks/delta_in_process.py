@@ -92,10 +92,17 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
     def _execute_spec(self, spec: OperationSpec) -> dict[str, Any] | None:
         from airflow_delta_provider.delta.errors import DeltaError
         from airflow_delta_provider.spark.in_process import InProcessCommand
+        from airflow_delta_provider.spark.runtime.progress import Heartbeat, progress_interval
 
         operation, table = spec.operation, spec.table_path
         remote = None if self.conn_id is None else self._remote_url()
         where = "with no Spark" if remote is None else "over Spark Connect"
+        heartbeat = Heartbeat(self.log.info, progress_interval())  # a line each interval of silence
+
+        def report_progress(line: str) -> None:  # long jobs' progress lines, in the task log
+            heartbeat.heard()
+            self.log.info(line)
+
         try:
             self._command = InProcessCommand(
                 spec,
@@ -103,10 +110,11 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
                 storage_options=self.storage_options or None,
                 conf=self.conf,
                 py_files=[] if remote is None else [str(build_package_zip(self._package_cache_dir))],
-                report_progress=self.log.info,  # long jobs' progress lines, in the task log
+                report_progress=report_progress,
             )
             self.log.info("Running Delta %s on %s %s", operation, table, where)
-            return self._command.run()
+            with heartbeat:
+                return self._command.run()
         except DeltaError as exc:
             error = operation_error(exc, operation, table)
             raise error from (None if isinstance(error, AirflowFailException) else exc)

@@ -59,6 +59,7 @@ from airflow_delta_provider.hooks.delta_operation import (
     operation_token,
 )
 from airflow_delta_provider.spark.runtime.application import APPLICATION
+from airflow_delta_provider.spark.runtime.progress import Heartbeat, progress_interval
 from airflow_delta_provider.spark.runtime.progress_line import is_progress_line
 from airflow_delta_provider.utils.package_zip import build_package_zip
 
@@ -127,10 +128,17 @@ class _SparkOutput:
         self.error_line: str | None = None
         self.error_name: str | None = None
         self.problems: deque[str] = deque(maxlen=_PROBLEM_LINES)
+        self.heartbeat: Heartbeat | None = None  # told of each line the task log shows
         self._hiding = False  # the last Spark record was quieted: its continuation lines are too
 
     def observe(self, line: str) -> bool:
         """Take note of one line of output; whether the task log shows it at its own level."""
+        shown = self._observe(line)
+        if shown and self.heartbeat is not None:
+            self.heartbeat.heard()
+        return shown
+
+    def _observe(self, line: str) -> bool:
         if self._hiding and _CONTINUATION_RE.match(line):  # a quieted record's plan or RDD name, line by line
             return False
         self._hiding = False
@@ -539,7 +547,9 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
     ) -> None:
         """spark-submit, wait for the application, fail with its one-line error."""
         try:
-            driver_id = hook.submit(application_path(), **({} if popen_env is None else {"env": popen_env}))
+            # A line each interval the task log would otherwise be silent (the JVM starting, the driver's own work).
+            with Heartbeat(hook.log.info, progress_interval()) as output.heartbeat:
+                driver_id = hook.submit(application_path(), **({} if popen_env is None else {"env": popen_env}))
             if target.standalone_cluster and driver_id:
                 # spark-submit returned once the driver was submitted (provider >= 6.3).
                 try:

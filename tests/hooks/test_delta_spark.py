@@ -318,7 +318,9 @@ def test_an_earlier_commit_with_the_token_is_returned_without_submitting(tmp_pat
 
 
 @pytest.mark.usefixtures("airflow_db")
-def test_real_spark_submit_commits_and_reads_the_result_from_the_log(tmp_path: Path) -> None:
+def test_real_spark_submit_commits_and_reads_the_result_from_the_log(tmp_path: Path, monkeypatch, capfd) -> None:
+    """Also: the task log is never silent for an interval (here 1 s) while spark-submit starts and runs."""
+    monkeypatch.setenv("DELTA_PROGRESS_INTERVAL", "1")
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
     from deltalake import DeltaTable as ReaderTable
@@ -330,6 +332,8 @@ def test_real_spark_submit_commits_and_reads_the_result_from_the_log(tmp_path: P
 
     hook = DeltaSparkHook(conf=SPARK_TEST_CONF, package_cache_dir=tmp_path / "cache")
     result = hook.run("append", table, ["--source", str(source), "--format", "parquet"], token="dag/task/run/-1")
+    # the JVM alone takes seconds to start, and says nothing the task log shows (Airflow's logs: structlog, on the fds)
+    assert "progress: still running (nothing said for 0:00:01)" in "".join(capfd.readouterr())
 
     assert result["table"] == table
     assert result["version"] == 0

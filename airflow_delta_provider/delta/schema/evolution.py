@@ -171,7 +171,7 @@ def _enforce_struct(table: DeltaType, data: DeltaType, path: FieldPath, report: 
             report.add(
                 col,
                 f"column {format_path(col)}: the table spells it {format_path(path + (tf['name'],))}; "
-                "rename the data column to match"
+                "rename the data column to match",
             )
         else:
             _enforce_type(tf["type"], df["type"], col, report)

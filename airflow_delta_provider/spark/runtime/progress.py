@@ -129,6 +129,56 @@ class ProgressThrottle:
         return format_progress(sorted(stages, key=lambda s: s.stage_id), now - self._started)
 
 
+class Heartbeat:
+    """A line for each interval in which a running command said nothing.
+
+    Progress lines come only while Spark's stages run; a JVM starting, a session
+    being built, or the driver reading the log and committing say nothing for as
+    long. A watcher of the command's output (the spark-submit hook, the in-process
+    hook) calls :meth:`heard` for each line it shows; a daemon thread reports
+    ``progress: still running (nothing said for 0:00:10), 0:00:40`` once a whole
+    interval has passed without one, so that a task log is never silent for more
+    than an interval. Used as a context manager: no thread outlives the block.
+    """
+
+    def __init__(self, report: Report, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval_s = interval_s
+        self._report = report
+        self._clock = clock
+        self._started = self._last = clock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="delta-heartbeat", daemon=True)
+
+    def heard(self) -> None:
+        """The command said something: the silence starts again."""
+        self._last = self._clock()
+
+    def due(self) -> str | None:
+        """The line to report now, if a whole interval has passed in silence."""
+        now = self._clock()
+        if self.interval_s <= 0 or now - self._last < self.interval_s:
+            return None
+        silent, self._last = now - self._last, now
+        quiet, elapsed = timedelta(seconds=int(silent)), timedelta(seconds=int(now - self._started))
+        return f"{PROGRESS_PREFIX}still running (nothing said for {quiet}), {elapsed}"
+
+    def __enter__(self) -> Heartbeat:
+        if self.interval_s > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(self.interval_s / _POLLS_PER_INTERVAL):
+            line = self.due()
+            if line is not None and not self._stopped.is_set():
+                self._report(line)
+
+
 def tracker_stages(tracker: Any) -> list[StageProgress]:
     """The running stages, as PySpark's ``StatusTracker`` (classic sessions) reports them."""
     stages = []
@@ -232,6 +282,7 @@ __all__ = [
     "DEFAULT_PROGRESS_INTERVAL_S",
     "PROGRESS_INTERVAL_VARIABLE",
     "ConnectProgressHandler",
+    "Heartbeat",
     "ProgressThrottle",
     "Report",
     "StageProgress",

@@ -140,5 +140,5 @@ def test_which_readers_read_a_local_shallow_clone(tmp_path, duckdb_delta) -> Non
 
     with pytest.raises(Exception, match="not found"):
         deltalake.DeltaTable(clone).to_pyarrow_table()
-    with pytest.raises(Exception, match="No such file|Cannot open file"):
+    with pytest.raises(Exception, match=r"No such file|Cannot open file"):
         duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{clone}')").fetchall()

@@ -23,6 +23,7 @@ from airflow_delta_provider.spark.runtime.progress import (
     DEFAULT_PROGRESS_INTERVAL_S,
     PROGRESS_INTERVAL_VARIABLE,
     ConnectProgressHandler,
+    Heartbeat,
     ProgressThrottle,
     StageProgress,
     format_progress,
@@ -103,6 +104,32 @@ def test_short_idle_gaps_between_stages_do_not_restart_the_count() -> None:
     assert throttle.observe([]) is None
     clock.now = 100.0 + 50.5
     assert throttle.observe([StageProgress(10, 0, 4)]) == "progress: stage 10, 0/4 tasks, 0:00:50"
+
+
+def test_a_heartbeat_speaks_once_an_interval_of_silence_and_only_then() -> None:
+    clock = FakeClock()
+    heartbeat = Heartbeat(lambda line: None, 10.0, clock)
+    clock.now += 9
+    assert heartbeat.due() is None
+    heartbeat.heard()  # a line was shown: the silence starts again
+    clock.now += 9
+    assert heartbeat.due() is None
+    clock.now += 1
+    assert heartbeat.due() == "progress: still running (nothing said for 0:00:10), 0:00:19"
+    assert heartbeat.due() is None  # its own line ends the silence too
+    clock.now += 10
+    assert heartbeat.due() == "progress: still running (nothing said for 0:00:10), 0:00:29"
+    assert Heartbeat(lambda line: None, 0.0, clock).due() is None  # an interval of 0: off
+
+
+def test_a_heartbeats_thread_reports_and_ends_with_its_block() -> None:
+    lines: list[str] = []
+    with Heartbeat(lines.append, 0.05):
+        deadline = threading.Event()
+        while not lines and not deadline.wait(0.01):
+            pass
+    assert lines[0].startswith("progress: still running")
+    assert not [t for t in threading.enumerate() if t.name == "delta-heartbeat"]
 
 
 def test_connects_done_call_ends_a_job_and_done_stages_are_not_shown() -> None:
