@@ -174,7 +174,8 @@ class FaultProxy:
                 for key, value in headers:
                     if key.lower() not in ("transfer-encoding", "connection", "content-length"):
                         self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
+                length = dict((k.lower(), v) for k, v in headers).get("content-length", "0")
+                self.send_header("Content-Length", length if self.command == "HEAD" else str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data[: len(data) // 2] if cut else data)
