@@ -92,9 +92,13 @@ def test_checkpoint_vacuum_and_clone_through_ten_percent_faults(store, seed):
     with store.faults.inject(*random_faults(0.10), seed=seed):
         _as_a_retried_task(lambda: checkpoint.run(None, CheckpointSpec(table_path=uri, token="cp"), options))
         vacuumed = _as_a_retried_task(
-            lambda: vacuum.run(None, VacuumSpec(table_path=uri, retention_hours=0, retention_check=False, token="vac"), options)
+            lambda: vacuum.run(
+                None, VacuumSpec(table_path=uri, retention_hours=0, retention_check=False, token="vac"), options
+            )
         )
-        cloned = _as_a_retried_task(lambda: clone.run(None, CloneSpec(table_path=target, source_path=uri, token="cl"), options))
+        cloned = _as_a_retried_task(
+            lambda: clone.run(None, CloneSpec(table_path=target, source_path=uri, token="cl"), options)
+        )
     table = DeltaTable(uri, store.storage_options)
     assert table.latest_version() == 5  # VACUUM START and END, once each
     assert _commits(table)[4:] == VACUUMED
@@ -112,7 +116,9 @@ def test_both_vacuum_commits_lose_their_answer_and_land_once(store):
     lost = Rule("timeout_after", methods=("PUT",), paths=(COMMITS,), schedule=frozenset({1, 2}))
     with store.faults.inject(lost) as hit:
         result = vacuum.run(
-            None, VacuumSpec(table_path=uri, retention_hours=0, retention_check=False, token="vac"), {**store.storage_options, **FAST}
+            None,
+            VacuumSpec(table_path=uri, retention_hours=0, retention_check=False, token="vac"),
+            {**store.storage_options, **FAST},
         )
     assert len(hit) == 2
     table = DeltaTable(uri, store.storage_options)

@@ -99,8 +99,12 @@ def test_retry_settings_are_storage_options_or_variables(monkeypatch):
 
 
 def test_only_errors_obstore_gave_up_on_at_once_are_retried_here():
-    assert is_transient("Generic S3 error: Error getting list response body: HTTP error: request or response body error")
+    assert is_transient(
+        "Generic S3 error: Error getting list response body: HTTP error: request or response body error"
+    )
     assert is_transient("Error performing POST http://h/b?<redacted> in 1s - HTTP error: error sending request")
-    spent = "Error performing GET http://h/b/k in 3s, after 2 retries, max_retries: 2, retry_timeout: 180s  - HTTP error"
+    spent = (
+        "Error performing GET http://h/b/k in 3s, after 2 retries, max_retries: 2, retry_timeout: 180s  - HTTP error"
+    )
     assert not is_transient(spent)
     assert not is_transient("Server returned non-2xx status code: 412 Precondition Failed")

@@ -141,4 +141,6 @@ def test_concurrent_appends_through_ten_percent_faults_land_once(
     assert sorted(zip(rows["writer"].to_pylist(), rows["seq"].to_pylist())) == expected
     theirs = deltalake_rows(uri, storage_options=store.storage_options)
     assert sorted(zip(theirs["writer"].to_pylist(), theirs["seq"].to_pylist())) == expected
-    print(f"seed {seed}: {len(hit)} faults injected {dict(Counter(i.fault for i in hit))}; task retries {dict(failures)}")
+    print(
+        f"seed {seed}: {len(hit)} faults injected {dict(Counter(i.fault for i in hit))}; task retries {dict(failures)}"
+    )
