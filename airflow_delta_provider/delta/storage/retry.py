@@ -10,6 +10,7 @@ idempotent (a bulk delete is a POST) and an answer whose body was cut off
 :class:`RetryPolicy` retries them here, with the same settings: bounded by
 ``max_retries`` and ``retry_timeout``, backing off as obstore does, one
 warning line per retry (no secret: URL queries are cut from store messages).
+The loop is tenacity's (one policy for calls and coroutines alike).
 
 The conditional create of a commit is never retried here: a create whose
 answer was lost is settled by reading the object back
@@ -19,13 +20,13 @@ answer was lost is settled by reading the object back
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import tenacity
 
 log = logging.getLogger(__name__)
 
@@ -74,45 +75,44 @@ class RetryPolicy:
         bound = min(self.max_backoff, self.init_backoff * self.base ** (retry - 1))
         return random.uniform(0, bound)
 
-    def _next(self, retry: int, started: float, what: str, message: str) -> float | None:
-        """The pause before ``retry``, or None when the budget is spent."""
-        if retry > self.max_retries or time.monotonic() - started > self.retry_timeout:
-            return None
-        pause = self.backoff(retry)
-        log.warning("%s: retry %d of %d in %.2f s after: %s", what, retry, self.max_retries, pause, message)
-        return pause
+    def _retrying(self, what: str, transient: Callable[[BaseException], str | None]) -> dict[str, Any]:
+        """tenacity's settings for this policy, the same for a call and a
+        coroutine: retry while ``transient(error)`` names the error, at most
+        ``max_retries`` times within ``retry_timeout``, one warning a retry;
+        when the budget is spent, the last error is raised as it was."""
+
+        def pause(state: tenacity.RetryCallState) -> float:
+            return self.backoff(state.attempt_number)
+
+        def warn(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            message = transient(error) if error is not None else ""
+            log.warning(
+                "%s: retry %d of %d in %.2f s after: %s",
+                what,
+                state.attempt_number,
+                self.max_retries,
+                state.upcoming_sleep,
+                message,
+            )
+
+        return {
+            "retry": tenacity.retry_if_exception(lambda exc: transient(exc) is not None),
+            "stop": tenacity.stop_after_attempt(self.max_retries + 1) | tenacity.stop_after_delay(self.retry_timeout),
+            "wait": pause,
+            "before_sleep": warn,
+            "reraise": True,
+        }
 
     def call(self, what: str, fn: Callable[[], T], transient: Callable[[BaseException], str | None]) -> T:
         """``fn()``, retried while ``transient(error)`` names a retryable error."""
-        started = time.monotonic()
-        retry = 0
-        while True:
-            try:
-                return fn()
-            except Exception as exc:
-                message = transient(exc)
-                retry += 1
-                pause = None if message is None else self._next(retry, started, what, message)
-                if pause is None:
-                    raise
-            time.sleep(pause)
+        return tenacity.Retrying(**self._retrying(what, transient))(fn)
 
     async def call_async(
         self, what: str, fn: Callable[[], Awaitable[T]], transient: Callable[[BaseException], str | None]
     ) -> T:
         """:meth:`call` for a coroutine: the pauses never block the event loop."""
-        started = time.monotonic()
-        retry = 0
-        while True:
-            try:
-                return await fn()
-            except Exception as exc:
-                message = transient(exc)
-                retry += 1
-                pause = None if message is None else self._next(retry, started, what, message)
-                if pause is None:
-                    raise
-            await asyncio.sleep(pause)
+        return await tenacity.AsyncRetrying(**self._retrying(what, transient))(fn)
 
 
 def _seconds(value: Any, default: float) -> float:
