@@ -116,7 +116,7 @@ class FaultProxy:
     modes older tests use. ``requests`` lists every request forwarded,
     ``injected`` every fault injected."""
 
-    def __init__(self, upstream_port: int, seed: int = 0, hold_seconds: float = 3.0) -> None:
+    def __init__(self, upstream_port: int, seed: int = 0, hold_seconds: float = 1.0) -> None:
         self.upstream_port = upstream_port
         self.down = False
         self.strip_if_none_match = False
@@ -195,7 +195,7 @@ class FaultProxy:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     @property

@@ -31,14 +31,14 @@ ALL = os.environ.get("FAULTS_ALL") == "1"
 SEEDS = [3, 5, 8] if ALL else [3]
 SCHEMA = pa.schema([("id", pa.int64())])
 VACUUMED = [("VACUUM START", None), ("VACUUM END", "vac")]
-FAST = {"timeout": "1s", "retry_init_backoff": "10ms", "retry_max_backoff": "200ms"}
+FAST = {"timeout": "500ms", "retry_init_backoff": "10ms", "retry_max_backoff": "200ms"}
 
 
 @pytest.fixture
 def store(faulty_store, monkeypatch):
     for key, value in faulty_store.env.items():
         monkeypatch.setenv(key, value)
-    faulty_store.faults.hold_seconds = 1.5
+    faulty_store.faults.hold_seconds = 0.8
     return faulty_store
 
 

@@ -24,13 +24,13 @@ from airflow_delta_provider.delta.storage.retry import RetryPolicy, is_transient
 from tests.fault_proxy import FAULTS, Rule
 
 ALL = os.environ.get("FAULTS_ALL") == "1"
-FAST = {"timeout": "1s", "retry_init_backoff": "10ms", "retry_max_backoff": "100ms", "delta_atomic_create": "trust"}
+FAST = {"timeout": "500ms", "retry_init_backoff": "10ms", "retry_max_backoff": "100ms", "delta_atomic_create": "trust"}
 CALLS = ("create", "put", "get", "head", "list", "delete")
 
 
 @pytest.fixture
 def storage(faulty_store):
-    faulty_store.faults.hold_seconds = 1.5
+    faulty_store.faults.hold_seconds = 0.8
     return open_storage(faulty_store.uri("t"), {**faulty_store.storage_options, **FAST})
 
 

@@ -31,8 +31,8 @@ from tests.fault_proxy import AMBIGUOUS, CHECKPOINTS, CHECKSUMS, COMMITS, LAST_C
 
 ALL = os.environ.get("FAULTS_ALL") == "1"
 SCHEMA = pa.schema([("writer", pa.int64()), ("seq", pa.int64())])
-#: Client settings that keep a lost answer short: a 1 s timeout, quick back-off.
-FAST = {"timeout": "1s", "retry_init_backoff": "10ms", "retry_max_backoff": "200ms"}
+#: Client settings that keep a lost answer short: a 0.5 s timeout, quick back-off.
+FAST = {"timeout": "500ms", "retry_init_backoff": "10ms", "retry_max_backoff": "200ms"}
 
 STEPS = {"commit": COMMITS, "checksum": CHECKSUMS, "checkpoint": CHECKPOINTS, "last_checkpoint": LAST_CHECKPOINT}
 #: make test: each step once, each ambiguous fault at least once.
@@ -46,7 +46,7 @@ def store(faulty_store, monkeypatch):
     """A faulty store, its settings also in the environment (the helpers' data writes)."""
     for key, value in faulty_store.env.items():
         monkeypatch.setenv(key, value)
-    faulty_store.faults.hold_seconds = 1.5  # past FAST's 1 s timeout
+    faulty_store.faults.hold_seconds = 0.8  # past FAST's 0.5 s timeout
     return faulty_store
 
 
