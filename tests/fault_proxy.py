@@ -289,6 +289,13 @@ class FaultProxy:
             self.delay = None
 
 
+def lost_commit_answers(injections: list[Injection]) -> int:
+    """How many creates of a commit file had their answer lost after the server applied them."""
+    return sum(
+        1 for i in injections if i.fault in AMBIGUOUS and i.method == "PUT" and fnmatch.fnmatchcase(i.target, COMMITS)
+    )
+
+
 def _target(path: str) -> str:
     """What rules match: the unquoted path and query."""
     return urllib.parse.unquote(path)
@@ -306,5 +313,6 @@ __all__ = [
     "FaultProxy",
     "Injection",
     "Rule",
+    "lost_commit_answers",
     "random_faults",
 ]

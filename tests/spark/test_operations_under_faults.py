@@ -30,7 +30,7 @@ from airflow_delta_provider.delta.actions.model import TOKEN_TAG, parse_commit
 from airflow_delta_provider.delta.errors import CommitOutcomeUnknownError, DeltaError, StorageError
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.hooks.delta_operation import is_permanent
-from tests.fault_proxy import random_faults
+from tests.fault_proxy import lost_commit_answers, random_faults
 from tests.operations.runs import run_append, run_delete, run_merge, run_optimize, run_update
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
@@ -135,4 +135,6 @@ def test_spark_operations_through_ten_percent_faults_commit_once(spark, store, t
     rows = RsTable(uri, storage_options=store.storage_options).to_pyarrow_table()
     assert sorted(zip(rows["id"].to_pylist(), rows["val"].to_pylist())) == expected_rows()
     assert hit, "no fault was injected"
-    print(f"seed {seed}: {len(hit)} faults {dict(Counter(i.fault for i in hit))}; task retries {dict(failures)}")
+    print(
+        f"seed {seed}: {len(hit)} faults {dict(Counter(i.fault for i in hit))}; lost commit answers {lost_commit_answers(hit)}; task retries {dict(failures)}"
+    )

@@ -6,8 +6,9 @@
   (the read-back holds the bytes, with our ``txnId``), reported once at its
   version, and the post-commit work runs once.
 - **Four writers x ten appends with 10% of requests failing** (every fault
-  kind, seeded): every append lands exactly once, the versions are dense,
-  and delta-rs reads the rows the core reads.
+  kind, seeded): :func:`append_concurrently`, run by
+  tests/delta_spark/test_appends_under_faults.py, where delta-rs and
+  delta-spark read the rows the core reads.
 
 ``make test`` runs a seeded subset (each step once, three appends a writer);
 ``FAULTS_ALL=1`` (``make test-faults``) every step with every ambiguous
@@ -27,7 +28,17 @@ import pytest
 from airflow_delta_provider.delta.checksum.version_checksum import read_checksum
 from airflow_delta_provider.delta.errors import CommitOutcomeUnknownError, StorageError
 from airflow_delta_provider.delta.table import DeltaTable
-from tests.fault_proxy import AMBIGUOUS, CHECKPOINTS, CHECKSUMS, COMMITS, LAST_CHECKPOINT, Rule, random_faults
+from tests.delta.conftest import create_table, read_snapshot, write_data_file
+from tests.fault_proxy import (
+    AMBIGUOUS,
+    CHECKPOINTS,
+    CHECKSUMS,
+    COMMITS,
+    LAST_CHECKPOINT,
+    Rule,
+    lost_commit_answers,
+    random_faults,
+)
 
 ALL = os.environ.get("FAULTS_ALL") == "1"
 SCHEMA = pa.schema([("writer", pa.int64()), ("seq", pa.int64())])
@@ -93,17 +104,21 @@ def test_a_lost_answer_at_each_commit_step_commits_once(store, new_table, data_f
     assert sorted(snapshot_rows(table.snapshot())["seq"].to_pylist()) == [0, 1, 2]
 
 
-#: make test: four writers of three appends each, one seed.
+#: make test: four writers of three appends each, one seed (tests/delta_spark/test_appends_under_faults.py
+#: runs them and reads the table with delta-rs and delta-spark).
 WRITERS, APPENDS = (4, 10) if ALL else (4, 3)
 SEEDS = [7, 11, 23] if ALL else [7]
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_concurrent_appends_through_ten_percent_faults_land_once(
-    store, new_table, data_file, snapshot_rows, deltalake_rows, seed
-):
+def append_concurrently(store, seed: int, writers: int = WRITERS, appends: int = APPENDS) -> tuple[str, Counter[str]]:
+    """``writers`` threads each appending ``appends`` rows ``(writer, seq)`` to a
+    new table in ``store``, through 10% of requests failing (every fault kind,
+    seeded). A failed append is tried again as Airflow retries a task,
+    unless its ``txn`` shows an earlier try committed it. Checks that every
+    append landed once in dense versions; returns the table and the
+    failures the writers met, by error type."""
     uri = store.uri("t")
-    new_table(uri, SCHEMA)
+    create_table(uri, SCHEMA)
     options = {**store.storage_options, **FAST}
     failures: Counter[str] = Counter()
     errors: list[BaseException] = []
@@ -111,7 +126,7 @@ def test_concurrent_appends_through_ten_percent_faults_land_once(
     def writer(w: int) -> None:
         table = DeltaTable(uri, options)
         app = f"writer-{w}"
-        for seq in range(APPENDS):
+        for seq in range(appends):
             for _attempt in range(10):  # as Airflow retries a failed task
                 try:
                     snap = table.snapshot()
@@ -119,7 +134,7 @@ def test_concurrent_appends_through_ten_percent_faults_land_once(
                         break  # an earlier try committed it (its answer was lost)
                     txn = table.transaction("WRITE", parameters={"mode": "Append"}, snapshot=snap)
                     txn.set_txn(app, seq)
-                    txn.add(data_file(uri, _rows(w, seq)))
+                    txn.add(write_data_file(uri, _rows(w, seq)))
                     txn.commit(metrics={}, token=f"{app}-{seq}")
                     break
                 except (StorageError, CommitOutcomeUnknownError) as exc:
@@ -128,19 +143,21 @@ def test_concurrent_appends_through_ten_percent_faults_land_once(
                 errors.append(AssertionError(f"{app} could not append {seq}"))
 
     with store.faults.inject(*random_faults(0.10), seed=seed) as hit:
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
     assert not errors, errors
     table = DeltaTable(uri, store.storage_options)
-    assert _commits(table) == list(range(WRITERS * APPENDS + 1))
-    rows = snapshot_rows(table.snapshot())
-    expected = sorted((w, s) for w in range(WRITERS) for s in range(APPENDS))
-    assert sorted(zip(rows["writer"].to_pylist(), rows["seq"].to_pylist())) == expected
-    theirs = deltalake_rows(uri, storage_options=store.storage_options)
-    assert sorted(zip(theirs["writer"].to_pylist(), theirs["seq"].to_pylist())) == expected
+    assert _commits(table) == list(range(writers * appends + 1))
+    rows = read_snapshot(table.snapshot())
+    assert sorted(zip(rows["writer"].to_pylist(), rows["seq"].to_pylist())) == expected_appends(writers, appends)
     print(
-        f"seed {seed}: {len(hit)} faults injected {dict(Counter(i.fault for i in hit))}; task retries {dict(failures)}"
+        f"seed {seed}: {len(hit)} faults injected {dict(Counter(i.fault for i in hit))}; lost commit answers {lost_commit_answers(hit)}; task retries {dict(failures)}"
     )
+    return uri, failures
+
+
+def expected_appends(writers: int = WRITERS, appends: int = APPENDS) -> list[tuple[int, int]]:
+    return sorted((w, s) for w in range(writers) for s in range(appends))
