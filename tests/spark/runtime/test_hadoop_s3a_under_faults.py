@@ -36,7 +36,10 @@ from tests.spark.test_operations_under_faults import as_a_retried_task
 from tests.spark_connect_server import ConnectServer
 from tests.storage_servers import FaultyStore, faulty, s3_backend
 
-pytestmark = pytest.mark.skipif(os.environ.get("FAULTS_ALL") != "1", reason="FAULTS_ALL=1 (make test-faults) only")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("FAULTS_ALL") != "1", reason="FAULTS_ALL=1 (make test-faults) only"),
+    pytest.mark.timeout(1800),  # a JVM with hadoop-aws, six operations each way: long on a shared machine
+]
 
 #: S3A's own retries, quick: under faults it must retry rather than fail at the first one.
 S3A_RETRIES = {
@@ -69,6 +72,7 @@ def s3a_server(bucket, tmp_path_factory) -> Iterator[ConnectServer]:
     )
     yield server
     server.stop()
+    assert bucket.secret not in server.log.read_text(errors="replace"), "secret in the server's log"
 
 
 def _expected() -> list[tuple]:
