@@ -101,6 +101,10 @@ def random_faults(probability: float, faults: tuple[str, ...] = FAULTS, **match:
     return rules
 
 
+#: An outage: every request answered 503 (a store out of reach for a while).
+OUTAGE = Rule("503", probability=1.0)
+
+
 @dataclass(frozen=True)
 class Injection:
     fault: str
@@ -310,6 +314,7 @@ __all__ = [
     "FAULTS",
     "LAST_CHECKPOINT",
     "LOG",
+    "OUTAGE",
     "FaultProxy",
     "Injection",
     "Rule",

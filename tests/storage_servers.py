@@ -221,6 +221,16 @@ def stoppable_s3(moto_server: MotoServer) -> Iterator[FaultyStore]:
     proxy.close()
 
 
+@pytest.fixture
+def s3_out_of_reach(stoppable_s3, monkeypatch) -> FaultyStore:
+    """A faulty S3 in this process's environment (a poller's), with one quick
+    store retry: under :data:`~tests.fault_proxy.OUTAGE` a poll fails at once."""
+    for key, value in {**stoppable_s3.env, "DELTA_STORE_MAX_RETRIES": "1",
+                       "DELTA_STORE_RETRY_INIT_BACKOFF": "10ms"}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    return stoppable_s3
+
+
 # --- Azure: Azurite ------------------------------------------------------------------
 
 

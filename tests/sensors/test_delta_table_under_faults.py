@@ -15,22 +15,16 @@ import pytest
 from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.sensors.delta_table import DeltaPartitionSensor, DeltaTableVersionSensor
 from tests.delta.conftest import create_table, write_data_file
-from tests.fault_proxy import Rule
+from tests.fault_proxy import OUTAGE
 from tests.storage_servers import s3_settings
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ds", pa.string())])
-#: Every request answered 503: obstore's own retries (one, here) do not get through.
-OUTAGE = Rule("503", probability=1.0)
 WARNING = "polling on until the store answers"
 
 
 @pytest.fixture
-def store(stoppable_s3, monkeypatch):
-    """A faulty S3 in the sensor's environment, with one quick store retry."""
-    for key, value in {**stoppable_s3.env, "DELTA_STORE_MAX_RETRIES": "1",
-                       "DELTA_STORE_RETRY_INIT_BACKOFF": "10ms"}.items():  # fmt: skip
-        monkeypatch.setenv(key, value)
-    return stoppable_s3
+def store(s3_out_of_reach):
+    return s3_out_of_reach
 
 
 def _append(uri: str, moto_server, ids: list[int], ds: str) -> None:

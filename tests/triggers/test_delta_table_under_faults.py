@@ -15,20 +15,15 @@ import pytest
 
 from airflow_delta_provider.triggers.delta_table import DeltaTableEventTrigger, DeltaTableVersionTrigger
 from tests.delta_logs import write_commit, write_log
-from tests.fault_proxy import Rule
+from tests.fault_proxy import OUTAGE
 from tests.storage_servers import s3_settings, upload_tree
 
-OUTAGE = Rule("503", probability=1.0)
 WARNING = "polling on until the store answers"
 
 
 @pytest.fixture
-def store(stoppable_s3, monkeypatch):
-    """A faulty S3 in the triggerer's environment, with one quick store retry."""
-    for key, value in {**stoppable_s3.env, "DELTA_STORE_MAX_RETRIES": "1",
-                       "DELTA_STORE_RETRY_INIT_BACKOFF": "10ms"}.items():  # fmt: skip
-        monkeypatch.setenv(key, value)
-    return stoppable_s3
+def store(s3_out_of_reach):
+    return s3_out_of_reach
 
 
 def _put_commit_directly(local, uri: str, version: int, moto_server) -> None:
