@@ -5,10 +5,11 @@
 - **Azure**: Azurite's blob service, installed from npm into
   ``~/.cache/airflow-delta-provider/azurite`` the first time and started with
   node. Where node or npm is missing, the Azure cases skip and say why.
-- **Faults**: :class:`FaultProxy`, an HTTP forwarder in front of a dedicated
-  moto server, can make the store unreachable, ignore ``If-None-Match`` (an
-  S3-compatible store without atomic create), or hold a response back after
-  the server has applied the request (an answer lost to a timeout).
+- **Faults**: :class:`~tests.fault_proxy.FaultProxy`, an HTTP forwarder in
+  front of moto or Azurite (``stoppable_s3``, ``faulty_azure``,
+  ``faulty_store``), injects 5xx answers, resets, lost answers and dropped
+  bodies by rule; it can also make the store unreachable or ignore
+  ``If-None-Match`` (an S3-compatible store without atomic create).
 
 GCS has no emulator that can be installed here; its URI and credential
 handling is unit-tested without a server.
@@ -22,22 +23,21 @@ worker would have.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.fault_proxy import FaultProxy
 
 S3_SECRET = "moto-secret-" + uuid.uuid4().hex[:8]
 AZURITE_ACCOUNT = "devstoreaccount1"
@@ -177,139 +177,58 @@ def s3_bucket(moto_server: MotoServer) -> Backend:
     return s3_backend(moto_server)
 
 
-# --- Faults: a forwarding proxy ----------------------------------------------------
-
-
-class FaultProxy:
-    """An HTTP/1.1 forwarder on a loopback port in front of ``upstream``.
-
-    Modes, each switched on by a context manager:
-
-    - :meth:`unreachable`: every connection is closed unanswered, as when
-      the server is gone;
-    - :meth:`ignoring_if_none_match`: ``If-None-Match`` is dropped from every
-      request, as by an S3-compatible store without atomic create;
-    - :meth:`delay_responses`: a PUT whose path contains a string is applied
-      by the server, and its answer is held back for some seconds (past the
-      client's timeout).
-    """
-
-    def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.down = False
-        self.strip_if_none_match = False
-        self.delay: tuple[float, str] | None = None
-        #: Every request forwarded, as (method, path and query).
-        self.requests: list[tuple[str, str]] = []
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _forward(self) -> None:
-                if proxy.down:
-                    self.close_connection = True
-                    self.connection.close()
-                    return
-                proxy.requests.append((self.command, self.path))
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                headers = {k: v for k, v in self.headers.items()}
-                if proxy.strip_if_none_match:
-                    headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
-                upstream = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=30)
-                try:
-                    upstream.request(self.command, self.path, body=body, headers=headers)
-                    response = upstream.getresponse()
-                    data = response.read()
-                finally:
-                    upstream.close()
-                if self.command == "PUT" and proxy.delay is not None and proxy.delay[1] in self.path:
-                    time.sleep(proxy.delay[0])
-                self.send_response(response.status, response.reason)
-                for key, value in response.getheaders():
-                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @contextlib.contextmanager
-    def unreachable(self) -> Iterator[None]:
-        self.down = True
-        try:
-            yield
-        finally:
-            self.down = False
-
-    @contextlib.contextmanager
-    def ignoring_if_none_match(self) -> Iterator[None]:
-        self.strip_if_none_match = True
-        try:
-            yield
-        finally:
-            self.strip_if_none_match = False
-
-    @contextlib.contextmanager
-    def delay_responses(self, seconds: float, path_contains: str) -> Iterator[None]:
-        self.delay = (seconds, path_contains)
-        try:
-            yield
-        finally:
-            self.delay = None
+# --- Faults: a forwarding proxy (tests/fault_proxy.py) --------------------------------
 
 
 @dataclass
-class FaultyS3(Backend):
-    """An S3 backend reached through a :class:`FaultProxy`."""
+class FaultyStore(Backend):
+    """A backend (S3 or Azure) reached through a :class:`FaultProxy`."""
 
     proxy: FaultProxy | None = None
 
+    @property
+    def faults(self) -> FaultProxy:
+        assert self.proxy is not None
+        return self.proxy
+
     def stop(self) -> None:
         """The store becomes unreachable (its state is kept for :meth:`start`)."""
-        assert self.proxy is not None
-        self.proxy.down = True
+        self.faults.down = True
 
     def start(self) -> None:
-        assert self.proxy is not None
-        self.proxy.down = False
+        self.faults.down = False
 
     def delay_responses(self, seconds: float, path_contains: str):
-        assert self.proxy is not None
-        return self.proxy.delay_responses(seconds, path_contains)
+        return self.faults.delay_responses(seconds, path_contains)
 
     def ignoring_if_none_match(self):
-        assert self.proxy is not None
-        return self.proxy.ignoring_if_none_match()
+        return self.faults.ignoring_if_none_match()
+
+
+#: The S3 flavour, as older tests name it.
+FaultyS3 = FaultyStore
+
+
+def faulty(plain: Backend, proxy: FaultProxy) -> FaultyStore:
+    return FaultyStore(plain.name, plain.base, plain.storage_options, plain.env, plain.endpoint, proxy)
 
 
 @pytest.fixture
-def stoppable_s3(moto_server: MotoServer) -> Iterator[FaultyS3]:
+def stoppable_s3(moto_server: MotoServer) -> Iterator[FaultyStore]:
     """A new bucket reached through a fault proxy (see :class:`FaultProxy`)."""
     proxy = FaultProxy(moto_server.port)
-    plain = s3_backend(moto_server, proxy.endpoint)
-    yield FaultyS3(plain.name, plain.base, plain.storage_options, plain.env, plain.endpoint, proxy)
+    yield faulty(s3_backend(moto_server, proxy.endpoint), proxy)
     proxy.close()
+
+
+@pytest.fixture
+def s3_out_of_reach(stoppable_s3, monkeypatch) -> FaultyStore:
+    """A faulty S3 in this process's environment (a poller's), with one quick
+    store retry: under :data:`~tests.fault_proxy.OUTAGE` a poll fails at once."""
+    for key, value in {**stoppable_s3.env, "DELTA_STORE_MAX_RETRIES": "1",
+                       "DELTA_STORE_RETRY_INIT_BACKOFF": "10ms"}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    return stoppable_s3
 
 
 # --- Azure: Azurite ------------------------------------------------------------------
@@ -399,6 +318,27 @@ def azure_container(azurite: Azurite) -> Backend:
     """A new, empty container on the shared Azurite."""
     settings = azurite.settings()
     return Backend("azure", f"az://{azurite.create_container()}", dict(settings), dict(settings), azurite.endpoint)
+
+
+@pytest.fixture
+def faulty_azure(azurite: Azurite) -> Iterator[FaultyStore]:
+    """A new container on the shared Azurite, reached through a fault proxy."""
+    proxy = FaultProxy(azurite.port)
+    endpoint = f"{proxy.endpoint}/{AZURITE_ACCOUNT}"
+    settings = {**azurite.settings(), "AZURE_STORAGE_ENDPOINT": endpoint}
+    container = azurite.create_container()
+    yield FaultyStore("azure", f"az://{container}", dict(settings), dict(settings), endpoint, proxy)
+    proxy.close()
+
+
+#: The stores the fault tests run on: S3 in ``make test``, Azure too with ``FAULTS_ALL=1`` (``make test-faults``).
+FAULTY_STORES = ["s3", "azure"] if os.environ.get("FAULTS_ALL") == "1" else ["s3"]
+
+
+@pytest.fixture(params=FAULTY_STORES)
+def faulty_store(request) -> FaultyStore:
+    """Each object store in turn (moto's S3; Azurite with ``FAULTS_ALL=1``) behind its own fault proxy."""
+    return request.getfixturevalue("stoppable_s3" if request.param == "s3" else "faulty_azure")
 
 
 # --- every backend -------------------------------------------------------------------

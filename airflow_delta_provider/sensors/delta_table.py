@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from airflow_delta_provider.delta.log.version_probe import VersionProbe
     from airflow_delta_provider.delta.watch.commit_watch import CommitWatch
+    from airflow_delta_provider.delta.watch.outage import Outage
     from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
 
 #: Where a reschedule-mode sensor keeps the baseline it captured, across pokes.
@@ -40,7 +41,32 @@ CURSOR_STATE_KEY = "delta_cursor_version"
 SKIPPED_STATE_KEY = "delta_skipped_versions"
 
 
-class DeltaTableVersionSensor(BaseSensorOperator):
+class _PollsThroughOutages(BaseSensorOperator):
+    """A sensor whose pokes poll through store outages: the first failed poke
+    of an outage logs one warning, the next ones none, and the first poke that
+    answers again logs one line (:class:`~airflow_delta_provider.delta.watch.outage.Outage`);
+    a failed poke moves no cursor, so no version is skipped. Refused
+    credentials or a missing bucket still fail the sensor at once. The record
+    is kept on the sensor object: a reschedule-mode sensor, a new object at
+    each poke, warns at each failed poke."""
+
+    table_path: str
+    _outage: Outage | None = None
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_delta_provider.delta.watch.outage import Outage
+
+        if self._outage is None:
+            self._outage = Outage(self.log, self.table_path)
+        with self._outage.polling():
+            return self._poke(context)
+        return PokeReturnValue(is_done=False)
+
+    def _poke(self, context: Context) -> PokeReturnValue:
+        raise NotImplementedError
+
+
+class DeltaTableVersionSensor(_PollsThroughOutages):
     """Wait until a Delta table has a version newer than ``after_version`` that
     changes data (or passes the filters given).
 
@@ -124,7 +150,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
 
     # --- poke ----------------------------------------------------------------
 
-    def poke(self, context: Context) -> PokeReturnValue:
+    def _poke(self, context: Context) -> PokeReturnValue:
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
         if self._probe is None:  # once per sensor object: its watch keeps polling through it
@@ -237,8 +263,9 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         if not self.deferrable:
             return super().execute(context)
         # One synchronous poke first: it captures the baseline, fails fast on
-        # a missing table, and skips the triggerer when the answer is ready.
-        first = self.poke(context)
+        # a missing table or a failing store (the task's retries wait for
+        # it), and skips the triggerer when the answer is ready.
+        first = self._poke(context)
         if first.is_done:
             return first.xcom_value
         assert self._baseline is not None  # set by poke
@@ -285,7 +312,7 @@ class DeltaTableVersionSensor(BaseSensorOperator):
         return sensor_lineage(self.table_path, version, lambda: storage_settings(self.storage_conn_id))
 
 
-class DeltaPartitionSensor(BaseSensorOperator):
+class DeltaPartitionSensor(_PollsThroughOutages):
     """Wait until a partition of a Delta table holds live data.
 
     As Databricks' ``DatabricksPartitionSensor``, and answered from the log
@@ -337,7 +364,7 @@ class DeltaPartitionSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self._watch: PartitionWatch | None = None
 
-    def poke(self, context: Context) -> PokeReturnValue:
+    def _poke(self, context: Context) -> PokeReturnValue:
         from airflow_delta_provider.delta.watch.partition_watch import PartitionWatch
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
@@ -375,7 +402,7 @@ class DeltaPartitionSensor(BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        first = self.poke(context)  # fails fast on a bad partition or a missing table
+        first = self._poke(context)  # fails fast on a bad partition, a missing table or a failing store
         if first.is_done:
             return first.xcom_value
         self.defer(

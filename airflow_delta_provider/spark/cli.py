@@ -43,7 +43,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from airflow_delta_provider.delta.errors import DeltaError, InternalError, InvalidInputError, first_line, one_line
+from airflow_delta_provider.delta.errors import (
+    DeltaError,
+    InternalError,
+    InvalidInputError,
+    StorageError,
+    first_line,
+    one_line,
+)
 from airflow_delta_provider.operations import argv as argv_codec
 from airflow_delta_provider.operations.runners import run_spec
 from airflow_delta_provider.operations.runners.preflight import preflight
@@ -243,10 +250,27 @@ _MAX_CAUSES = 8
 ANALYSIS_SQLSTATE_CLASS = "42"
 
 
+#: What a Spark error says when the store's connector (S3A, ABFS) gave up on
+#: the connection: a reset or timeout its own retries did not cover (the AWS
+#: SDK lets a reset while it parses an answer escape as an UncheckedIOException).
+STORE_CONNECTION_FAILURES = (
+    "java.net.SocketException",
+    "java.net.SocketTimeoutException",
+    "SdkClientException",
+    "AWSClientIOException",
+    "Unable to execute HTTP request",
+)
+
+
 def translate_spark_error(
     exc: BaseException, logical_names: Callable[[], Mapping[str, str]] | None = None
-) -> InvalidInputError | InternalError | None:
+) -> InvalidInputError | InternalError | StorageError | None:
     """``exc`` as the provider's error when it is a Spark error of a known kind; else None.
+
+    - a Spark error whose message names a failed store connection
+      (:data:`STORE_CONNECTION_FAILURES`, in ``hadoop`` mode): StorageError,
+      which a retried task may not meet (nothing was committed: Spark failed
+      before the commit);
 
     - SQLSTATE class 22 (a data exception: a malformed cast, an overflow, a
       division by zero under ANSI mode): InvalidInputError, the data or the
@@ -265,6 +289,10 @@ def translate_spark_error(
     exception that has one. The message is the error class and the first
     line of Spark's message, e.g. ``[CAST_INVALID_INPUT] The value 'abc' ...``.
     """
+    if type(exc).__module__.split(".")[0] in ("pyspark", "py4j") and any(
+        failure in str(exc) for failure in STORE_CONNECTION_FAILURES
+    ):
+        return StorageError(f"Spark's connector to the store failed: {first_line(str(exc))}")
     found = _spark_error(exc)
     if found is None:
         return None

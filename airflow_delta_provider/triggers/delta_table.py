@@ -42,6 +42,7 @@ from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 if TYPE_CHECKING:
     from airflow_delta_provider.delta.log.version_probe import VersionProbe
     from airflow_delta_provider.delta.watch.commit_watch import CommitWatch, Fired
+    from airflow_delta_provider.delta.watch.outage import Outage
 
 #: Key of the watermark that :class:`DeltaTableEventTrigger` keeps per asset.
 WATERMARK_KEY = "last_seen_version"
@@ -181,6 +182,14 @@ class _TableTrigger(BaseTrigger):
     async def _open_probe(self) -> VersionProbe:
         return await open_probe_async(self.table_path, self.storage_conn_id)
 
+    def _outage(self) -> Outage:
+        """The record of store outages for this run: polls that fail on a
+        transient store error are warned about once per outage and polled
+        through; other errors end the run (an error event)."""
+        from airflow_delta_provider.delta.watch.outage import Outage
+
+        return Outage(self.log, self.table_path)
+
 
 class _CommitTrigger(_TableTrigger):
     """A :class:`_TableTrigger` that fires for the commits that pass its filters
@@ -267,10 +276,13 @@ class DeltaTableVersionTrigger(_CommitTrigger):
         try:
             watch = self._open_watch(await self._open_probe(), self.after_version, skipped=self.skipped_versions)
             table_seen = False
+            outage = self._outage()
             while True:
-                fired, table_seen = await poll_once_async(
-                    watch, table_seen=table_seen, wait_for_creation=self.wait_for_creation
-                )
+                fired = None
+                with outage.polling():
+                    fired, table_seen = await poll_once_async(
+                        watch, table_seen=table_seen, wait_for_creation=self.wait_for_creation
+                    )
                 if fired is not None:
                     self.log.info("Delta table %s has version %s", self.table_path, fired.last.version)
                     yield TriggerEvent(
@@ -323,8 +335,11 @@ class DeltaPartitionTrigger(_TableTrigger):
 
         try:
             watch = PartitionWatch(await self._open_probe(), self.partition, self.min_records)
+            outage = self._outage()
             while True:
-                state = await watch.poll_async()
+                state, polled = None, False
+                with outage.polling():
+                    state, polled = await watch.poll_async(), True
                 if state is not None:
                     self.log.info(
                         "Partition %s of %s is ready at version %s", self.partition, self.table_path, state.version
@@ -333,7 +348,7 @@ class DeltaPartitionTrigger(_TableTrigger):
                         {"status": "success", **state.to_dict(), "partition": self.partition, "table": self.table_path}
                     )
                     return
-                if watch.version is None and not self.wait_for_creation:
+                if polled and watch.version is None and not self.wait_for_creation:
                     raise TableNotFoundError(missing_table_message(self.table_path))
                 await asyncio.sleep(self.poll_interval)
         except (DeltaError, OSError) as exc:
@@ -386,17 +401,14 @@ class DeltaTableEventTrigger(_CommitTrigger, BaseEventTrigger):
         self._memory_watermark: int | None = None
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_delta_provider.delta.errors import StorageError
-
         probe = await self._open_probe()
         watch = self._open_watch(probe, await self._start_watermark(probe), every_commit=True)
+        outage = self._outage()
         while True:
             before = watch.cursor
-            try:
+            fired = None  # the cursor moves only after a whole poll
+            with outage.polling():
                 fired = await watch.poll_async()
-            except (OSError, StorageError) as exc:  # storage hiccup: a watcher keeps watching
-                self.log.warning("Cannot read the log of %s: %s", self.table_path, exc)
-                fired = None  # the cursor moves only after a whole poll
             if watch.cursor != before:
                 await self._save_watermark(watch.cursor)
             watch.skipped.clear()  # an event reports what passed; nothing accumulates

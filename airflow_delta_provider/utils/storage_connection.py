@@ -27,6 +27,11 @@ Connection types, read from their documented fields:
 ``google_cloud_platform``
     extra ``key_path`` (a service-account file) or ``keyfile_dict`` (its JSON).
 
+Any type: extra ``max_retries``, ``retry_timeout``, ``retry_init_backoff``,
+``retry_max_backoff``, ``retry_backoff_base`` (the store's retries, see
+:mod:`airflow_delta_provider.delta.storage.options`), passed on as
+``DELTA_STORE_*`` settings.
+
 Nothing here imports a cloud provider package, pyarrow or obstore.
 """
 
@@ -44,6 +49,8 @@ if TYPE_CHECKING:
 AWS_TYPES = frozenset({"aws"})
 AZURE_TYPES = frozenset({"wasb", "adls", "azure_data_lake"})
 GCP_TYPES = frozenset({"google_cloud_platform", "gcpbigquery"})
+#: The store's retry settings an extra may carry (the core's ``RETRY_KEYS``, not imported: no core here).
+RETRY_EXTRAS = ("max_retries", "retry_timeout", "retry_init_backoff", "retry_max_backoff", "retry_backoff_base")
 
 
 def storage_settings(conn_id: str | None) -> dict[str, str]:
@@ -67,12 +74,13 @@ async def storage_settings_async(conn_id: str | None) -> dict[str, str]:
 def settings_from_connection(conn: Connection) -> dict[str, str]:
     """Store settings from a connection of type aws, wasb/adls or google_cloud_platform."""
     extra = _extra(conn)
+    retries = {f"DELTA_STORE_{key.upper()}": str(extra[key]) for key in RETRY_EXTRAS if extra.get(key) is not None}
     if conn.conn_type in AWS_TYPES:
-        return _aws(conn, extra)
+        return {**_aws(conn, extra), **retries}
     if conn.conn_type in AZURE_TYPES:
-        return _azure(conn, extra)
+        return {**_azure(conn, extra), **retries}
     if conn.conn_type in GCP_TYPES:
-        return _gcp(conn, extra)
+        return {**_gcp(conn, extra), **retries}
     raise AirflowException(
         f"connection {conn.conn_id!r} is of type {conn.conn_type!r}, which names no object store; "
         "storage_conn_id takes an aws, wasb, adls or google_cloud_platform connection"

@@ -132,3 +132,21 @@ def test_a_users_sql_spark_alone_refuses_exits_2_as_bad_input(spark, table_copy,
     assert exited.value.code == cli.EXIT_BAD_INPUT
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("InvalidInputError: invalid condition '`Super Name`.nosuch = 1': ["), last
+
+
+def test_a_store_connection_spark_gave_up_on_is_a_retryable_storage_error():
+    """In hadoop mode S3A may let a reset escape its retries (the AWS SDK's
+    UncheckedIOException, as tests/spark/runtime/test_hadoop_s3a_under_faults.py
+    met): a StorageError, which Airflow retries, not a crash."""
+    from pyspark.errors.exceptions.connect import UnknownException
+
+    from airflow_delta_provider.delta.errors import StorageError
+    from airflow_delta_provider.hooks.delta_operation import is_permanent
+    from airflow_delta_provider.spark.cli import translate_spark_error
+
+    reset = UnknownException(message="(java.io.UncheckedIOException) java.net.SocketException: Connection reset")
+    translated = translate_spark_error(reset)
+    assert isinstance(translated, StorageError) and not is_permanent(type(translated).__name__)
+    assert "java.net.SocketException: Connection reset" in str(translated)
+    assert translate_spark_error(UnknownException(message="(java.lang.IllegalStateException) boom")) is None
+    assert translate_spark_error(OSError("java.net.SocketException")) is None  # not Spark's

@@ -109,3 +109,14 @@ def test_no_connection_means_the_cloud_chain(monkeypatch):
     assert storage_settings(None) == {}
     monkeypatch.setenv("AIRFLOW_CONN_MY_S3", json.dumps({"conn_type": "aws", "login": "id", "password": "pw"}))
     assert storage_settings("my_s3") == {"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "pw"}
+
+
+def test_retry_extras_become_the_store_retry_settings():
+    from airflow_delta_provider.delta.storage.options import split_options
+
+    extra = {"max_retries": 3, "retry_timeout": "30s", "retry_init_backoff": "200ms", "region_name": "eu-west-1"}
+    settings = settings_from_connection(conn("aws", login="k", password="s", extra=extra))
+    assert settings["DELTA_STORE_MAX_RETRIES"] == "3" and settings["DELTA_STORE_RETRY_INIT_BACKOFF"] == "200ms"
+    retry = split_options(settings).retry
+    assert retry["max_retries"] == 3 and retry["retry_timeout"].total_seconds() == 30
+    assert retry["backoff"]["init_backoff"].total_seconds() == 0.2

@@ -18,8 +18,12 @@ A few keys are the provider's own and never reach obstore:
     ``auto`` a store with a custom S3 endpoint is probed once per process
     before its first commit, ``probe`` probes any object store, ``trust``
     skips the probe. A store that fails the probe gets no commit.
-``max_retries``, ``retry_timeout``
-    obstore's request retries (default 10 retries within 180 s).
+``max_retries``, ``retry_timeout``, ``retry_init_backoff``, ``retry_max_backoff``, ``retry_backoff_base``
+    obstore's request retries (default 10 retries within 180 s, backing off
+    from 100 ms, doubling, to at most 15 s), which also bound the retries
+    :mod:`.retry` adds. Each may come from the environment too, as
+    ``DELTA_STORE_MAX_RETRIES`` and so on (the form an Airflow connection's
+    extras reach a Spark application in); explicit options win.
 
 Secrets never leave this module in a message: :func:`redacted` is what
 ``repr`` and errors show.
@@ -37,7 +41,11 @@ from typing import Any
 from airflow_delta_provider.delta.errors import InvalidInputError
 
 #: Environment variable prefixes that carry store configuration and credentials.
-CREDENTIAL_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_")
+CREDENTIAL_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "DELTA_STORE_")
+#: The prefix of the retry settings' environment variables (``DELTA_STORE_MAX_RETRIES``).
+RETRY_ENV_PREFIX = "DELTA_STORE_"
+#: The retry settings, as storage options (and, upper-cased after the prefix, variables).
+RETRY_KEYS = ("max_retries", "retry_timeout", "retry_init_backoff", "retry_max_backoff", "retry_backoff_base")
 
 ATOMIC_CREATE_MODES = ("auto", "probe", "trust")
 
@@ -65,7 +73,7 @@ _CLIENT_KEYS = frozenset(
 _BOOL_CLIENT_KEYS = frozenset(
     {"allow_http", "allow_invalid_certificates", "http1_only", "http2_only", "http2_keep_alive_while_idle"}
 )
-_OWN_KEYS = frozenset({"delta_atomic_create", "max_retries", "retry_timeout"})
+_OWN_KEYS = frozenset({"delta_atomic_create", *RETRY_KEYS})
 _SECRET_RE = re.compile(r"secret|password|token|key|sas|credential", re.IGNORECASE)
 _KEY_ID_RE = re.compile(r"access_key_id$", re.IGNORECASE)
 
@@ -92,7 +100,8 @@ def split_options(options: Mapping[str, Any] | None) -> StoreOptions:
     client: dict[str, Any] = {}
     retry: dict[str, Any] = {}
     atomic = os.environ.get("DELTA_ATOMIC_CREATE", "auto")
-    for key, value in (options or {}).items():
+    from_env = {k: v for k, v in os.environ.items() if k.startswith(RETRY_ENV_PREFIX)}
+    for key, value in {**from_env, **(options or {})}.items():
         if value is None:
             continue
         low = str(key).lower()
@@ -101,10 +110,8 @@ def split_options(options: Mapping[str, Any] | None) -> StoreOptions:
             name = bare if bare in _OWN_KEYS else low
             if name == "delta_atomic_create":
                 atomic = str(value).lower()
-            elif name == "max_retries":
-                retry["max_retries"] = _int_option(key, value)
             else:
-                retry["retry_timeout"] = dt.timedelta(seconds=_seconds_option(key, value))
+                _retry_option(retry, name, key, value)
         elif bare in _CLIENT_KEYS:
             client[bare] = _bool(value) if bare in _BOOL_CLIENT_KEYS else str(value)
         else:
@@ -112,6 +119,21 @@ def split_options(options: Mapping[str, Any] | None) -> StoreOptions:
     if atomic not in ATOMIC_CREATE_MODES:
         raise InvalidInputError(f"delta_atomic_create must be one of {', '.join(ATOMIC_CREATE_MODES)}; got {atomic!r}")
     return StoreOptions(config, client, retry, atomic)
+
+
+def _retry_option(retry: dict[str, Any], name: str, key: str, value: Any) -> None:
+    """Put one retry setting where obstore's ``retry_config`` takes it."""
+    if name == "max_retries":
+        retry["max_retries"] = _int_option(key, value)
+    elif name == "retry_timeout":
+        retry["retry_timeout"] = dt.timedelta(seconds=_seconds_option(key, value))
+    elif name == "retry_backoff_base":
+        try:
+            retry.setdefault("backoff", {})["base"] = float(value)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"storage option {key!r} must be a number, got {value!r}") from None
+    else:  # retry_init_backoff, retry_max_backoff
+        retry.setdefault("backoff", {})[name.removeprefix("retry_")] = dt.timedelta(seconds=_seconds_option(key, value))
 
 
 def credential_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -131,7 +153,7 @@ def redacted(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _strip_cloud_prefix(key: str) -> str:
-    for prefix in ("aws_", "azure_", "google_"):
+    for prefix in ("aws_", "azure_", "google_", RETRY_ENV_PREFIX.lower()):
         if key.startswith(prefix):
             return key[len(prefix) :]
     return key
@@ -164,6 +186,8 @@ def _seconds_option(key: str, value: Any) -> float:
 __all__ = [
     "ATOMIC_CREATE_MODES",
     "CREDENTIAL_ENV_PREFIXES",
+    "RETRY_ENV_PREFIX",
+    "RETRY_KEYS",
     "StoreOptions",
     "credential_env",
     "is_secret_key",

@@ -44,6 +44,7 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.storage.location import TableLocation, parse_location
 from airflow_delta_provider.delta.storage.options import StoreOptions, split_options
+from airflow_delta_provider.delta.storage.retry import RetryPolicy, is_transient
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -384,6 +385,7 @@ class ObjectStorage(TableStorage):
         super().__init__(location)
         self._options = options
         self._store = _make_store(location, options)
+        self._retry = RetryPolicy.of(options.retry)
 
     def _open_at(self, location: TableLocation) -> TableStorage:
         if location.scheme == self.location.scheme:
@@ -407,15 +409,29 @@ class ObjectStorage(TableStorage):
             return StorageAccessDeniedError(f"{action} {where}: access denied; check the store's credentials ({text})")
         return StorageError(f"{action} {where} failed: {text}")
 
-    def _call(self, action: str, path: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _transient(self, exc: BaseException) -> str | None:
+        """The message of an error obstore gave up on without retrying (a
+        reset, a timeout, a cut-off body; see :mod:`.retry`), else None."""
+        text = _message(exc)
+        return text if not isinstance(exc, FileNotFoundError) and is_transient(text) else None
+
+    def _call(self, action: str, path: str, fn: Any, *args: Any, idempotent: bool = True, **kwargs: Any) -> Any:
+        """``fn(store, ...)``, its errors translated; an idempotent call is
+        retried on the errors obstore does not retry itself."""
         try:
-            return fn(self._store, *args, **kwargs)
+            if not idempotent:
+                return fn(self._store, *args, **kwargs)
+            what = f"{action} {self.location.child(path)}"
+            return self._retry.call(what, lambda: fn(self._store, *args, **kwargs), self._transient)
         except Exception as exc:
             raise self._error(action, path, exc) from None
 
     async def _call_async(self, action: str, path: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
+        async def once() -> Any:
             return await fn(self._store, *args, **kwargs)
+
+        try:
+            return await self._retry.call_async(f"{action} {self.location.child(path)}", once, self._transient)
         except Exception as exc:
             raise self._error(action, path, exc) from None
 
@@ -434,14 +450,16 @@ class ObjectStorage(TableStorage):
         import obstore as obs
 
         prefix, offset = _dir_prefix(folder, after)
-        out: list[ObjectMeta] = []
-        try:
-            async for batch in obs.list(self._store, prefix, offset=offset, chunk_size=1000):
+
+        async def drain(store: Any) -> list[ObjectMeta]:
+            out: list[ObjectMeta] = []
+            async for batch in obs.list(store, prefix, offset=offset, chunk_size=1000):
                 out.extend(_direct_children(batch, prefix, offset))
-        except Exception as exc:
-            raise self._error("listing", folder, exc) from None
-        out.sort(key=lambda m: m.path)
-        return out
+            return out
+
+        found: list[ObjectMeta] = await self._call_async("listing", folder, drain)
+        found.sort(key=lambda m: m.path)
+        return found
 
     def list_top(self, folder: str = "") -> tuple[list[ObjectMeta], list[ObjectMeta]]:
         import obstore as obs
@@ -472,14 +490,18 @@ class ObjectStorage(TableStorage):
     def get(self, path: str) -> bytes:
         import obstore as obs
 
-        result = self._call("reading", path, obs.get, path)
-        return bytes(result.bytes())
+        data: bytes = self._call("reading", path, lambda store: bytes(obs.get(store, path).bytes()))
+        return data
 
     async def get_async(self, path: str) -> bytes:
         import obstore as obs
 
-        result = await self._call_async("reading", path, obs.get_async, path)
-        return bytes(await result.bytes_async())
+        async def read(store: Any) -> bytes:
+            result = await obs.get_async(store, path)
+            return bytes(await result.bytes_async())
+
+        data: bytes = await self._call_async("reading", path, read)
+        return data
 
     def get_range(self, path: str, start: int, end: int) -> bytes:
         import obstore as obs
@@ -566,7 +588,7 @@ class ObjectStorage(TableStorage):
         import obstore.exceptions as oe
 
         probe = f"_delta_log/.atomic-create-probe-{uuid.uuid4().hex}"
-        self._call("writing", probe, obs.put, probe, b"1", mode="create")
+        self._call("writing", probe, obs.put, probe, b"1", mode="create", idempotent=False)
         try:
             obs.put(self._store, probe, b"2", mode="create")
         except oe.AlreadyExistsError:
@@ -587,7 +609,7 @@ class ObjectStorage(TableStorage):
     def move(self, source: str, dest: str) -> None:
         import obstore as obs
 
-        self._call("moving", source, obs.rename, source, dest)
+        self._call("moving", source, obs.rename, source, dest, idempotent=False)
 
     def delete(self, path: str) -> None:
         import obstore as obs
