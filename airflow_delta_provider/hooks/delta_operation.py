@@ -96,6 +96,10 @@ class DeltaOperationMixin:
 
     storage_conn_id: str | None
     log: Any
+    #: How the last run's result was found without running: ``"token"`` (an
+    #: earlier try of the task instance committed it), ``"txn"`` (an earlier
+    #: write of the same ``txn`` did), or None (this run committed it, or nothing).
+    earlier_commit: str | None = None
 
     @cached_property
     def storage_options(self) -> dict[str, str]:
@@ -140,7 +144,14 @@ class DeltaOperationMixin:
         process the spec object is passed as it is; only a spark-submit turns
         it into the application's argv.
         """
-        return self._run_once(spec.operation, spec.table_path, spec.token, not_before, lambda: self._execute_spec(spec))
+        return self._run_once(
+            spec.operation,
+            spec.table_path,
+            spec.token,
+            not_before,
+            lambda: self._execute_spec(spec),
+            txn=spec.idempotent_txn(),
+        )
 
     def _run_once(
         self,
@@ -149,8 +160,11 @@ class DeltaOperationMixin:
         token: str | None,
         not_before: datetime | None,
         execute: Callable[[], dict[str, Any] | None],
+        txn: tuple[str, int] | None = None,
     ) -> DeltaOperationResult:
-        """``execute`` unless an earlier try committed ``token``; the commit it made."""
+        """``execute`` unless an earlier try committed ``token``, or the table
+        has seen ``txn`` (then no engine starts); the commit it made."""
+        self.earlier_commit = None
         before = -1
         if token:
             earlier = self._last_commit_with_token(table, token, not_before=not_before)
@@ -162,8 +176,11 @@ class DeltaOperationMixin:
                     table,
                     token,
                 )
+                self.earlier_commit = "token"
                 return self._commit_result(table, version, info)
             before = self._latest_version(table)
+        if txn is not None and (seen := self._txn_result(table, txn)) is not None:
+            return seen
 
         printed = execute()
 
@@ -171,8 +188,37 @@ class DeltaOperationMixin:
             committed = self._last_commit_with_token(table, token, since_version=before + 1)
             if committed is not None:
                 return self._commit_result(table, *committed)
+            if txn is not None and (seen := self._txn_result(table, txn)) is not None:  # landed meanwhile
+                return seen
             return self._uncommitted_result(operation, table, printed)
         return self._printed_result(operation, table, printed)
+
+    def _txn_result(self, table: str, txn: tuple[str, int]) -> DeltaOperationResult | None:
+        """The commit of an earlier write of ``txn``, when the table has seen it.
+
+        delta-spark skips such a write silently; a rerun or a backfill of an
+        interval is what Airflow users do daily, and what they expect back is
+        the version that holds the interval's data, so that a downstream
+        sensor or reader finds it."""
+        delta_table = self._delta_table(table)
+        if not delta_table.exists():
+            return None
+        app_id, version = txn
+        found = delta_table.find_txn_commit(app_id, version)
+        if found is None:  # not seen (or its commit is gone): the engine writes, or skips with no version
+            return None
+        committed, info = found
+        self.log.info(
+            "Version %s of %s recorded txn %s of %r (an earlier write of it); nothing to write again.",
+            committed,
+            table,
+            version,
+            app_id,
+        )
+        self.earlier_commit = "txn"
+        if info is None:
+            return DeltaOperationResult(table=table, version=committed, operation="", metrics={})
+        return self._commit_result(table, committed, info)
 
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None
