@@ -97,6 +97,8 @@ class AirflowDeployment:
                 "AIRFLOW__API__PORT": str(self.port),
                 "AIRFLOW__API__WORKERS": "1",
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+                # A loaded two-core machine: the api-server may take longer than the default 5 s to answer a worker.
+                "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
                 # Seconds, not minutes: parse new files, create runs and start triggers quickly.
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "1",
