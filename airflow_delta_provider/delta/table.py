@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from airflow_delta_provider.delta import table_properties
-from airflow_delta_provider.delta.actions.model import CommitInfo, parse_commit
+from airflow_delta_provider.delta.actions.model import CommitInfo, Txn, parse_commit
 from airflow_delta_provider.delta.errors import (
     CorruptCheckpointError,
     CorruptLogError,
@@ -33,6 +33,9 @@ from airflow_delta_provider.delta.table_features import in_commit_timestamps
 from airflow_delta_provider.delta.transaction.post_commit import PostCommitHookProperties, TableTransaction
 
 log = logging.getLogger(__name__)
+
+#: How far a commit file's time may precede its ``txn``'s ``lastUpdated`` (two clocks).
+TXN_CLOCK_SKEW_MS = 3_600_000
 
 
 class DeltaTable:
@@ -167,10 +170,10 @@ class DeltaTable:
 
     # --- history ---------------------------------------------------------------
 
-    def _commit_infos(
+    def _commits(
         self, since_version: int = 0, not_before_ms: int | None = None, until_version: int | None = None
-    ) -> Iterator[tuple[LogFile, CommitInfo | None]]:
-        """(commit file, its commitInfo), newest first; commits older than
+    ) -> Iterator[tuple[LogFile, list[Any]]]:
+        """(commit file, its actions), newest first; commits older than
         ``not_before_ms`` (by file time) or after ``until_version`` are skipped
         without being read."""
         commits = [f for f in self.log_store.list_from(since_version) if f.kind == "commit"]
@@ -185,8 +188,14 @@ class DeltaTable:
                 data = self.log_store.read(f.name)
             except FileNotFoundError:
                 continue
-            info = next((a for a in parse_commit(data) if isinstance(a, CommitInfo)), None)
-            yield f, info
+            yield f, list(parse_commit(data))
+
+    def _commit_infos(
+        self, since_version: int = 0, not_before_ms: int | None = None, until_version: int | None = None
+    ) -> Iterator[tuple[LogFile, CommitInfo | None]]:
+        """(commit file, its commitInfo), newest first, as :meth:`_commits`."""
+        for f, actions in self._commits(since_version, not_before_ms, until_version):
+            yield f, next((a for a in actions if isinstance(a, CommitInfo)), None)
 
     def history(
         self, limit: int | None = None, *, start_version: int | None = None, end_version: int | None = None
@@ -224,6 +233,32 @@ class DeltaTable:
         for f, info in self._commit_infos(since_version, not_before_ms):
             if info is not None and info.token == token:
                 return f.version, info
+        return None
+
+    def find_txn_commit(
+        self, app_id: str, version: int, snapshot: Snapshot | None = None
+    ) -> tuple[int, CommitInfo | None] | None:
+        """The commit that recorded ``txn`` (``app_id``, ``version``), when the
+        table has seen that version of the application; else None.
+
+        A write whose ``txn`` the table has seen is skipped (delta-spark skips
+        it silently); this names the version that earlier write made, so a
+        rerun can report it. Only commits since the ``txn``'s ``lastUpdated``
+        (less a clock allowance) are read. None also when the application has
+        moved past ``version`` and the commit that recorded it is gone (log
+        cleanup) or never existed (the write of ``version`` itself was skipped).
+        """
+        snapshot = snapshot if snapshot is not None else self.snapshot()
+        recorded = snapshot.txn_version(app_id)
+        if recorded is None or recorded < version:
+            return None
+        last = next((t for t in snapshot.txn_actions if t.app_id == app_id), None)
+        not_before_ms = None
+        if recorded == version and last is not None and last.last_updated is not None:
+            not_before_ms = last.last_updated - TXN_CLOCK_SKEW_MS  # the commit's file was written after it
+        for f, actions in self._commits(0, not_before_ms, until_version=snapshot.version):
+            if any(isinstance(a, Txn) and a.app_id == app_id and a.version == version for a in actions):
+                return f.version, next((a for a in actions if isinstance(a, CommitInfo)), None)
         return None
 
     # --- writing ---------------------------------------------------------------

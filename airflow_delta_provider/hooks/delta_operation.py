@@ -116,6 +116,10 @@ class DeltaOperationMixin:
 
     storage_conn_id: str | None
     log: Any
+    #: How the last run's result was found without running: ``"token"`` (an
+    #: earlier try of the task instance committed it), ``"txn"`` (an earlier
+    #: write of the same ``txn`` did), or None (this run committed it, or nothing).
+    earlier_commit: str | None = None
 
     @cached_property
     def storage_options(self) -> dict[str, str]:
@@ -173,11 +177,13 @@ class DeltaOperationMixin:
         not_before: datetime | None,
         execute: Callable[[], dict[str, Any] | None],
     ) -> DeltaOperationResult:
-        """``execute`` unless an earlier try committed the spec's token; the commit it made.
+        """``execute`` unless an earlier try committed the spec's token, or the table
+        has seen the spec's ``txn`` (then no engine starts); the commit it made.
 
         Before ``execute`` starts any engine, :meth:`preflight` checks the spec
         against the table's log, in this process."""
-        operation, table, token = spec.operation, spec.table_path, spec.token
+        operation, table, token, txn = spec.operation, spec.table_path, spec.token, spec.idempotent_txn()
+        self.earlier_commit = None
         before = -1
         if token:
             earlier = self._last_commit_with_token(table, token, not_before=not_before)
@@ -189,8 +195,11 @@ class DeltaOperationMixin:
                     table,
                     token,
                 )
+                self.earlier_commit = "token"
                 return self._commit_result(table, version, info)
             before = self._latest_version(table)
+        if txn is not None and (seen := self._txn_result(table, txn)) is not None:
+            return seen
 
         self.preflight(spec)
         printed = execute()
@@ -199,6 +208,8 @@ class DeltaOperationMixin:
             committed = self._last_commit_with_token(table, token, since_version=before + 1)
             if committed is not None:
                 return self._commit_result(table, *committed)
+            if txn is not None and (seen := self._txn_result(table, txn)) is not None:  # landed meanwhile
+                return seen
             return self._uncommitted_result(operation, table, printed)
         return self._printed_result(operation, table, printed)
 
@@ -217,6 +228,33 @@ class DeltaOperationMixin:
         except DeltaError as exc:
             error = operation_error(exc, spec.operation, spec.table_path)
             raise error from (None if isinstance(error, AirflowFailException) else exc)
+
+    def _txn_result(self, table: str, txn: tuple[str, int]) -> DeltaOperationResult | None:
+        """The commit of an earlier write of ``txn``, when the table has seen it.
+
+        delta-spark skips such a write silently; a rerun or a backfill of an
+        interval is what Airflow users do daily, and what they expect back is
+        the version that holds the interval's data, so that a downstream
+        sensor or reader finds it."""
+        delta_table = self._delta_table(table)
+        if not delta_table.exists():
+            return None
+        app_id, version = txn
+        found = delta_table.find_txn_commit(app_id, version)
+        if found is None:  # not seen (or its commit is gone): the engine writes, or skips with no version
+            return None
+        committed, info = found
+        self.log.info(
+            "Version %s of %s recorded txn %s of %r (an earlier write of it); nothing to write again.",
+            committed,
+            table,
+            version,
+            app_id,
+        )
+        self.earlier_commit = "txn"
+        if info is None:
+            return DeltaOperationResult(table=table, version=committed, operation="", metrics={})
+        return self._commit_result(table, committed, info)
 
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_delta_provider.assets.events import emit_commit_event, table_alias
+from airflow_delta_provider.assets.events import drop_table_outlets, emit_commit_event, table_alias
 from airflow_delta_provider.assets.uri import table_asset_uri
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
@@ -378,8 +378,25 @@ class DeltaSparkOperator(BaseOperator):
         return result
 
     def _emit_asset_event(self, context: Context, alias: Any, result: DeltaOperationResult) -> None:
-        """After a commit, an event on the table's asset with the result as its ``extra``."""
-        uri = emit_commit_event(context.get("outlet_events"), alias, self.table_path, result, self._uri_options())
+        """After a commit, an event on the table's asset with the result as its ``extra``,
+        once per version (:mod:`airflow_delta_provider.assets.events`)."""
+        options = self._uri_options()
+        # The table's own asset among the outlets: named by the alias event, never recorded for nothing.
+        dropped = drop_table_outlets(self, table_asset_uri(self.table_path, options))
+        committed_at = None
+        if self.hook.earlier_commit is not None and result["version"] is not None:
+            from airflow_delta_provider.delta.log.version_probe import VersionProbe
+
+            committed_at = VersionProbe(self.table_path, options).info(result["version"]).timestamp or 0
+        uri = emit_commit_event(
+            context,
+            alias,
+            self.table_path,
+            result,
+            options,
+            declared=dropped[0] if dropped else None,
+            committed_at_ms=committed_at,
+        )
         if uri is not None:
             self.log.info("Asset event for %s: version %s", uri, result["version"])
 

@@ -136,6 +136,8 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
         self.table_path = table_path
         self.storage_conn_id = storage_conn_id
         self.after_version = after_version
+        # Given (a template, an XComArg): rendered empty, it means "the upstream committed nothing new".
+        self._after_version_given = after_version is not None
         self.wait_for_creation = wait_for_creation
         self.data_changes_only = data_changes_only
         self.operations = operations
@@ -157,6 +159,8 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
             self._probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
         probe = self._probe
         if self._baseline is None:
+            if self._after_version_given and _absent(self.after_version):
+                return self._nothing_to_wait_for(probe, context)
             self._baseline, is_latest = self._initial_baseline(probe, context)
             if is_latest:
                 # The baseline was just read as the latest version.
@@ -186,6 +190,36 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
         self.log.info("%s has version %s (after %s)", self.table_path, fired.last.version, self._baseline)
         result = fired_result(fired, self._baseline, self.table_path)
         self._seen_version = fired.last.version
+        self._set_outlet_extra(context, result)
+        return PokeReturnValue(is_done=True, xcom_value=result)
+
+    def _nothing_to_wait_for(self, probe: VersionProbe, context: Context) -> PokeReturnValue:
+        """``after_version`` was given and rendered empty: the upstream task
+        committed nothing new (nothing matched, nothing to do). No commit is
+        owed, so the sensor succeeds at once with the table's latest version,
+        instead of waiting for a commit that a rerun never makes."""
+        latest = probe.latest()
+        if latest is None:
+            if not self.wait_for_creation:
+                raise _missing_table(self.table_path)
+            self._baseline = -1  # the table's creation is then the change waited for
+            self.log.info("%s does not exist yet; waiting for it", self.table_path)
+            return PokeReturnValue(is_done=False)
+        self.log.info(
+            "after_version of %s rendered %r: the upstream committed nothing new, so nothing to wait for; "
+            "succeeding with its latest version, %s",
+            self.table_path,
+            self.after_version,
+            latest,
+        )
+        result = {
+            **probe.info(latest).to_dict(),
+            "versions": [],
+            "skipped_versions": [],
+            "baseline_version": latest,
+            "table": self.table_path,
+        }
+        self._seen_version = latest
         self._set_outlet_extra(context, result)
         return PokeReturnValue(is_done=True, xcom_value=result)
 
@@ -251,6 +285,14 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
             context["task_state_store"].set(BASELINE_STATE_KEY, version)
 
     def _set_outlet_extra(self, context: Context, result: dict[str, Any]) -> None:
+        from airflow_delta_provider.assets.events import drop_table_outlets
+        from airflow_delta_provider.assets.uri import table_asset_uri
+        from airflow_delta_provider.utils.storage_connection import storage_settings
+
+        # The table's own asset has its event for this version already (from its writer or watcher).
+        dropped = drop_table_outlets(self, table_asset_uri(self.table_path, storage_settings(self.storage_conn_id)))
+        if dropped:
+            self.log.info("No event on %s: the table's asset has one per version already", dropped[0].uri)
         outlet_events = context.get("outlet_events")
         if outlet_events is None:
             return

@@ -39,13 +39,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
+from airflow_delta_provider.assets.events import WATERMARK_KEY
+
 if TYPE_CHECKING:
+    from airflow_delta_provider.delta.log.commit_summary import VersionInfo
     from airflow_delta_provider.delta.log.version_probe import VersionProbe
     from airflow_delta_provider.delta.watch.commit_watch import CommitWatch, Fired
     from airflow_delta_provider.delta.watch.outage import Outage
 
-#: Key of the watermark that :class:`DeltaTableEventTrigger` keeps per asset.
-WATERMARK_KEY = "last_seen_version"
 
 #: A partition filter: partition values by column, or a SQL predicate over partition columns.
 Partition = Mapping[str, Any] | str
@@ -412,18 +413,34 @@ class DeltaTableEventTrigger(_CommitTrigger, BaseEventTrigger):
             if watch.cursor != before:
                 await self._save_watermark(watch.cursor)
             watch.skipped.clear()  # an event reports what passed; nothing accumulates
-            if fired is None:
+            passed = self._not_from_tasks(fired)
+            if not passed:
                 await asyncio.sleep(self.poll_interval)
                 continue
-            yield TriggerEvent(self._payload(fired))
+            yield TriggerEvent(self._payload(passed))
 
-    def _payload(self, fired: Fired) -> dict[str, Any]:
+    def _not_from_tasks(self, fired: Fired | None) -> list[VersionInfo]:
+        """The passed versions whose event is this watcher's to emit: a commit
+        of a writing Airflow task (its token in ``commitInfo``) gets its event
+        from that task, so the asset carries one event per version."""
+        if fired is None:
+            return []
+        own = [info for info in fired.passed if info.token is None]
+        if len(own) < len(fired.passed):
+            self.log.info(
+                "Versions %s of %s were committed by Airflow tasks, which emit their events",
+                [info.version for info in fired.passed if info.token is not None],
+                self.table_path,
+            )
+        return own
+
+    def _payload(self, passed: Sequence[VersionInfo]) -> dict[str, Any]:
         return {
-            **fired.last.to_dict(),
-            "versions": fired.versions,
-            "first_version": fired.passed[0].version,
-            "operations": [info.operation for info in fired.passed],
-            "timestamps": [info.timestamp for info in fired.passed],
+            **passed[-1].to_dict(),
+            "versions": [info.version for info in passed],
+            "first_version": passed[0].version,
+            "operations": [info.operation for info in passed],
+            "timestamps": [info.timestamp for info in passed],
             "table": self.table_path,
         }
 

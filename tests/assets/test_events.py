@@ -44,11 +44,23 @@ def _table(tmp_path: Path) -> Path:
     return table
 
 
-def test_a_commit_emits_one_event_with_its_version_and_no_commit_emits_none(tmp_path):
+def _rows(uri: str) -> int:
+    """How many assets have ``uri``."""
+    from airflow.models.asset import AssetModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return session.query(AssetModel).filter(AssetModel.uri == uri).count()
+
+
+def test_a_commit_emits_one_event_on_the_declared_asset_and_no_commit_emits_none(tmp_path):
+    """The table's asset among the writer's outlets: one event, after the commit, with
+    its version; the outlet itself records none (a run that commits nothing would)."""
     from airflow.sdk import DAG, Asset
 
     table = _table(tmp_path)
     uri = table_asset_uri(str(table))
+    orders = Asset(name="orders_declared", uri=uri)
     mine = Asset(name="my_own_outlet", uri=f"file://{tmp_path}/elsewhere")
     with DAG("delta_asset_events_commit", schedule=None, params={"table": str(table)}) as dag:
         commit = DeltaAlterTableOperator(
@@ -56,11 +68,11 @@ def test_a_commit_emits_one_event_with_its_version_and_no_commit_emits_none(tmp_
             table_path="{{ params.table }}",  # the alias is named before rendering, the event after
             change={"set_properties": {"delta.appendOnly": "false"}},
             engine="python",
-            outlets=[mine],
+            outlets=[orders, mine],
         )
         dry_run = DeltaVacuumOperator(
             task_id="dry_run", table_path=str(table), dry_run=True, retention_hours=0, retention_check=False,
-            engine="python",
+            engine="python", outlets=[orders],
         )  # fmt: skip
         commit >> dry_run
     register_dags(dag)
@@ -74,7 +86,7 @@ def test_a_commit_emits_one_event_with_its_version_and_no_commit_emits_none(tmp_
             "task_id": "commit",
             "extra": {"version": 1, "operation": result["operation"], "table": result["table"],
                       "metrics": result["metrics"]},
-            "name": uri,
+            "name": "orders_declared",
         }
     ]  # fmt: skip
     assert xcom(dag_run, "dry_run")["version"] is None  # ... and no event for it
@@ -82,7 +94,37 @@ def test_a_commit_emits_one_event_with_its_version_and_no_commit_emits_none(tmp_
     assert [e["task_id"] for e in _events(mine.uri)] == ["commit"]
 
 
+def test_an_undeclared_asset_gets_no_event_and_no_error_or_warning(tmp_path, caplog):
+    """Issue 39: no DAG declares the table's asset, so none can be scheduled on it. The
+    event is skipped with one DEBUG line; nothing asks Airflow for the missing asset
+    (Airflow logs an error for that, and warnings when it then creates the asset)."""
+    import logging
+
+    from airflow.sdk import DAG
+
+    table = _table(tmp_path)
+    uri = table_asset_uri(str(table))
+    with DAG("delta_asset_events_undeclared", schedule=None) as dag:
+        DeltaAlterTableOperator(
+            task_id="commit",
+            table_path=str(table),
+            change={"set_properties": {"delta.appendOnly": "false"}},
+            engine="python",
+        )
+    register_dags(dag)
+    with caplog.at_level(logging.DEBUG, logger="airflow_delta_provider.assets.events"):
+        dag_run = dag.test()
+
+    assert task_states(dag_run) == {"commit": "success"}
+    assert (_events(uri), _rows(uri)) == ([], 0)
+    skipped = [r for r in caplog.records if r.name == "airflow_delta_provider.assets.events"]
+    assert [r.levelname for r in skipped] == ["DEBUG"]
+    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING and "sset" in r.getMessage()]
+    assert noisy == []
+
+
 def test_the_event_lands_on_the_asset_a_consumer_registered_for_the_table(tmp_path):
+    """The writer's DAG declares the asset by reference to the consumer's (same name and URI)."""
     from airflow.sdk import DAG, Asset, task
 
     table = _table(tmp_path)
@@ -100,6 +142,7 @@ def test_the_event_lands_on_the_asset_a_consumer_registered_for_the_table(tmp_pa
             table_path=str(table),
             change={"set_properties": {"delta.appendOnly": "false"}},
             engine="python",
+            outlets=[orders],
         )
     register_dags(consumer, producer)
     producer.test()

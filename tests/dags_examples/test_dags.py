@@ -20,7 +20,7 @@ def test_examples_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == {
         "delta_pipeline", "delta_downstream", "delta_asset_events", "delta_s3_pipeline", "delta_maintenance",
-        "delta_daily_reload", "delta_daily_reload_consumer", "delta_table_state",
+        "delta_daily_reload", "delta_daily_reload_consumer", "delta_table_state", "docs_examples",
     }  # fmt: skip
 
 

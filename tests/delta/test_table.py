@@ -188,6 +188,43 @@ def test_find_commit_skips_commits_older_than_not_before_without_reading_them(tm
     assert read == [f"{2:020d}.json"]
 
 
+def txn(app_id: str, version: int, last_updated_s: float) -> dict:
+    return {"txn": {"appId": app_id, "version": version, "lastUpdated": int(last_updated_s * 1000)}}
+
+
+def test_find_txn_commit_names_the_commit_that_recorded_the_txn(tmp_path):
+    """Days 1 to 3 of a daily load, each with its txn; a rerun of any day finds its
+    commit, even after later days moved the app past it, and a day never loaded finds none."""
+    make(tmp_path, [BASE])
+    for version, day in ((1, 20260501), (2, 20260502), (3, 20260503)):
+        write(
+            tmp_path, version, info(version), add(f"d{day}"), txn("loader", day, BASE + version), mtime_s=BASE + version
+        )
+    write(tmp_path, 4, info(4), add("other"), txn("other-app", 7, BASE + 4), mtime_s=BASE + 4)
+    table = DeltaTable(tmp_path)
+    assert table.find_txn_commit("loader", 20260503)[0] == 3
+    assert table.find_txn_commit("loader", 20260501)[0] == 1
+    found, commit_info = table.find_txn_commit("loader", 20260502)
+    assert (found, commit_info.operation) == (2, "OP2")
+    assert table.find_txn_commit("loader", 20260504) is None  # not seen yet: the write runs
+    assert table.find_txn_commit("loader", 20260430) is None  # skipped (the app is past it), never written
+    assert table.find_txn_commit("nobody", 1) is None
+
+
+def test_find_txn_commit_reads_only_commits_since_the_txn_was_recorded(tmp_path, monkeypatch):
+    make(tmp_path, [BASE, BASE + 10_000])
+    write(tmp_path, 2, info(2), add("a"), txn("loader", 5, BASE + 20_000), mtime_s=BASE + 20_000)
+    write(tmp_path, 3, info(3), add("b"), mtime_s=BASE + 30_000)
+    table = DeltaTable(tmp_path)
+    read = []
+    original = table.log_store.read
+    monkeypatch.setattr(table.log_store, "read", lambda name: read.append(name) or original(name))
+    snapshot = table.snapshot()
+    read.clear()
+    assert table.find_txn_commit("loader", 5, snapshot)[0] == 2
+    assert read == [f"{3:020d}.json", f"{2:020d}.json"]
+
+
 def test_file_uri_and_path_open_the_same_table(tmp_path):
     make(tmp_path / "a b", [BASE, BASE + 1])
     by_uri = DeltaTable("file://" + str(tmp_path / "a%20b"))

@@ -112,7 +112,7 @@ class AirflowDeployment:
                 "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
                 "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "5",
                 "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-                # A task's calls to the api-server (5 s by default) wait out a loaded machine's pauses.
+                # A task's calls to the api-server (5 s by default) wait out a loaded two-core machine's pauses.
                 "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
                 **settings,
             }

@@ -111,11 +111,24 @@ def test_after_version_is_templated_and_parsed(tmp_path):
         _sensor(table, after_version=-5).poke({})
 
 
-@pytest.mark.parametrize("rendered", [None, "None", ""])
-def test_after_version_of_an_upstream_that_changed_nothing_means_the_latest(tmp_path, rendered):
-    """``{{ ti.xcom_pull('update')['version'] }}`` renders "None" when the update matched no row."""
+@pytest.mark.parametrize("rendered", ["None", "", "null"])
+def test_after_version_of_an_upstream_that_committed_nothing_succeeds_at_once(tmp_path, rendered):
+    """``{{ ti.xcom_pull('update')['version'] }}`` renders "None" when the update matched
+    no row: no commit is owed, so the sensor succeeds at its first poke with the latest
+    version, rather than wait for a commit a rerun never makes (issue 39)."""
     table = write_log(tmp_path / "t", 3)
-    sensor = _sensor(table, after_version=rendered)
+    result = _sensor(table, after_version=rendered).poke({})
+    assert result.is_done
+    assert {k: result.xcom_value[k] for k in ("version", "versions", "baseline_version")} == {
+        "version": 2,
+        "versions": [],
+        "baseline_version": 2,
+    }
+
+
+def test_without_after_version_the_baseline_is_the_latest_version(tmp_path):
+    table = write_log(tmp_path / "t", 3)
+    sensor = _sensor(table)
     assert not sensor.poke({})
     write_commit(table, 3)
     assert sensor.poke({}).xcom_value["version"] == 3
@@ -129,11 +142,23 @@ def test_sets_the_result_as_outlet_event_extra(tmp_path):
             self.extra: dict = {}
 
     table = write_log(tmp_path / "t", 2)
-    asset = Asset(name="orders", uri=f"file://{table}")
+    asset = Asset(name="orders_ready", uri="file:///ready/orders")
     events = {asset: Accessor()}
     sensor = _sensor(table, after_version=0, outlets=[asset])
     result = sensor.poke({"outlet_events": events})
     assert events[asset].extra == result.xcom_value
+
+
+def test_drops_an_outlet_on_the_tables_own_asset(tmp_path):
+    """That asset has one event per version from the table's writers or its watcher;
+    Airflow would record one more for the sensor's outlet (issue 39)."""
+    from airflow.sdk import Asset
+
+    table = write_log(tmp_path / "t", 2)
+    own, other = Asset(name="orders", uri=table.as_uri()), Asset(name="orders_ready", uri="file:///ready/orders")
+    sensor = _sensor(table, after_version=0, outlets=[own, other])
+    assert sensor.poke({}).is_done
+    assert sensor.outlets == [other]
 
 
 def test_reschedule_mode_keeps_its_baseline_in_the_task_state_store(tmp_path):

@@ -255,6 +255,44 @@ async def test_event_trigger_fires_one_event_per_poll(tmp_path):
     assert [v for _, v in store.writes] == [9, 10, 13, 14]
 
 
+def _as_airflow_task_commit(root, version: int) -> None:
+    """Tag commit ``version`` with an operation token, as a writing Airflow task's commit is."""
+    from airflow_delta_provider.delta.actions.model import TOKEN_TAG
+    from tests.delta_logs import commit_path
+
+    path = commit_path(root, version)
+    actions = [json.loads(line) for line in path.read_text().splitlines()]
+    for action in actions:
+        if "commitInfo" in action:
+            action["commitInfo"]["tags"] = {TOKEN_TAG: f"writer/load/run/{version}/-1"}
+    path.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+async def test_event_trigger_leaves_out_the_versions_airflow_tasks_committed(tmp_path):
+    """A writing task emits its own commit's event; the watcher on the same table
+    emits the others, so the asset carries one event per version (issue 39)."""
+    root = write_log(tmp_path / "t", 3)
+    store = FakeAssetStateStore()
+    events = _event_trigger(root, store).run()
+    nxt = asyncio.ensure_future(events.__anext__())
+    await store.written.wait()
+    for version in (3, 4, 5):
+        write_commit(root, version)
+    _as_airflow_task_commit(root, 4)
+    _as_airflow_task_commit(root, 5)
+    payload = (await nxt).payload
+    assert (payload["versions"], payload["version"], payload["first_version"]) == ([3], 3, 3)
+    nxt = asyncio.ensure_future(events.__anext__())
+    write_commit(root, 6)
+    _as_airflow_task_commit(root, 6)
+    await asyncio.sleep(0.1)
+    assert not nxt.done()  # only a task's commit: no event from the watcher
+    write_commit(root, 7)
+    assert (await nxt).payload["versions"] == [7]
+    await events.aclose()
+    assert store.values[WATERMARK_KEY] == 7
+
+
 async def test_event_trigger_resumes_from_the_stored_watermark(tmp_path):
     root = write_log(tmp_path / "t", 5)
     store = FakeAssetStateStore()

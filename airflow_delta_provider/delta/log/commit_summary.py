@@ -31,6 +31,8 @@ class VersionInfo:
     version: int
     timestamp: int | None  # milliseconds since the epoch
     operation: str | None
+    #: The operation token a writing Airflow task recorded (``commitInfo.tags``); None for other writers.
+    token: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation}
@@ -97,10 +99,12 @@ def version_info(version: int, body: Mapping[str, Any]) -> VersionInfo:
     ``commitInfo.timestamp``."""
     timestamp = body.get("inCommitTimestamp", body.get("timestamp"))
     operation = body.get("operation")
+    token = CommitInfo(dict(body)).token
     return VersionInfo(
         version,
         timestamp if isinstance(timestamp, int) and not isinstance(timestamp, bool) else None,
         operation if isinstance(operation, str) else None,
+        token if isinstance(token, str) else None,
     )
 
 

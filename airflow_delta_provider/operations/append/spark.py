@@ -13,7 +13,8 @@ One Spark job writes the files, one core transaction commits them
   whole-table read for conflict checks); with ``overwrite_schema`` the schema
   and partitioning are replaced too, keeping the table id;
 - ``txn_app_id``/``txn_version``: an append whose version is already
-  recorded for that application is a no-op (version None).
+  recorded for that application is a no-op; its result's version is the one
+  the earlier write of that ``txn`` committed (None when that commit is gone).
 
 All checks on schemas and options happen before any data is written; data
 checks (NOT NULL, ``delta.invariants``) run inside the write job. A failure
@@ -169,8 +170,9 @@ def _append_once(
 
     if snapshot is not None and spec.txn_app_id is not None and spec.txn_version is not None:
         recorded = snapshot.txn_version(spec.txn_app_id)
-        if recorded is not None and recorded >= spec.txn_version:
-            return CommandResult(table, OPERATION, None, AppendMetrics.written([]))
+        if recorded is not None and recorded >= spec.txn_version:  # skipped, as delta-spark skips it
+            earlier = target.find_txn_commit(spec.txn_app_id, spec.txn_version, snapshot)
+            return CommandResult(table, OPERATION, earlier[0] if earlier else None, AppendMetrics.written([]))
 
     data = source.frame()
     data_schema = column_mapping.strip(data.schema.jsonValue())  # a mapped source's ids mean nothing here

@@ -91,6 +91,11 @@ class AppendSpec(OperationSpec):
         help="text recorded in the commit's userMetadata (delta-spark's userMetadata write option)",
     )
 
+    def idempotent_txn(self) -> tuple[str, int] | None:
+        if self.txn_app_id is None or self.txn_version is None:
+            return None
+        return self.txn_app_id, self.txn_version
+
     def validate(self) -> None:
         super().validate()
         check_source(self.source, self.source_sql, self.source_views)

@@ -114,6 +114,11 @@ class OperationSpec(metaclass=_SpecType):
         """Why it needs Spark, for the error that refuses it with no Spark."""
         return self.operation
 
+    def idempotent_txn(self) -> tuple[str, int] | None:
+        """The protocol ``txn`` (app id, version) this write records, when it
+        records one: a table that has seen it skips the write."""
+        return None
+
     # --- argv ---------------------------------------------------------------
 
     @classmethod

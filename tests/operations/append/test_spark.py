@@ -124,10 +124,12 @@ def test_overwrite_replaces_files_and_overwrite_schema_replaces_schema(spark, tm
 
 
 def test_txn_already_recorded_is_a_no_op(spark, tmp_path):
+    """A seen txn writes nothing; its result names the commit that recorded it (a rerun's
+    version), or None for a version the application moved past without writing it."""
     src = _source(tmp_path, pa.table({"id": [1]}))
     path = str(tmp_path / "t")
     assert run_append(spark, path, src, "parquet", txn_app_id="job", txn_version=3).version == 0
-    assert run_append(spark, path, src, "parquet", txn_app_id="job", txn_version=3).version is None
+    assert run_append(spark, path, src, "parquet", txn_app_id="job", txn_version=3).version == 0
     assert run_append(spark, path, src, "parquet", txn_app_id="job", txn_version=2).version is None
     assert run_append(spark, path, src, "parquet", txn_app_id="job", txn_version=4).version == 1
     assert DeltaTable(path).snapshot().txn_version("job") == 4
