@@ -16,6 +16,13 @@ from airflow_delta_provider.delta.table import DeltaTable
 from airflow_delta_provider.spark.cli import build_parser, main
 from tests.spark.conftest import disk_files, table_rows
 
+
+@pytest.fixture(autouse=True)
+def _no_progress_lines(monkeypatch):
+    """The in-process runs here count stderr's lines; a loaded machine must not add a progress
+    line to them. The subprocess runs that test progress lines set their own interval."""
+    monkeypatch.setenv("DELTA_PROGRESS_INTERVAL", "0")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -445,6 +452,7 @@ def test_the_spark_submit_form_is_quiet_keeps_stdout_for_the_result_and_reports_
     write_deltalake(path, pa.table({"id": pa.array(range(50), pa.int64()), "val": [f"v{i}" for i in range(50)]}))
     env = {k: v for k, v in os.environ.items() if k != "DELTA_PROGRESS_INTERVAL"}  # the default interval
     env["PYTHONPATH"] = str(ROOT)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # as in an activated venv
     app = subprocess.run(
         [sys.executable, "-m", "airflow_delta_provider.spark", "--app-path"], capture_output=True, text=True,
         env=env, check=True,
