@@ -136,7 +136,8 @@ def test_without_type_widening_a_widening_is_refused_with_the_diff():
     assert "column amount: cannot widen integer in the table to long in the data" in text
     assert "column price: cannot widen decimal(10,2) in the table to decimal(12,2) in the data" in text
     assert "delta.enableTypeWidening=true" in text
-    assert " |-- amount: integer" in text and " |-- amount: long" in text  # both schemas
+    assert text.startswith("Cannot merge the data schema into the table schema in 2 columns (amount, price):")
+    assert " |-- " not in text  # the differing columns, not both schemas whole
 
 
 def test_without_type_widening_byte_short_integer_still_merge_silently():
