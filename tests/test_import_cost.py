@@ -62,7 +62,7 @@ def test_parsing_the_example_dags_imports_no_openlineage(tmp_path) -> None:
     }
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     parsed = json.loads(out.stdout.strip().splitlines()[-1])
-    assert (parsed["dags"], parsed["errors"]) == (8, [])
+    assert (parsed["dags"], parsed["errors"]) == (9, [])
     assert "airflow_delta_provider.operators.delta" in parsed["modules"]  # the parse did load the provider
     discovery = {"airflow.providers.openlineage", "airflow.providers.openlineage.get_provider_info"}
     lineage = [m for m in parsed["modules"] if "openlineage" in m or m.startswith("airflow_delta_provider.lineage")]

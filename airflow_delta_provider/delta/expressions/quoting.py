@@ -36,4 +36,29 @@ def unquote_identifier(text: str) -> str:
     return text
 
 
-__all__ = ["quote_identifier", "unquote_identifier"]
+def split_identifier(text: str) -> list[str]:
+    """The names of a dotted reference, each part backtick-quoted or not:
+    ```a`.`b.c`.d`` is ``["a", "b.c", "d"]`` (a doubled backtick inside quotes is one)."""
+    names: list[str] = []
+    part: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "`" and quoted and text[i + 1 : i + 2] == "`":
+            part.append("`")
+            i += 2
+            continue
+        if char == "`":
+            quoted = not quoted
+        elif char == "." and not quoted:
+            names.append("".join(part))
+            part = []
+        else:
+            part.append(char)
+        i += 1
+    names.append("".join(part))
+    return names
+
+
+__all__ = ["quote_identifier", "split_identifier", "unquote_identifier"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError, UnresolvedColumnError
 from airflow_delta_provider.delta.expressions.parse import column_paths, parse_user_sql
-from airflow_delta_provider.delta.expressions.quoting import quote_identifier, unquote_identifier
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier, split_identifier, unquote_identifier
 
 #: How many columns Spark's message proposes.
 SUGGESTIONS = 5
@@ -106,8 +106,7 @@ def suggestions(base: str, candidates: Iterable[str], qualified: bool = False) -
     candidate's last part; ties by name (Spark lists a plan's columns sorted by name)."""
 
     def distance(candidate: str) -> tuple[int, str]:
-        last = candidate.rsplit("`.`", 1)[-1]  # a quoted name, or the last part of a qualified one
-        name = unquote_identifier(last if last.startswith("`") else f"`{last}")
+        name = split_identifier(candidate)[-1]  # a quoted name, or the last part of a qualified one
         return levenshtein(candidate if qualified else name, base), name
 
     return sorted(candidates, key=distance)[:SUGGESTIONS]

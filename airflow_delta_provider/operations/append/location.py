@@ -46,7 +46,7 @@ def check_new_table_location(storage: TableStorage, partition_columns: Sequence[
         f"{storage.location.uri} holds {len(found)} data file(s) but no Delta table (no commit in _delta_log): "
         f"{named}. A table created there would not read them, and VACUUM would delete them. To keep them, "
         f"convert the folder to a Delta table first, in place and with no Spark (DeltaConvertOperator, or "
-        f"`python -m airflow_delta_provider.spark convert {storage.location.uri}`), then append; "
+        f"python -m airflow_delta_provider.spark convert {storage.location.uri}), then append; "
         'to replace them on purpose, write with mode="overwrite"; or write to an empty location'
     )
 
