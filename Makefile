@@ -30,7 +30,7 @@ maven: java
 # deployment and the S3A runs (spark-submit, Airflow's own processes, a Spark with
 # hadoop-aws), and the rest, of about the same length. Each has its own
 # AIRFLOW_HOME. The first's output follows the second's.
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m "not slow"
 FIRST  := tests/delta_spark tests/dags_examples tests/deployment \
           tests/spark/runtime/test_hadoop_s3a.py tests/operators/test_delta_on_s3.py
 test: $(STAMP) java test-jars
@@ -40,6 +40,12 @@ test: $(STAMP) java test-jars
 	wait $$first; ours=$$?; \
 	echo "--- $(FIRST) ---"; cat $$log; rm -f $$log; \
 	test $$rest -eq 0 && test $$ours -eq 0
+
+# The end-to-end tests marked slow (setup.cfg), beyond make test's time on CI's two cores: the docs
+# chain rerun with airflow dags test, each version once in the deployment, the Delta pages in
+# Chromium, the Spark operations under faults, the console script and the spark-submit form.
+test-slow: $(STAMP) java test-jars
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -m slow tests
 
 # The conformance suites in full, beyond the subsets `make test` runs for CI's time: every golden
 # table changed (tests/golden_dml.py), every table property other engines set through every
