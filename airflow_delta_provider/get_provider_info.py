@@ -71,6 +71,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_delta_provider.hooks.delta_spark",
                     "airflow_delta_provider.hooks.delta_in_process",
+                    "airflow_delta_provider.hooks.delta_catalog",
                 ],
             }
         ],
@@ -92,6 +93,16 @@ def get_provider_info() -> dict[str, Any]:
                     "relabeling": {"host": "Master"},
                     "placeholders": {"host": "local[*], spark://host:7077, yarn or k8s://https://host"},
                 },
-            }
+            },
+            {
+                "connection-type": "unity_catalog",
+                "hook-class-name": "airflow_delta_provider.hooks.delta_catalog.DeltaCatalogHook",
+                "hook-name": "Unity Catalog (Delta Lake tables by name)",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "login", "port", "extra"],
+                    "relabeling": {"host": "Server URL", "password": "Token"},
+                    "placeholders": {"host": "http://localhost:8080 or https://<workspace>.cloud.databricks.com"},
+                },
+            },
         ],
     }

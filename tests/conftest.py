@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.storage_servers",
     "tests.spark_connect_server",
     "tests.delta_spark_oracle",
+    "tests.unity_catalog_server",
 ]
 
 

@@ -13,7 +13,9 @@ minus the rows their deletion vectors hide); each file shows its own
 ``numRecords`` stats and ``deletionVector`` (``storageType`` and
 ``cardinality``, or null). ``history --format json`` is a list of commitInfo
 objects, each with its ``version``. ``health --format json`` is
-``{"report": ..., "decisions": [...]}``. Errors exit with code 2 and one line on
+``{"report": ..., "decisions": [...]}``. The table is a path or URI, or its name
+in a catalog (``uc://c.s.t``, ``glue://db.t``, ``hms://db.t``; configured by
+``UNITY_CATALOG_URL``/``UNITY_CATALOG_TOKEN``, the AWS chain, ``HIVE_METASTORE_URI``). Errors exit with code 2 and one line on
 stderr.
 """
 
@@ -25,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from airflow_delta_provider.delta.catalog.binding import bind
 from airflow_delta_provider.delta.cli_format import describe_lines, history_lines
 from airflow_delta_provider.delta.errors import DeltaError
 from airflow_delta_provider.delta.health.decisions import MaintenanceThresholds, assess
@@ -77,7 +80,12 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
-        table = DeltaTable(args.table)
+        catalog = bind(args.table)  # a catalog name (uc://, glue://, hms://): its location, read-only credentials
+        if catalog is None:
+            table = DeltaTable(args.table)
+        else:
+            table = DeltaTable(catalog.location, catalog.storage_options())
+            catalog.close()
         if args.command == "describe":
             if args.version is not None and args.version < 0:
                 raise _ArgumentError(f"--version must be >= 0, got {args.version}")

@@ -211,6 +211,34 @@ class OperationInterruptedError(DeltaError):
     """The operation was interrupted (Airflow's ``on_kill``) before it committed."""
 
 
+# --- Catalogs (uc://, glue://, hms:// table names) ---------------------------
+
+
+class CatalogError(DeltaError):
+    """A catalog (Unity Catalog, AWS Glue, a Hive Metastore) failed to answer
+    about a table name."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog cannot be reached, or failed on its side (a 5xx, a timeout).
+    Nothing was written; a retry may succeed."""
+
+
+class CatalogTableNotFoundError(CatalogError, TableNotFoundError):
+    """The catalog has no table by that name (nor, for a write, the schema or
+    database to create it in)."""
+
+
+class CatalogAccessDeniedError(CatalogError, InvalidInputError):
+    """The catalog refused the request: a wrong token, or a grant that does
+    not allow it (a write asked with a read-only grant). Nothing was written."""
+
+
+class NotADeltaTableError(CatalogError, InvalidInputError):
+    """The catalog's entry by that name is not a Delta table (a view, a
+    Parquet, Iceberg or Hive table), so it is refused."""
+
+
 # --- Concurrency (delta-spark's ConcurrentModificationException family) ------
 
 

@@ -48,6 +48,8 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection with the table store's
         credentials, used by this process only; None: each cloud's own chain.
+    :param catalog_conn_id: The catalog that resolves a table named ``uc://``,
+        ``glue://`` or ``hms://`` (:mod:`.delta_catalog`); None: the environment's.
     :param conf: Spark settings for the Connect session (runtime settings;
         the server refuses static ones, by name).
     :param package_cache_dir: Where the package zip the server's Python
@@ -64,12 +66,14 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
         conn_id: str | None = None,
         *,
         storage_conn_id: str | None = None,
+        catalog_conn_id: str | None = None,
         conf: Mapping[str, Any] | None = None,
         package_cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         self.conn_id = conn_id
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
         self.conf = {str(k): str(v) for k, v in (conf or {}).items()}
         self._package_cache_dir = package_cache_dir
         self._command: Any = None

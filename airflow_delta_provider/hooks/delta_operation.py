@@ -22,12 +22,14 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from airflow_delta_provider.delta.catalog.reference import is_catalog_reference
 from airflow_delta_provider.operations.registry import OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from airflow_delta_provider.delta.actions.model import CommitInfo
+    from airflow_delta_provider.delta.catalog.binding import CatalogTable
     from airflow_delta_provider.operations.spec.base import OperationSpec
 
 
@@ -115,18 +117,29 @@ class DeltaOperationMixin:
     """
 
     storage_conn_id: str | None
+    #: The connection of the catalog that resolves ``uc://``, ``glue://`` and ``hms://``
+    #: names (:mod:`.delta_catalog`); None: the environment's settings.
+    catalog_conn_id: str | None = None
     log: Any
     #: How the last run's result was found without running: ``"token"`` (an
     #: earlier try of the task instance committed it), ``"txn"`` (an earlier
     #: write of the same ``txn`` did), or None (this run committed it, or nothing).
     earlier_commit: str | None = None
+    #: The catalog name being run, bound to its location (for the run's duration).
+    _catalog: CatalogTable | None = None
 
     @cached_property
-    def storage_options(self) -> dict[str, str]:
-        """The store settings of ``storage_conn_id`` (empty without one)."""
+    def _connection_storage_options(self) -> dict[str, str]:
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
         return storage_settings(self.storage_conn_id)
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The store settings of ``storage_conn_id`` (empty without one), with the
+        credentials the catalog vended for the table being run (renewed when they expire soon)."""
+        base = self._connection_storage_options
+        return base if self._catalog is None else self._catalog.storage_options(base)
 
     def _delta_table(self, table: str) -> Any:
         from airflow_delta_provider.delta.table import DeltaTable
@@ -160,6 +173,8 @@ class DeltaOperationMixin:
             spec = parse_request([operation, table, *arguments, *(["--token", token] if token else [])])
         except InvalidInputError as exc:
             raise operation_error(exc, operation, table) from None
+        if is_catalog_reference(table):  # run as a spec on the name's location
+            return self.run_spec(spec, not_before)
         return self._run_once(spec, not_before, lambda: self._execute(operation, table, arguments, token))
 
     def run_spec(self, spec: OperationSpec, not_before: datetime | None = None) -> DeltaOperationResult:
@@ -169,7 +184,30 @@ class DeltaOperationMixin:
         process the spec object is passed as it is; only a spark-submit turns
         it into the application's argv.
         """
-        return self._run_once(spec, not_before, lambda: self._execute_spec(spec))
+        if not is_catalog_reference(spec.table_path):
+            return self._run_once(spec, not_before, lambda: self._execute_spec(spec))
+        from airflow_delta_provider.delta.errors import DeltaError
+        from airflow_delta_provider.hooks.delta_catalog import DeltaCatalogHook
+        from airflow_delta_provider.operations.catalog import bind_spec
+
+        try:
+            bound, catalog = bind_spec(spec, DeltaCatalogHook(self.catalog_conn_id).settings())
+        except DeltaError as exc:  # before anything ran: nothing written, nothing registered
+            raise operation_error(exc, spec.operation, spec.table_path) from exc
+        assert catalog is not None
+        self.log.info("%s is the Delta table at %s", spec.table_path, catalog.location)
+        # Bound once for the whole run: pre-flight, the engine and the result's read
+        # all use this location and its vended credentials (:attr:`storage_options`).
+        self._catalog = catalog
+        try:
+            result = self._run_once(bound, not_before, lambda: self._execute_spec(bound))
+            if not spec.reads_only:
+                outcome = catalog.sync(self._connection_storage_options, warn=self.log.warning)
+                self.log.info("Catalog entry of %s: %s", spec.table_path, outcome)
+            return result
+        finally:
+            self._catalog = None
+            catalog.close()
 
     def _run_once(
         self,
@@ -304,7 +342,7 @@ class DeltaOperationMixin:
         generating manifests; its version is the one they reflect.
         """
         result = self._printed_result(operation, table, printed)
-        if operation in ("changes", "generate"):  # commit nothing by nature: the version read
+        if operation in ("changes", "generate", "register"):  # commit nothing by nature: the version read
             return result
         if operation != "checkpoint":
             result["version"] = None

@@ -295,6 +295,10 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
         They reach the Spark application through the spark-submit process's
         environment only, never its command line; the driver copies them to
         remote executors. None: each cloud's own chain, on both sides.
+    :param catalog_conn_id: The catalog that resolves a table named ``uc://``,
+        ``glue://`` or ``hms://`` (:mod:`~airflow_delta_provider.hooks.delta_catalog`);
+        None: the environment's. The application gets the location, and Unity
+        Catalog's vended credentials by environment, as ``storage_conn_id``'s.
     :param package_cache_dir: Where the ``--py-files`` zip is cached
         (default ``~/.cache/airflow-delta-provider``).
     """
@@ -310,6 +314,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
         *,
         name: str | None = None,
         storage_conn_id: str | None = None,
+        catalog_conn_id: str | None = None,
         package_cache_dir: str | os.PathLike[str] | None = None,
         **spark_submit_kwargs: Any,
     ) -> None:
@@ -328,6 +333,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
         self.conn_id = conn_id
         self.name = name
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
         self.package_cache_dir = package_cache_dir
         self.spark_submit_kwargs = spark_submit_kwargs
         #: The SparkSubmitHook of the running (or last) submit; :meth:`on_kill` stops it.

@@ -18,6 +18,7 @@ from airflow_delta_provider.operations.delete.spec import DeleteSpec
 from airflow_delta_provider.operations.generate.spec import GenerateSpec
 from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+from airflow_delta_provider.operations.register.spec import RegisterSpec
 from airflow_delta_provider.operations.reorg.spec import ReorgSpec
 from airflow_delta_provider.operations.restore.spec import RestoreSpec
 from airflow_delta_provider.operations.spec.base import OperationSpec
@@ -42,6 +43,7 @@ SPECS: dict[str, type[OperationSpec]] = {
         ConvertSpec,
         GenerateSpec,
         CloneSpec,
+        RegisterSpec,
     )
 }
 #: Operations of the Spark CLI (``python -m airflow_delta_provider.spark <op>``).

@@ -51,6 +51,7 @@ from airflow_delta_provider.operations.delete.spec import DeleteSpec
 from airflow_delta_provider.operations.generate.spec import GenerateSpec
 from airflow_delta_provider.operations.merge.spec import MergeSpec
 from airflow_delta_provider.operations.optimize.spec import OptimizeSpec
+from airflow_delta_provider.operations.register.spec import RegisterSpec
 from airflow_delta_provider.operations.registry import PYTHON_ENGINE_OPERATIONS
 from airflow_delta_provider.operations.reorg.spec import ReorgSpec
 from airflow_delta_provider.operations.restore.spec import RestoreSpec
@@ -134,7 +135,8 @@ class DeltaSparkOperator(BaseOperator):
     :param table_path: The table's location, as the Spark driver sees it: a
         path, or a ``file://``, ``s3://`` (``s3a://``, ``s3n://``),
         ``abfss://`` (``abfs://``, ``az://``, ``azure://``) or ``gs://``
-        (``gcs://``) URI. (templated)
+        (``gcs://``) URI; or its name in a catalog (``uc://``, ``glue://``,
+        ``hms://``, see ``catalog_conn_id``). (templated)
     :param conn_id: The Spark connection (default ``spark_default``): a
         ``spark`` connection runs one spark-submit; a ``spark_connect``
         connection (``sc://host:port``) runs the operation in the task's
@@ -142,6 +144,12 @@ class DeltaSparkOperator(BaseOperator):
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection with the store's credentials;
         None uses each cloud's own chain. Secrets travel by environment only.
+    :param catalog_conn_id: For a table named in a catalog (``table_path`` of
+        ``uc://catalog.schema.table``, ``glue://database.table`` or
+        ``hms://database.table``): a ``unity_catalog`` (or ``databricks``),
+        ``aws`` or ``hive_metastore`` connection; None: the environment's
+        ``UNITY_CATALOG_URL``/``UNITY_CATALOG_TOKEN``, AWS chain or
+        ``HIVE_METASTORE_URI`` (``docs/catalogs.rst``).
     :param io: How Spark reads and writes data files: ``hadoop`` (Spark's own
         filesystem and the cluster's connector), ``arrow`` (pyarrow on the
         executors, no connector jar needed) or ``auto`` (``hadoop`` when
@@ -228,6 +236,7 @@ class DeltaSparkOperator(BaseOperator):
         *,
         conn_id: str = DeltaSparkHook.default_conn_name,
         storage_conn_id: str | None = None,
+        catalog_conn_id: str | None = None,
         conf: dict[str, Any] | None = None,
         env_vars: dict[str, Any] | None = None,
         executor_cores: int | None = None,
@@ -257,6 +266,7 @@ class DeltaSparkOperator(BaseOperator):
             )
         self.conn_id = conn_id
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
         self.conf = conf
         self.env_vars = env_vars
         self.executor_cores = executor_cores
@@ -316,7 +326,7 @@ class DeltaSparkOperator(BaseOperator):
         """The hook, built once per try from the rendered arguments: in-process
         for ``engine="python"`` and ``spark_connect`` connections, else spark-submit."""
         if self.engine == "python":
-            return DeltaInProcessHook(None, storage_conn_id=self.storage_conn_id)
+            return DeltaInProcessHook(None, storage_conn_id=self.storage_conn_id, catalog_conn_id=self.catalog_conn_id)
         if self._conn_type() == SPARK_CONNECT_CONN_TYPE:
             ignored = sorted(a for a in _SPARK_SUBMIT_ONLY if getattr(self, a) is not None)
             if ignored or self.hook_params:
@@ -324,10 +334,13 @@ class DeltaSparkOperator(BaseOperator):
                     "Over Spark Connect, these spark-submit arguments are ignored: %s",
                     ", ".join([*ignored, *sorted(self.hook_params)]),
                 )
-            return DeltaInProcessHook(self.conn_id, storage_conn_id=self.storage_conn_id, conf=self.conf)
+            return DeltaInProcessHook(
+                self.conn_id, storage_conn_id=self.storage_conn_id, catalog_conn_id=self.catalog_conn_id, conf=self.conf
+            )
         return DeltaSparkHook(
             conn_id=self.conn_id,
             storage_conn_id=self.storage_conn_id,
+            catalog_conn_id=self.catalog_conn_id,
             conf=dict(self.conf or {}),
             env_vars=self.env_vars,
             executor_cores=self.executor_cores,
@@ -922,3 +935,26 @@ class DeltaCloneOperator(DeltaSparkOperator):
 
     def _lineage_arguments(self) -> dict[str, Any]:
         return {"sources": [(self.source_path, "delta")], "source_has_table_columns": True}
+
+
+class DeltaRegisterTableOperator(DeltaSparkOperator):
+    """Create the catalog entry of a Delta table that already exists at a path.
+
+    ``table_path`` is the name to give it (``uc://catalog.schema.table``,
+    ``glue://database.table`` or ``hms://database.table``) and ``location``
+    where the table is. The entry is what the table would get if an APPEND by
+    that name had created it (``docs/catalogs.rst``): for Unity Catalog an
+    external Delta table with its columns; for Glue and the Hive Metastore the
+    entry delta-spark and Athena read. Nothing is committed to the table; the
+    result's ``version`` is the version registered. A location with no Delta
+    table, or a name already registered elsewhere, fails and registers nothing;
+    a name already registered at that location is left as it is (a retry).
+
+    :param location: Where the table is stored: a path or URI. (templated)
+    :param engine: ``python`` (default): the task's process reads the log and
+        writes the entry, with no Spark.
+    """
+
+    spec_class = RegisterSpec
+    commits_versions = False
+    default_engine = "python"

@@ -36,6 +36,7 @@ a crash by its traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import traceback
@@ -52,6 +53,7 @@ from airflow_delta_provider.delta.errors import (
     one_line,
 )
 from airflow_delta_provider.operations import argv as argv_codec
+from airflow_delta_provider.operations.catalog import bind_spec
 from airflow_delta_provider.operations.runners import run_spec
 from airflow_delta_provider.operations.runners.preflight import preflight
 from airflow_delta_provider.operations.spec.base import OperationSpec
@@ -124,20 +126,31 @@ def _submitting_jvm() -> Any:
 
 
 def _main(argv: Sequence[str], session_factory: Callable[[dict[str, str]], Any] | None) -> int:
+    catalog = None
     try:
-        request = parse_request(argv)
+        request, catalog = bind_spec(parse_request(argv))
+        if catalog is not None:
+            # Before pre-flight reads the table and the session starts, so Spark's JVM and
+            # workers inherit them; never in argv or a log.
+            os.environ.update(catalog.storage_options())
         preflight(request)  # from the table's log, before a session starts
         spark = None
         if request.needs_spark():
             conf = dict(request.spark_conf)
             spark = session_factory(conf) if session_factory else _default_session(conf, request.debug)
         result = execute(request, spark, report_progress=_print_progress)
+        if catalog is not None and not request.reads_only:
+            os.environ.update(catalog.storage_options())  # renewed, if they expire soon
+            catalog.sync(warn=_print_warning)
     except InternalError as exc:  # our bug: the traceback too, for the report
         _crash(exc)
     except DeltaError as exc:
         _fail(exc)
     except Exception as exc:
         _crash(exc)
+    finally:
+        if catalog is not None:
+            catalog.close()
     print(result.to_json(), flush=True)
     return EXIT_OK
 
@@ -160,6 +173,11 @@ def execute(
     request = _as_request(request)
     with spark_error_records(enabled=request.debug or spark is None), reporting_progress(spark, report_progress):
         return _run_translating_spark_errors(request, spark, storage_options)
+
+
+def _print_warning(line: str) -> None:
+    """A warning on stderr (a catalog entry not updated after the commit), where the hook shows it."""
+    print(f"WARNING: {line}", file=sys.stderr, flush=True)
 
 
 def _print_progress(line: str) -> None:

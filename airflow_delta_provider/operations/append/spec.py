@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.sources.spec import SOURCE_FORMATS, check_source
-from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed
+from airflow_delta_provider.operations.spec.base import OperationSpec, Renamed, catalog_location
 from airflow_delta_provider.operations.spec.fields import (
     joined,
     option,
@@ -32,6 +32,7 @@ class AppendSpec(OperationSpec):
     operation = "append"
     summary = "append (or overwrite) rows from files, or from a SQL query"
     renamed: ClassVar[Mapping[str, Renamed]] = {**OperationSpec.renamed, "format": ("source_format", None)}
+    creates_table = True
 
     source: str | None = option(templated=True, help="path of the data to append (or give --source-sql)")
     source_format: str | None = option(
@@ -90,6 +91,7 @@ class AppendSpec(OperationSpec):
         metavar="TEXT",
         help="text recorded in the commit's userMetadata (delta-spark's userMetadata write option)",
     )
+    location: str | None = catalog_location()
 
     def idempotent_txn(self) -> tuple[str, int] | None:
         if self.txn_app_id is None or self.txn_version is None:

@@ -19,6 +19,7 @@ CHANGES_OUTPUT_FORMATS = ("parquet", "json", "csv", "orc")
 class ChangesSpec(OperationSpec):
     operation = "changes"
     summary = "write the change data feed of a version range"
+    reads_only = True
     renamed: ClassVar[Mapping[str, Renamed]] = {
         **OperationSpec.renamed,
         "start": ("start_version", None),

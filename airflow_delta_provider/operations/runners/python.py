@@ -18,6 +18,8 @@ from airflow_delta_provider.operations.convert import run as convert
 from airflow_delta_provider.operations.convert.spec import ConvertSpec
 from airflow_delta_provider.operations.generate import run as generate
 from airflow_delta_provider.operations.generate.spec import GenerateSpec
+from airflow_delta_provider.operations.register import run as register
+from airflow_delta_provider.operations.register.spec import RegisterSpec
 from airflow_delta_provider.operations.restore import run as restore
 from airflow_delta_provider.operations.restore.spec import RestoreSpec
 from airflow_delta_provider.operations.result import CommandResult
@@ -37,6 +39,7 @@ PYTHON_RUNNERS: dict[type[OperationSpec], Runner] = {
     ConvertSpec: convert.run,
     GenerateSpec: generate.run,
     CloneSpec: clone.run,
+    RegisterSpec: register.run,
 }
 
 __all__ = ["PYTHON_RUNNERS", "Runner"]

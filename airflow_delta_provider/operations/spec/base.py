@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from airflow_delta_provider.delta.catalog.reference import is_catalog_reference
 from airflow_delta_provider.delta.errors import InvalidArgumentError
 from airflow_delta_provider.operations.spec.fields import (
     JOINED,
@@ -70,8 +71,17 @@ class OperationSpec(metaclass=_SpecType):
     exactly_one_of: ClassVar[tuple[str, ...]] = ()
     #: Old argument names still accepted, with a DeprecationWarning (:class:`_SpecType`).
     renamed: ClassVar[Mapping[str, Renamed]] = {"table": ("table_path", None)}
+    #: Whether it only reads the table (a catalog then vends read-only credentials).
+    reads_only: ClassVar[bool] = False
+    #: Whether it may create the table: a catalog name with no entry yet is then
+    #: registered after the first commit (``location`` says where the table goes).
+    creates_table: ClassVar[bool] = False
 
-    table_path: str = positional(templated=True, help="table path, or its file://, s3://, abfss://, az:// or gs:// URI")
+    table_path: str = positional(
+        templated=True,
+        help="table path, or its file://, s3://, abfss://, az:// or gs:// URI, or its name in a catalog: "
+        "uc://catalog.schema.table, glue://database.table or hms://database.table",
+    )
     io: str = option(
         "auto",
         choices=IO_MODES,
@@ -96,6 +106,10 @@ class OperationSpec(metaclass=_SpecType):
             value = getattr(self, field.name)
             if choices is not None and value is not None and value not in choices:
                 raise InvalidArgumentError(f"{self.operation}: {field.name} must be one of {choices}, not {value!r}")
+        location = getattr(self, "location", None)
+        if location is not None and not is_catalog_reference(self.table_path) and location != self.table_path:
+            # (a spec bound to its catalog entry carries its location as both)
+            raise InvalidArgumentError(f"{self.operation}: location is for a table named in a catalog, not a path")
         if self.exactly_one_of:
             given = [name for name in self.exactly_one_of if getattr(self, name) is not None]
             if len(given) != 1:
@@ -171,6 +185,17 @@ class OperationSpec(metaclass=_SpecType):
         return cls(**values)
 
 
+def catalog_location() -> Any:
+    """The ``location`` field of an operation that may create a table named in a
+    catalog: where the new table goes (default: its schema's storage root and its name)."""
+    return option(
+        templated=True,
+        metavar="URI",
+        help="where a table named in a catalog (uc://, glue://, hms://) that does not exist yet is created "
+        "(default: a folder named after the table under its schema's or database's storage root)",
+    )
+
+
 def _field_words(field: dataclasses.Field[Any], value: Any) -> list[str]:
     argument = argument_of(field)
     flag = argument.flag_for(field.name)
@@ -199,4 +224,4 @@ def _field_words(field: dataclasses.Field[Any], value: Any) -> list[str]:
     return [flag, text]
 
 
-__all__ = ["OperationSpec"]
+__all__ = ["OperationSpec", "catalog_location"]

@@ -1,0 +1,1 @@
+"""REGISTER: create the catalog entry of a Delta table that exists at a path."""

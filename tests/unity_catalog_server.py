@@ -1,0 +1,181 @@
+"""A real Unity Catalog REST server for the tests, on a loopback port.
+
+``olai-uc-server`` (crates.io, Apache-2.0) is an independent Rust
+implementation of the Unity Catalog REST API; it starts in well under a
+second and vends credentials (a SAS for Azurite from an ``azure_storage_key``
+credential; nothing for ``file://`` tables). The binary comes from, in order:
+
+- ``UC_SERVER_BIN``;
+- ``../shared/uc-reference/uc-server.gz`` beside the repository (this
+  workspace's copy), unpacked into ``~/.cache/airflow-delta-provider/uc-server``;
+- ``cargo install --locked olai-uc-server --version 0.0.11 --features bin``
+  into that cache (10 to 20 minutes, once); if that fails, the tests fail
+  naming the command.
+
+:class:`UnityCatalogServer` also sets up what a table needs there: a catalog
+and schema with a storage root, and a storage credential with an external
+location over that root.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.storage_servers import AZURITE_ACCOUNT, AZURITE_KEY, free_port, stop_process, wait_for_port
+
+ROOT = Path(__file__).resolve().parent.parent
+UC_VERSION = "0.0.11"
+CACHE = Path.home() / ".cache" / "airflow-delta-provider" / "uc-server"
+SHARED_GZ = ROOT.parent / "shared" / "uc-reference" / "uc-server.gz"
+INSTALL = ["cargo", "install", "--locked", "olai-uc-server", "--version", UC_VERSION, "--features", "bin"]
+
+
+def uc_server_binary() -> Path:
+    """The server's executable (see the module docs for where it comes from)."""
+    configured = os.environ.get("UC_SERVER_BIN")
+    if configured:
+        return Path(configured)
+    unpacked = CACHE / f"uc-server-{UC_VERSION}"
+    if unpacked.exists():
+        return unpacked
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if SHARED_GZ.exists():
+        partial = unpacked.with_suffix(".partial")
+        with gzip.open(SHARED_GZ) as src, open(partial, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        partial.chmod(0o755)
+        partial.rename(unpacked)
+        return unpacked
+    command = [*INSTALL, "--root", str(CACHE / "cargo")]
+    try:
+        subprocess.run(command, check=True, timeout=3600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RuntimeError(f"could not build the Unity Catalog server: {' '.join(command)} failed: {exc}") from exc
+    shutil.copy(CACHE / "cargo" / "bin" / "uc-server", unpacked)
+    return unpacked
+
+
+class UnityCatalogServer:
+    """One olai-uc-server process with local storage under ``root``."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.root = workdir / "tables"
+        self.root.mkdir(parents=True)
+        config = workdir / "uc.yaml"
+        config.write_text(
+            f"host: 127.0.0.1\nport: {self.port}\n"
+            f"local_storage:\n  enabled: true\n  allowed-roots: [{json.dumps(str(self.root))}]\n"
+            "ui:\n  serve: false\n"
+        )
+        self.proc = subprocess.Popen(
+            [str(uc_server_binary()), "serve", "-c", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port, self.proc, timeout=30)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        """One API call; the decoded answer (HTTPError for an error status)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}/api/2.1/unity-catalog{path}",
+            data=data,
+            method=method,
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read().decode()
+        return json.loads(text) if text.strip().startswith("{") else text
+
+    def location(self, url: str, credential: dict[str, Any] | None = None) -> None:
+        """A storage credential and an external location covering ``url``."""
+        name = f"c{uuid.uuid4().hex[:12]}"
+        self.call(
+            "POST",
+            "/credentials",
+            {
+                "name": name,
+                "purpose": "STORAGE",
+                "skip_validation": True,
+                **(credential or {"aws_iam_role": {"role_arn": "arn:aws:iam::000000000000:role/local-only"}}),
+            },
+        )
+        self.call("POST", "/external-locations", {"name": f"l{name}", "url": url, "credential_name": name})
+
+    def schema(self, root: str | None = None) -> tuple[str, str]:
+        """A new catalog and schema whose storage root is ``root`` (default: a new local folder)."""
+        catalog, schema = f"cat_{uuid.uuid4().hex[:8]}", "sales"
+        if root is None:
+            folder = self.root / catalog
+            folder.mkdir()
+            root = folder.as_uri()
+        self.location(root)
+        self.call("POST", "/catalogs", {"name": catalog, "storage_root": root})
+        self.call("POST", "/schemas", {"name": schema, "catalog_name": catalog})
+        return catalog, schema
+
+    def azure_schema(self, container: str) -> tuple[str, str]:
+        """A catalog and schema over an Azurite container, whose credentials the server vends as a SAS."""
+        root = f"abfss://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net/"
+        key = {"azure_storage_key": {"account_name": AZURITE_ACCOUNT, "account_key": AZURITE_KEY}}
+        self.location(root, key)
+        catalog, schema = f"az_{uuid.uuid4().hex[:8]}", "sales"
+        self.call("POST", "/catalogs", {"name": catalog, "storage_root": root})
+        self.call("POST", "/schemas", {"name": schema, "catalog_name": catalog})
+        return catalog, schema
+
+    def table(self, full_name: str) -> dict[str, Any] | None:
+        try:
+            return self.call("GET", f"/tables/{full_name}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def create_table(self, full_name: str, location: str, fmt: str = "DELTA", columns: Any = ()) -> None:
+        catalog, schema, name = full_name.split(".")
+        body = {
+            "name": name,
+            "catalog_name": catalog,
+            "schema_name": schema,
+            "table_type": "EXTERNAL",
+            "data_source_format": fmt,
+            "storage_location": location,
+            "columns": list(columns),
+        }
+        self.call("POST", "/tables", body)
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+
+
+@pytest.fixture(scope="session")
+def uc_server(tmp_path_factory) -> Iterator[UnityCatalogServer]:
+    server = UnityCatalogServer(tmp_path_factory.mktemp("uc"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def uc_env(uc_server: UnityCatalogServer, monkeypatch) -> UnityCatalogServer:
+    """The server, configured for this process by the environment (``UNITY_CATALOG_URL``)."""
+    monkeypatch.setenv("UNITY_CATALOG_URL", uc_server.url)
+    monkeypatch.setenv("UNITY_CATALOG_TOKEN", "uc-token-" + uuid.uuid4().hex[:8])
+    return uc_server
