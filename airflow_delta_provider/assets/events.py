@@ -65,14 +65,17 @@ def table_alias(table_path: str) -> AssetAlias:
     return AssetAlias(name=f"{ALIAS_PREFIX}{table_path}")
 
 
-def commit_event_extra(result: DeltaOperationResult) -> dict[str, Any]:
-    """The ``extra`` of a commit's asset event."""
-    return {
+def commit_event_extra(result: DeltaOperationResult, catalog_name: str | None = None) -> dict[str, Any]:
+    """The ``extra`` of a commit's asset event (with the table's catalog name, when it has one)."""
+    extra = {
         "version": result["version"],
         "operation": result["operation"],
         "table": result["table"],
         "metrics": dict(result["metrics"]),
     }
+    if catalog_name is not None:
+        extra["catalog_name"] = catalog_name
+    return extra
 
 
 def emit_commit_event(
@@ -84,6 +87,7 @@ def emit_commit_event(
     *,
     declared: Asset | None = None,
     committed_at_ms: int | None = None,
+    catalog_name: str | None = None,
 ) -> str | None:
     """Add the table's asset to ``alias`` with the commit as ``extra``, once
     per version (see the module). Returns the URI of the asset the event is
@@ -94,6 +98,9 @@ def emit_commit_event(
     :param committed_at_ms: For a result found rather than committed by this
         try, when its commit was made: the event is added only when the asset
         has none for that version since then.
+    :param catalog_name: The table's name in a catalog (``uc://...``), when the
+        task named it so: the asset keeps its storage URI (``table_path`` is the
+        location), and the name goes in ``extra`` as ``catalog_name``.
     """
     outlet_events = context.get("outlet_events")
     version = result["version"]
@@ -111,7 +118,7 @@ def emit_commit_event(
     if committed_at_ms is not None and version in _event_versions_since(uri, committed_at_ms):
         log.info("Version %s of %s has its asset event already; none added", version, uri)
         return None
-    outlet_events[alias].add(asset, extra=commit_event_extra(result))
+    outlet_events[alias].add(asset, extra=commit_event_extra(result, catalog_name))
     return uri
 
 

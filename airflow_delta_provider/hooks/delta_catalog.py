@@ -79,6 +79,24 @@ class DeltaCatalogHook(BaseHook):
         }
 
 
+def resolve_for_reading(
+    table_path: str, storage_options: dict[str, str] | None, catalog_conn_id: str | None = None
+) -> tuple[str, dict[str, str] | None]:
+    """``(location, storage options)`` of a table to read: a catalog name's location, with the
+    read-only credentials its catalog vends; a path as it is."""
+    from airflow_delta_provider.delta.catalog.binding import bind
+    from airflow_delta_provider.delta.catalog.reference import is_catalog_reference
+
+    if not is_catalog_reference(table_path):
+        return table_path, storage_options
+    catalog = bind(table_path, DeltaCatalogHook(catalog_conn_id).settings())
+    assert catalog is not None
+    try:
+        return catalog.location, catalog.storage_options(storage_options)
+    finally:
+        catalog.close()
+
+
 def _glue_arguments(conn: Any, extra: dict[str, Any]) -> dict[str, str]:
     """boto3 arguments for Glue from an ``aws`` connection (its keys as ``storage_conn_id`` reads them)."""
     from airflow_delta_provider.utils.storage_connection import settings_from_connection
@@ -96,4 +114,4 @@ def _glue_arguments(conn: Any, extra: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in out.items() if v}
 
 
-__all__ = ["UNITY_CATALOG_CONN_TYPE", "DeltaCatalogHook"]
+__all__ = ["UNITY_CATALOG_CONN_TYPE", "DeltaCatalogHook", "resolve_for_reading"]

@@ -38,6 +38,7 @@ def operator_lineage(
     source_is_query: bool = False,
     source_has_table_columns: bool = False,
     joins_source: bool = False,
+    catalog_name: DatasetName | None = None,
 ) -> Any:
     """An ``OperatorLineage`` for one Delta operator run, or None without OpenLineage.
 
@@ -55,6 +56,8 @@ def operator_lineage(
         (an overwrite that replaces the schema), so each comes from its namesake.
     :param joins_source: The source is joined to the table (MERGE): both are
         inputs, and a column may come from either, so no column lineage is given.
+    :param catalog_name: The table's name in a catalog (``table_path`` is then
+        its location): the output's ``symlinks`` facet.
     """
     try:
         from airflow.providers.openlineage.extractors import OperatorLineage
@@ -87,6 +90,8 @@ def operator_lineage(
         lineage = None
 
     output_facets = facets.table_facets(version, schema)
+    if catalog_name is not None:
+        output_facets["symlinks"] = facets.symlinks_facet(catalog_name)
     if lineage is not None and lineage.fields:
         output_facets["columnLineage"] = facets.column_lineage_facet(lineage, lineage_source)
     statistics = facets.output_statistics(result.get("metrics") or {}) if version is not None else {}

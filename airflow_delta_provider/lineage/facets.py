@@ -7,7 +7,8 @@ A table dataset carries the ``storage`` facet (layer ``delta``, format
 ``parquet``), and once a version is known the ``version`` facet (the Delta
 version, as a string) and the ``schema`` facet of that version. An output
 also carries ``outputStatistics`` and, where the change's column flow is
-clear, ``columnLineage``.
+clear, ``columnLineage``. A table named in a catalog carries ``symlinks``: its
+catalog name beside the storage one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from openlineage.client.facet_v2 import (
     output_statistics_output_dataset,
     schema_dataset,
     storage_dataset,
+    symlinks_dataset,
 )
 
 from airflow_delta_provider.delta.schema.types import type_name
@@ -42,6 +44,13 @@ def table_facets(version: int | None = None, schema: Mapping[str, Any] | None = 
     if schema is not None:
         facets["schema"] = schema_facet(schema)
     return facets
+
+
+def symlinks_facet(name: DatasetName) -> symlinks_dataset.SymlinksDatasetFacet:
+    """The table's name in a catalog, beside its storage name, as OpenLineage's Spark integration gives it."""
+    return symlinks_dataset.SymlinksDatasetFacet(
+        identifiers=[symlinks_dataset.Identifier(namespace=name.namespace, name=name.name, type="TABLE")]
+    )
 
 
 def schema_facet(schema: Mapping[str, Any]) -> schema_dataset.SchemaDatasetFacet:

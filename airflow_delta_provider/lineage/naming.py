@@ -64,6 +64,28 @@ def dataset_name(path: str, storage_options: Mapping[str, Any] | None = None) ->
     return DatasetName(f"{location.scheme}://{location.bucket}", name)
 
 
+def catalog_dataset_name(reference: str, catalog_url: str | None = None) -> DatasetName | None:
+    """The OpenLineage identity of a catalog name (the ``symlinks`` facet's), or None for a path.
+
+    As the naming spec and the Spark integration name them: a Hive Metastore
+    table is ``hive://{host}:{port}`` and ``{database}.{table}``, a Glue table
+    ``arn:aws:glue:{region}`` and ``table/{database}/{table}``; a Unity Catalog
+    table is its server's URL and ``{catalog}.{schema}.{table}``.
+    """
+    from airflow_delta_provider.delta.catalog.reference import GLUE, HIVE, parse_reference
+
+    ref = parse_reference(reference)
+    if ref is None:
+        return None
+    if ref.kind == HIVE:
+        host = urlsplit(catalog_url).netloc if catalog_url else "metastore"
+        return DatasetName(f"hive://{host}", ref.name)
+    if ref.kind == GLUE:
+        region = catalog_url or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        return DatasetName(f"arn:aws:glue:{region}", f"table/{'/'.join(ref.parts)}")
+    return DatasetName((catalog_url or "uc://").rstrip("/"), ref.name)
+
+
 def _other_scheme(path: str) -> DatasetName:
     """A URI the core does not store tables at (``hdfs://``, ``file://host/``): the spec's generic form."""
     parts = urlsplit(path)

@@ -36,6 +36,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_delta_provider.assets.events import drop_table_outlets, emit_commit_event, table_alias
 from airflow_delta_provider.assets.uri import table_asset_uri
+from airflow_delta_provider.delta.catalog.reference import is_catalog_reference
 from airflow_delta_provider.hooks.delta_in_process import SPARK_CONNECT_CONN_TYPE, DeltaInProcessHook
 from airflow_delta_provider.hooks.delta_operation import DeltaOperationResult, operation_token
 from airflow_delta_provider.hooks.delta_spark import DeltaSparkHook
@@ -285,6 +286,8 @@ class DeltaSparkOperator(BaseOperator):
             self.outlets = [*self.outlets, self._table_alias]
         # The last run's result, for get_openlineage_facets_on_complete.
         self._committed: DeltaOperationResult | None = None
+        # Where the table is: a catalog name's location once the run resolved it.
+        self._location: str | None = None
         if self._known_now():  # a template is checked once rendered, when the task runs
             try:
                 self._check(self.spec())
@@ -384,6 +387,7 @@ class DeltaSparkOperator(BaseOperator):
                 result["table"],
                 result["metrics"],
             )
+        self._location = result["table"]  # a catalog name's location once resolved; else the path
         ti.xcom_push(key=VERSION_XCOM_KEY, value=result["version"])
         if self._table_alias is not None:
             self._emit_asset_event(context, self._table_alias, result)
@@ -393,35 +397,40 @@ class DeltaSparkOperator(BaseOperator):
     def _emit_asset_event(self, context: Context, alias: Any, result: DeltaOperationResult) -> None:
         """After a commit, an event on the table's asset with the result as its ``extra``,
         once per version (:mod:`airflow_delta_provider.assets.events`)."""
-        options = self._uri_options()
+        table, options = self._table_location(), self._uri_options()
         # The table's own asset among the outlets: named by the alias event, never recorded for nothing.
-        dropped = drop_table_outlets(self, table_asset_uri(self.table_path, options))
+        dropped = drop_table_outlets(self, table_asset_uri(table, options))
         committed_at = None
         if self.hook.earlier_commit is not None and result["version"] is not None:
             from airflow_delta_provider.delta.log.version_probe import VersionProbe
 
-            committed_at = VersionProbe(self.table_path, options).info(result["version"]).timestamp or 0
+            committed_at = VersionProbe(table, options).info(result["version"]).timestamp or 0
         uri = emit_commit_event(
             context,
             alias,
-            self.table_path,
+            table,
             result,
             options,
             declared=dropped[0] if dropped else None,
             committed_at_ms=committed_at,
+            catalog_name=self.table_path if is_catalog_reference(self.table_path) else None,
         )
         if uri is not None:
             self.log.info("Asset event for %s: version %s", uri, result["version"])
+
+    def _table_location(self) -> str:
+        """Where the table is: the (rendered) path, or a catalog name's location once the run resolved it."""
+        return self._location or self.table_path
 
     def _uri_options(self) -> dict[str, str] | None:
         """The store settings the table's asset URI needs (an ``az://`` path's account), else None."""
         from airflow_delta_provider.lineage.naming import needs_storage_options
 
-        return self.hook.storage_options if needs_storage_options(self.table_path) else None
+        return self.hook.storage_options if needs_storage_options(self._table_location()) else None
 
     def table_asset_uri(self) -> str:
-        """The asset URI of the (rendered) table path: the table's one name."""
-        return table_asset_uri(self.table_path, self._uri_options())
+        """The asset URI of the table's location: the table's one name (a catalog name's, once resolved)."""
+        return table_asset_uri(self._table_location(), self._uri_options())
 
     def on_kill(self) -> None:
         if "hook" in self.__dict__:
@@ -440,7 +449,27 @@ class DeltaSparkOperator(BaseOperator):
     def _openlineage(self, result: DeltaOperationResult | None) -> Any:
         from airflow_delta_provider.lineage.build import operator_lineage  # imports no OpenLineage itself
 
-        return operator_lineage(self.table_path, result, lambda: self.hook.storage_options, **self._lineage_arguments())
+        table, catalog_name = self._lineage_table()
+        if table is None:  # a catalog name not resolved yet (before the run): its location is unknown
+            return None
+        return operator_lineage(
+            table,
+            result,
+            lambda: self.hook.storage_options,
+            catalog_name=catalog_name,
+            **self._lineage_arguments(),
+        )
+
+    def _lineage_table(self) -> tuple[str | None, Any]:
+        """The table's storage path for lineage, and its catalog name (a ``DatasetName``) when it has one."""
+        if not is_catalog_reference(self.table_path):
+            return self.table_path, None
+        from airflow_delta_provider.hooks.delta_catalog import DeltaCatalogHook
+        from airflow_delta_provider.lineage.naming import catalog_dataset_name
+
+        settings = DeltaCatalogHook(self.catalog_conn_id).settings()
+        where = {"uc": settings.unity_url, "hms": settings.hive_uri, "glue": settings.aws.get("region_name")}
+        return self._location, catalog_dataset_name(self.table_path, where.get(self.table_path.split(":", 1)[0]))
 
     def _lineage_arguments(self) -> dict[str, Any]:
         """What :func:`~airflow_delta_provider.lineage.build.operator_lineage` needs beyond the table."""

@@ -92,7 +92,8 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
     ``extra`` of the task's outlet asset events, when it has outlets.
 
     :param table_path: The table root: a path or a ``file://``, ``s3://``,
-        ``abfss://``/``az://`` or ``gs://`` URI. Templated.
+        ``abfss://``/``az://`` or ``gs://`` URI, or its name in a catalog
+        (``uc://``, ``glue://``, ``hms://``; ``docs/catalogs.rst``). Templated.
     :param after_version: Wait for a version greater than this one. Templated,
         so it can come from an XCom, e.g. ``"{{ ti.xcom_pull('update')['version'] }}"``.
         -1 waits for any version, that is for the table to exist (and, with
@@ -103,6 +104,9 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection with the store's credentials;
         None uses each cloud's own chain. A deferred trigger carries the id only.
+    :param catalog_conn_id: The catalog of a table named ``uc://``, ``glue://``
+        or ``hms://`` (None: the environment's). A deferred trigger carries the
+        name and this id only, and resolves them when it runs.
     :param data_changes_only: Count only commits that add or remove rows
         (``dataChange`` files, or change-data files). Default True.
     :param operations: Count only commits whose ``commitInfo.operation`` is one
@@ -126,6 +130,7 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
         after_version: int | str | None = None,
         wait_for_creation: bool = False,
         storage_conn_id: str | None = None,
+        catalog_conn_id: str | None = None,
         data_changes_only: bool = True,
         operations: list[str] | None = None,
         partition: Partition | None = None,
@@ -135,6 +140,7 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
         super().__init__(**kwargs)
         self.table_path = table_path
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
         self.after_version = after_version
         # Given (a template, an XComArg): rendered empty, it means "the upstream committed nothing new".
         self._after_version_given = after_version is not None
@@ -156,7 +162,7 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
         if self._probe is None:  # once per sensor object: its watch keeps polling through it
-            self._probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
+            self._probe = open_probe(self.table_path, storage_settings(self.storage_conn_id), self.catalog_conn_id)
         probe = self._probe
         if self._baseline is None:
             if self._after_version_given and _absent(self.after_version):
@@ -321,6 +327,7 @@ class DeltaTableVersionSensor(_PollsThroughOutages):
                 poll_interval=self.poke_interval,
                 wait_for_creation=self.wait_for_creation,
                 storage_conn_id=self.storage_conn_id,
+                catalog_conn_id=self.catalog_conn_id,
                 data_changes_only=self.data_changes_only,
                 operations=self.operations,
                 partition=self.partition,
@@ -379,6 +386,8 @@ class DeltaPartitionSensor(_PollsThroughOutages):
         their deletion vectors hide. Templated.
     :param wait_for_creation: Keep waiting while the table does not exist.
     :param storage_conn_id: The store's connection (None: the cloud's own chain).
+    :param catalog_conn_id: The catalog of a table named ``uc://``, ``glue://``
+        or ``hms://`` (None: the environment's).
     :param deferrable: Wait in the triggerer with
         :class:`~airflow_delta_provider.triggers.delta_table.DeltaPartitionTrigger`.
     """
@@ -394,6 +403,7 @@ class DeltaPartitionSensor(_PollsThroughOutages):
         min_records: int | str | None = None,
         wait_for_creation: bool = False,
         storage_conn_id: str | None = None,
+        catalog_conn_id: str | None = None,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
@@ -403,6 +413,7 @@ class DeltaPartitionSensor(_PollsThroughOutages):
         self.min_records = min_records
         self.wait_for_creation = wait_for_creation
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
         self.deferrable = deferrable
         self._watch: PartitionWatch | None = None
 
@@ -411,7 +422,7 @@ class DeltaPartitionSensor(_PollsThroughOutages):
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
         if self._watch is None:
-            probe = open_probe(self.table_path, storage_settings(self.storage_conn_id))
+            probe = open_probe(self.table_path, storage_settings(self.storage_conn_id), self.catalog_conn_id)
             self._watch = PartitionWatch(probe, self.partition, _parse_min_records(self.min_records))
         state = self._watch.poll()
         if state is not None:
@@ -455,6 +466,7 @@ class DeltaPartitionSensor(_PollsThroughOutages):
                 poll_interval=self.poke_interval,
                 wait_for_creation=self.wait_for_creation,
                 storage_conn_id=self.storage_conn_id,
+                catalog_conn_id=self.catalog_conn_id,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),

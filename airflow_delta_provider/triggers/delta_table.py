@@ -52,19 +52,26 @@ if TYPE_CHECKING:
 Partition = Mapping[str, Any] | str
 
 
-def open_probe(table_path: str, storage_options: dict[str, str] | None = None) -> VersionProbe:
-    """A :class:`VersionProbe` on ``table_path``; imports the core only now."""
+def open_probe(
+    table_path: str, storage_options: dict[str, str] | None = None, catalog_conn_id: str | None = None
+) -> VersionProbe:
+    """A :class:`VersionProbe` on ``table_path``; imports the core only now. A table named in
+    a catalog is probed at its location, with the read-only credentials the catalog vends."""
     from airflow_delta_provider.delta.log.version_probe import VersionProbe
+    from airflow_delta_provider.hooks.delta_catalog import resolve_for_reading
 
-    return VersionProbe(table_path, storage_options or None)
+    location, options = resolve_for_reading(table_path, storage_options, catalog_conn_id)
+    return VersionProbe(location, options or None)
 
 
-async def open_probe_async(table_path: str, storage_conn_id: str | None) -> VersionProbe:
-    """:func:`open_probe` for a trigger: the connection is read without blocking."""
+async def open_probe_async(
+    table_path: str, storage_conn_id: str | None, catalog_conn_id: str | None = None
+) -> VersionProbe:
+    """:func:`open_probe` for a trigger: the connection is read, and a catalog asked, without blocking."""
     from airflow_delta_provider.utils.storage_connection import storage_settings_async
 
     settings = await storage_settings_async(storage_conn_id)
-    return await asyncio.to_thread(open_probe, table_path, settings)  # first import of the core
+    return await asyncio.to_thread(open_probe, table_path, settings, catalog_conn_id)  # first import of the core
 
 
 def open_watch(
@@ -161,6 +168,10 @@ class _TableTrigger(BaseTrigger):
     :param poll_interval: Seconds between two probes.
     :param storage_conn_id: The store's connection (None: the cloud's own
         chain). Only the id is kept: it is resolved when the trigger runs.
+    :param catalog_conn_id: For a table named in a catalog (``uc://``,
+        ``glue://``, ``hms://``): the catalog's connection (None: the
+        environment's). Only the id and the name are kept: the name is
+        resolved, and credentials vended, when the trigger runs.
     """
 
     #: Every constructor argument, in the order ``serialize()`` writes them.
@@ -168,20 +179,33 @@ class _TableTrigger(BaseTrigger):
     #: a hash of its kwargs as written (``BaseEventTrigger.hash``).
     serialized_fields: tuple[str, ...] = ()
 
-    def __init__(self, table_path: str, *, poll_interval: float = 60.0, storage_conn_id: str | None = None) -> None:
+    def __init__(
+        self,
+        table_path: str,
+        *,
+        poll_interval: float = 60.0,
+        storage_conn_id: str | None = None,
+        catalog_conn_id: str | None = None,
+    ) -> None:
         super().__init__()
         self.table_path = table_path
         self.poll_interval = poll_interval
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
-            {name: getattr(self, name) for name in self.serialized_fields},
+            {
+                name: getattr(self, name)
+                for name in self.serialized_fields
+                # left out when unset, so a path's persisted trigger keeps its kwargs (and hash)
+                if not (name == "catalog_conn_id" and self.catalog_conn_id is None)
+            },
         )
 
     async def _open_probe(self) -> VersionProbe:
-        return await open_probe_async(self.table_path, self.storage_conn_id)
+        return await open_probe_async(self.table_path, self.storage_conn_id, self.catalog_conn_id)
 
     def _outage(self) -> Outage:
         """The record of store outages for this run: polls that fail on a
@@ -252,7 +276,7 @@ class DeltaTableVersionTrigger(_CommitTrigger):
 
     serialized_fields = (
         "table_path", "after_version", "poll_interval", "wait_for_creation", "storage_conn_id",
-        "data_changes_only", "operations", "partition", "baseline_version", "skipped_versions",
+        "data_changes_only", "operations", "partition", "baseline_version", "skipped_versions", "catalog_conn_id",
     )  # fmt: skip
 
     def __init__(
@@ -314,6 +338,7 @@ class DeltaPartitionTrigger(_TableTrigger):
 
     serialized_fields = (
         "table_path", "partition", "min_records", "poll_interval", "wait_for_creation", "storage_conn_id",
+        "catalog_conn_id",
     )  # fmt: skip
 
     def __init__(
@@ -394,6 +419,7 @@ class DeltaTableEventTrigger(_CommitTrigger, BaseEventTrigger):
 
     serialized_fields = (
         "table_path", "poll_interval", "after_version", "storage_conn_id", "data_changes_only", "operations", "partition",
+        "catalog_conn_id",
     )  # fmt: skip
 
     def __init__(self, table_path: str, *, after_version: int | None = None, **kwargs: Any) -> None:

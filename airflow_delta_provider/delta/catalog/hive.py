@@ -94,7 +94,10 @@ class HiveCatalogClient:
             root = hms.get_database(database).locationUri
         if not root:
             raise InvalidArgumentError(f"{ref}: database {database} has no location; give the new table's location")
-        return f"{str(root).rstrip('/')}/{ref.table}"
+        root = str(root)
+        if root.startswith("file:/") and not root.startswith("file://"):  # Hadoop's file:/path
+            root = "file://" + root[len("file:") :]
+        return f"{root.rstrip('/')}/{ref.table}"
 
     def _table(self, ref: CatalogReference, location: str, schema: Mapping[str, Any]) -> Any:
         from hmsclient.genthrift.hive_metastore.ttypes import FieldSchema, SerDeInfo, StorageDescriptor, Table
