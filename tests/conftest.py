@@ -20,6 +20,7 @@ pytest_plugins = [
     "tests.spark_connect_server",
     "tests.delta_spark_oracle",
     "tests.unity_catalog_server",
+    "tests.catalogs",
 ]
 
 

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import urllib.error
 import urllib.request
 import uuid
@@ -68,16 +69,18 @@ def uc_server_binary() -> Path:
 
 
 class UnityCatalogServer:
-    """One olai-uc-server process with local storage under ``root``."""
+    """One olai-uc-server process; local storage is allowed under the system's temporary folder
+    (where ``tmp_path`` is), and each table's folder needs an external location over it."""
 
     def __init__(self, workdir: Path) -> None:
         self.port = free_port()
         self.root = workdir / "tables"
         self.root.mkdir(parents=True)
         config = workdir / "uc.yaml"
+        allowed = str(Path(tempfile.gettempdir()).resolve())
         config.write_text(
             f"host: 127.0.0.1\nport: {self.port}\n"
-            f"local_storage:\n  enabled: true\n  allowed-roots: [{json.dumps(str(self.root))}]\n"
+            f"local_storage:\n  enabled: true\n  allowed-roots: [{json.dumps(allowed)}]\n"
             "ui:\n  serve: false\n"
         )
         self.proc = subprocess.Popen(
