@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: test test-faults test-conformance matrix lint demo docs bench java maven clean test-jars golden-4.4
+.PHONY: test test-faults test-conformance test-catalogs matrix lint demo docs bench java maven clean test-jars golden-4.4
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,12 @@ FAULT_TESTS := tests/delta/transaction/test_commit_under_faults.py tests/delta/s
                tests/delta_spark/test_appends_under_faults.py
 test-faults: $(STAMP) java test-jars
 	FAULTS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(FAULT_TESTS)
+
+# Tables by name on every catalog (docs/catalogs.rst): the Spark operations and the Airflow
+# pipelines on Glue and the Hive Metastore too; `make test` runs them on Unity Catalog.
+test-catalogs: $(STAMP) java test-jars
+	CATALOGS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider tests/delta/catalog tests/spark/test_cli_catalogs.py \
+	  tests/operators/test_catalog_tables.py
 
 # The interop matrix alone (docs/interop-matrix.rst): each operation on each table
 # feature, against delta-spark. `make test` runs it too.

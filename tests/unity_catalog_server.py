@@ -182,3 +182,66 @@ def uc_env(uc_server: UnityCatalogServer, monkeypatch) -> UnityCatalogServer:
     monkeypatch.setenv("UNITY_CATALOG_URL", uc_server.url)
     monkeypatch.setenv("UNITY_CATALOG_TOKEN", "uc-token-" + uuid.uuid4().hex[:8])
     return uc_server
+
+
+class GrantProxy:
+    """A forwarder in front of the server that plays what olai-uc-server does not model: a bearer
+    token it checks (401 without it), and a read-only grant (``read_only``: 403
+    ``PERMISSION_DENIED`` for read-write credentials, as Databricks answers a user without MODIFY).
+    Every other request reaches the real server unchanged."""
+
+    def __init__(self, upstream: str, token: str) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from threading import Thread
+
+        proxy = self
+        self.read_only = False
+        self.paths: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _deny(self, status: int, code: str, message: str) -> None:
+                body = json.dumps({"error_code": code, "message": message}).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else None
+                proxy.paths.append(self.path)
+                if self.headers.get("authorization") != f"Bearer {token}":
+                    return self._deny(401, "UNAUTHENTICATED", "a valid bearer token is required")
+                if proxy.read_only and "temporary-" in self.path and body and b"READ_WRITE" in body + b"":
+                    return self._deny(403, "PERMISSION_DENIED", "User does not have MODIFY on the table")
+                if proxy.read_only and b"PATH_CREATE_TABLE" in (body or b""):
+                    return self._deny(403, "PERMISSION_DENIED", "User does not have CREATE EXTERNAL TABLE")
+                request = urllib.request.Request(upstream + self.path, data=body, method=self.command)
+                request.add_header("content-type", "application/json")
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        status, data = response.status, response.read()
+                except urllib.error.HTTPError as exc:
+                    status, data = exc.code, exc.read()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = do_PATCH = _forward
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,174 @@
+"""Tables by name through Airflow: ``dag.test()`` pipelines on each catalog, with no Spark.
+
+- A pipeline by name (``make test``: Unity Catalog; ``CATALOGS_ALL=1``: Glue and
+  the Hive Metastore too): DeltaRegisterTableOperator registers a table that
+  exists at a path, then CHECKPOINT and VACUUM (``engine="python"``) and the
+  version sensor, poking and deferred (its trigger, run as the triggerer
+  would), all by name.
+- Unity Catalog's credentials, on Azurite: the task holds the catalog's token
+  and no storage key; the server vends a SAS, with which the task writes. The
+  vended SAS, the catalog's token and the account key behind them never reach
+  XCom, a log line, a commit or the serialized trigger (the planted-secret
+  check). With a read-only grant, a writing task fails at once, with a clear
+  error, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from airflow_delta_provider.delta.storage import open_storage
+from airflow_delta_provider.operators.delta import (
+    DeltaCheckpointOperator,
+    DeltaRegisterTableOperator,
+    DeltaVacuumOperator,
+)
+from airflow_delta_provider.sensors.delta_table import DeltaTableVersionSensor
+from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
+from tests.airflow_env import run_dag, task_states, xcom
+from tests.storage_servers import AZURITE_ACCOUNT, AZURITE_KEY
+from tests.unity_catalog_server import GrantProxy
+
+
+def _pipeline(dag_id: str, name: str, location: str):
+    from airflow.sdk import DAG
+
+    with DAG(dag_id, schedule=None) as dag:
+        register = DeltaRegisterTableOperator(task_id="register", table_path=name, location=location)
+        checkpoint = DeltaCheckpointOperator(task_id="checkpoint", table_path=name, engine="python")
+        vacuum = DeltaVacuumOperator(task_id="vacuum", table_path=name, engine="python")
+        sensor = DeltaTableVersionSensor(task_id="sensor", table_path=name, after_version=-1, poke_interval=1)
+        register >> checkpoint >> vacuum >> sensor
+    return dag
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_pipeline_by_name(costly_catalog, tmp_path: Path) -> None:
+    catalog = costly_catalog
+    namespace = catalog.namespace(tmp_path / "root")
+    location = (tmp_path / "root" / "events").resolve().as_uri()
+    write_deltalake(location, pa.table({"id": [1, 2], "kind": ["a", "b"]}))
+    name = catalog.reference(namespace, "events")
+
+    dag_run = run_dag(_pipeline(f"catalog_pipeline_{catalog.kind}", name, location))
+
+    assert task_states(dag_run) == dict.fromkeys(("register", "checkpoint", "vacuum", "sensor"), "success")
+    registered = xcom(dag_run, "register")
+    assert (registered["operation"], registered["version"]) == ("REGISTER", 0)
+    assert registered["table"] == location  # results name the location; the name is the task's argument
+    entry = catalog.entry(f"{namespace}.events")
+    assert entry is not None and entry.is_delta and entry.columns == [("id", "bigint"), ("kind", "string")]
+    assert xcom(dag_run, "checkpoint")["version"] == 0
+    assert (tmp_path / "root" / "events" / "_delta_log" / "00000000000000000000.checkpoint.parquet").exists()
+    assert xcom(dag_run, "sensor")["version"] == 0
+
+    trigger = DeltaTableVersionTrigger(table_path=name, after_version=-1, poll_interval=0.1)
+    _, kwargs = trigger.serialize()
+    assert kwargs["table_path"] == name and "catalog_conn_id" not in kwargs  # unset: a path's kwargs unchanged
+    event = asyncio.run(_first_event(DeltaTableVersionTrigger(**kwargs)))
+    assert event.payload["version"] == 0
+
+
+async def _first_event(trigger):
+    async for event in trigger.run():
+        return event
+    raise AssertionError("the trigger ended without an event")
+
+
+@pytest.fixture
+def uc_on_azurite(uc_server, azurite, monkeypatch):
+    """A Unity Catalog schema over an Azurite container, behind a token-checking proxy;
+    the process has the catalog's token and Azurite's endpoint, and no storage key."""
+    from azure.storage.blob import BlobServiceClient
+
+    container = f"c-{uuid.uuid4().hex[:12]}"
+    conn = (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint={azurite.endpoint};"
+    )
+    BlobServiceClient.from_connection_string(conn).create_container(container)
+    catalog, schema = uc_server.azure_schema(container)
+    token = "uc-token-" + uuid.uuid4().hex
+    proxy = GrantProxy(uc_server.url, token)
+    for key in [k for k in __import__("os").environ if k.startswith("AZURE_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("UNITY_CATALOG_URL", proxy.url)
+    monkeypatch.setenv("UNITY_CATALOG_TOKEN", token)
+    monkeypatch.setenv("AZURE_STORAGE_ENDPOINT", azurite.endpoint)  # where the store is: not a secret
+    monkeypatch.setenv("AZURE_ALLOW_HTTP", "true")
+    location = f"abfss://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net/events"
+    keyed = {**azurite.settings()}
+    write_deltalake(location, pa.table({"id": [1, 2]}), storage_options=_delta_rs_options(keyed))
+    uc_server.create_table(f"{catalog}.{schema}.events", location)
+    yield {"name": f"uc://{catalog}.{schema}.events", "location": location, "keyed": keyed, "proxy": proxy,
+           "token": token, "full_name": f"{catalog}.{schema}.events"}  # fmt: skip
+    proxy.close()
+
+
+def _delta_rs_options(settings: dict[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in settings.items()}
+
+
+def _log_files(location: str, options: dict[str, str]) -> dict[str, bytes]:
+    storage = open_storage(location, options)
+    return {m.path: storage.get(m.path) for m in storage.list_dir("_delta_log")}
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_vended_credentials_write_and_never_leak(uc_on_azurite, uc_server, caplog) -> None:
+    from airflow.sdk import DAG
+
+    table = uc_on_azurite
+    with DAG("catalog_vended_credentials", schedule=None) as dag:
+        DeltaCheckpointOperator(task_id="checkpoint", table_path=table["name"], engine="python")
+        DeltaTableVersionSensor(task_id="sensor", table_path=table["name"], after_version=-1, poke_interval=1)
+    with caplog.at_level(logging.DEBUG):
+        dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"checkpoint": "success", "sensor": "success"}
+    log = _log_files(table["location"], table["keyed"])
+    assert "_delta_log/00000000000000000000.checkpoint.parquet" in log  # written with the vended SAS
+    # The SAS the server vends (it hands the same one out until it nears expiry), the token, the key.
+    vended = uc_server.call(
+        "POST",
+        "/temporary-table-credentials",
+        {"table_id": uc_server.table(table["full_name"])["table_id"], "operation": "READ_WRITE"},
+    )["azure_user_delegation_sas"]["sas_token"]
+    signature = vended.split("sig=")[1].split("&")[0]
+    secrets = [signature, table["token"], AZURITE_KEY]
+    places = {
+        "xcom": json.dumps([xcom(dag_run, "checkpoint"), xcom(dag_run, "sensor")]),
+        "log": caplog.text,
+        "commits": b"".join(log.values()).decode("latin-1"),
+        "trigger": json.dumps(DeltaTableVersionTrigger(table_path=table["name"], after_version=0).serialize()),
+    }
+    for place, text in places.items():
+        for secret in secrets:
+            assert secret not in text, f"a secret reached the {place}"
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_read_only_grant_refuses_a_write_before_anything_is_written(uc_on_azurite) -> None:
+    from airflow.sdk import DAG
+
+    table = uc_on_azurite
+    table["proxy"].read_only = True
+    before = _log_files(table["location"], table["keyed"])
+    with DAG("catalog_read_only_grant", schedule=None, default_args={"retries": 2}) as dag:
+        DeltaCheckpointOperator(task_id="checkpoint", table_path=table["name"], engine="python")
+        DeltaTableVersionSensor(task_id="read", table_path=table["name"], after_version=-1, poke_interval=1)
+
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"checkpoint": "failed", "read": "success"}  # reads still work
+    assert _log_files(table["location"], table["keyed"]) == before
+    ti = next(t for t in dag_run.get_task_instances() if t.task_id == "checkpoint")
+    assert ti.try_number == 1  # CatalogAccessDeniedError: permanent, no retry
