@@ -28,11 +28,13 @@ def get_provider_info() -> dict[str, Any]:
             "UPDATE, DELETE, APPEND (and overwrite), MERGE, OPTIMIZE (compaction, Z-order), ALTER TABLE, "
             "RESTORE, CHECKPOINT, VACUUM, REORG (purge of deletion vectors), CHANGES (the change data "
             "feed of a version range, to a folder), CONVERT (TO DELTA: a Parquet folder in place) and "
-            "GENERATE (symlink manifests for Presto, Trino and Athena) and CLONE (shallow: a new table over another's files); "
-            "CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT, GENERATE and CLONE also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
+            "GENERATE (symlink manifests for Presto, Trino and Athena), CLONE (shallow: a new table over another's files) "
+            "and REGISTER (a table's entry in a catalog); "
+            "CHECKPOINT, VACUUM, ALTER, RESTORE, CONVERT, GENERATE, CLONE and REGISTER also with no Spark at all. DESCRIBE DETAIL and history as tasks, with no Spark, for DAGs to branch on. "
             "A table health report and a maintenance autopilot that runs only the upkeep that is due. "
             "Delta pages in Airflow's UI: each table's versions, linked to the task instances that wrote them. "
             "Sensors and triggers wait for new table versions and partitions. "
+            "Tables by name in Unity Catalog (with its vended credentials), AWS Glue or a Hive Metastore. "
             "No Databricks, no Delta jar."
         ),
         "versions": [__version__],

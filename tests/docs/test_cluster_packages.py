@@ -10,7 +10,9 @@ docs/execution-modes.rst link to it rather than repeat it. The line must hold
 - every other package that the code sent to the cluster (``delta``,
   ``spark`` and ``requests``) imports, at module level or inside a function,
   except PySpark itself (``pyspark``, ``py4j``) and gRPC, which only the
-  Spark Connect client in the Airflow task imports.
+  Spark Connect client in the Airflow task imports, and the catalogs' clients,
+  which resolve names in the Airflow task (the cluster needs them only to
+  give the Spark CLI a catalog name itself).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Imported by the code sent to the cluster, but not installed for it.
-NOT_FOR_THE_CLUSTER = {"pyspark", "py4j", "grpc"}
+#: Imported by the code sent to the cluster, but not installed for it. The catalogs' clients
+#: (docs/catalogs.rst) are needed there only when the Spark CLI is given a catalog name itself:
+#: the hooks resolve names in the Airflow task and submit the location.
+NOT_FOR_THE_CLUSTER = {"pyspark", "py4j", "grpc", "httpx", "boto3", "botocore", "hmsclient", "thrift"}
 
 
 def documented_packages() -> dict[str, str]:

@@ -30,6 +30,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaMergeOperator,
     DeltaOptimizeOperator,
     DeltaPurgeDeletionVectorsOperator,
+    DeltaRegisterTableOperator,
     DeltaRestoreOperator,
     DeltaSparkOperator,
     DeltaUpdateOperator,
@@ -200,10 +201,12 @@ OPERATORS: list[tuple[type[DeltaSparkOperator], dict[str, Any]]] = [
             "table_properties": {"a": 1},
         },
     ),
+    # A name in a catalog, in place of COMMON's path: REGISTER takes nothing else.
+    (DeltaRegisterTableOperator, {"table_path": "uc://lake.sales.orders", "location": "s3://lake/orders"}),
 ]
 
 #: Fields whose only value is their default: REORG is always ``--purge``, GENERATE's one mode.
-_FIXED = {("reorg", "purge"), ("generate", "mode")}
+_FIXED = {("reorg", "purge"), ("generate", "mode"), ("append", "location")}  # APPEND's location: for a catalog name
 #: Sets of fields of an operation of which exactly one is away from its default in a case (they exclude each other).
 _ONE_OF = {
     "append": (("overwrite_schema", "replace_where", "partition_overwrite_mode"), ("partition_by", "cluster_by")),
@@ -221,6 +224,7 @@ _MINIMAL = {
     "append": {"source": "x", "source_format": "parquet"},
     "merge": {"source": "x", "clauses": '[{"when": "matched", "delete": true}]'},
     "alter": {"change": '{"set_properties": {"k": "v"}}'},
+    "register": {"table_path": "uc://c.s.t"},
 }
 
 
@@ -230,7 +234,7 @@ def _ids(case: tuple[type, dict[str, Any]]) -> str:
 
 @pytest.mark.parametrize("operator_class, arguments", OPERATORS, ids=[_ids(c) for c in OPERATORS])
 def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, arguments) -> None:
-    operator = operator_class(task_id="t", **COMMON, **arguments)
+    operator = operator_class(task_id="t", **{**COMMON, **arguments})
     request = operator.request(TOKEN)
     assert type(request) is operator_class.spec_class and request.operation == operator.operation
 
@@ -241,7 +245,8 @@ def test_every_operator_request_comes_back_equal_from_the_cli(operator_class, ar
     assert operator.cli_arguments() == request.operation_arguments()
 
     # Every argument really was away from its default (so none can be dropped on the way).
-    assert (request.table_path, request.io, request.debug, request.token) == ("s3://lake/orders", "arrow", True, TOKEN)
+    table = arguments.get("table_path", COMMON["table_path"])
+    assert (request.table_path, request.io, request.debug, request.token) == (table, "arrow", True, TOKEN)
     sets = _ONE_OF.get(request.operation, ())
     exclusive = sum(sets, ())
     groups = _ALTERNATIVES.get(request.operation, ())
@@ -267,7 +272,9 @@ def test_each_field_that_excludes_others_has_its_own_case() -> None:
         cls = SPECS[operation]
         defaults = {f.name: f.default for f in cls.operation_fields()}
         requests_ = [
-            op_cls(task_id="t", **COMMON, **args).request() for op_cls, args in OPERATORS if op_cls.spec_class is cls
+            op_cls(task_id="t", **{**COMMON, **args}).request()
+            for op_cls, args in OPERATORS
+            if op_cls.spec_class is cls
         ]
         for name in names:
             assert any(getattr(request, name) != defaults[name] for request in requests_), name
@@ -438,6 +445,7 @@ def test_template_fields_are_unchanged() -> None:
             "replace_where",
             "partition_overwrite_mode",
             "user_metadata",
+            "location",
         ),
         DeltaMergeOperator: (
             *base,
@@ -459,6 +467,7 @@ def test_template_fields_are_unchanged() -> None:
         DeltaConvertOperator: (*base, "partition_by", "table_properties"),
         DeltaGenerateManifestOperator: base,
         DeltaCloneOperator: (*base, "source_path", "version", "timestamp", "table_properties"),
+        DeltaRegisterTableOperator: (*base, "location"),
     }
     assert {cls: set(cls.template_fields) for cls in expected} == {cls: set(fields) for cls, fields in expected.items()}
     assert all(len(set(cls.template_fields)) == len(cls.template_fields) for cls in expected)
@@ -480,15 +489,25 @@ def test_each_list_is_defined_once_in_the_request_layer() -> None:
     assert io_mode.IO_MODES is IO_MODES
     assert delta_operation.OPERATIONS is OPERATIONS == tuple(SPECS)
     assert delta_in_process.PYTHON_ENGINE_OPERATIONS is PYTHON_ENGINE_OPERATIONS
-    assert PYTHON_ENGINE_OPERATIONS == ("checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone")
+    assert PYTHON_ENGINE_OPERATIONS == (
+        "checkpoint",
+        "vacuum",
+        "alter",
+        "restore",
+        "convert",
+        "generate",
+        "clone",
+        "register",
+    )
 
 
 def test_the_specs_import_neither_pyspark_nor_airflow_nor_the_core_beyond_its_errors() -> None:
     code = (
         "import json, sys, airflow_delta_provider.operations.argv as r;"
         "r.parse_request(['delete', '/t']).to_argv();"
-        "light = ('airflow_delta_provider.operations', 'airflow_delta_provider.spark.runtime.io_modes', 'airflow_delta_provider.delta.errors');"
-        "shells = ('airflow_delta_provider.spark', 'airflow_delta_provider.spark.runtime', 'airflow_delta_provider.delta');"
+        # The catalog reference parser is string work over the errors: the specs check table names with it.
+        "light = ('airflow_delta_provider.operations', 'airflow_delta_provider.spark.runtime.io_modes', 'airflow_delta_provider.delta.errors', 'airflow_delta_provider.delta.catalog.reference');"
+        "shells = ('airflow_delta_provider.spark', 'airflow_delta_provider.spark.runtime', 'airflow_delta_provider.delta', 'airflow_delta_provider.delta.catalog');"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'airflow', 'pyarrow')"
         " or m.startswith('airflow_delta_provider.') and not m.startswith(light) and m not in shells)))"
     )

@@ -87,6 +87,8 @@ def _values(field: dataclasses.Field) -> st.SearchStrategy:
 @st.composite
 def _specs(draw, spec_class):
     values = {field.name: draw(_values(field)) for field in dataclasses.fields(spec_class)}
+    if spec_class.operation == "register":  # REGISTER's table is a name in a catalog
+        values["table_path"] = draw(st.sampled_from(["uc://c.s.t", "glue://db.t", "hms://db.`a.b`"]))
     try:
         return spec_class(**values)
     except InvalidArgumentError:

@@ -7,6 +7,8 @@ or the AWS chain, as for a table named by its path. The entry it creates is
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -28,22 +30,40 @@ _DENIED = frozenset(
 )
 
 
+#: One boto3 Glue client per set of arguments (and AWS environment, which boto3 reads) in a
+#: process: boto3 clients are thread-safe, and building one costs far more than a call.
+_POOL: dict[tuple[Any, ...], Any] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _shared(args: tuple[tuple[str, str], ...], timeout: float) -> Any:
+    environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+    key = (args, environment, timeout)
+    with _POOL_LOCK:
+        client = _POOL.get(key)
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            options = dict(args)
+            endpoint = options.pop("endpoint_url", None)
+            options.pop("catalog_id", None)
+            session = boto3.session.Session(**options)
+            config = Config(connect_timeout=timeout, read_timeout=timeout, retries={"max_attempts": 2})
+            client = _POOL[key] = session.client("glue", endpoint_url=endpoint, config=config)
+        return client
+
+
 class GlueCatalogClient:
     """The Glue Data Catalog of the AWS account and region ``aws`` (boto3 arguments) point at."""
 
     def __init__(self, aws: Mapping[str, str] | None = None, timeout: float = 10.0) -> None:
-        import boto3
-        from botocore.config import Config
-
         args = dict(aws or {})
-        endpoint = args.pop("endpoint_url", None)
-        session = boto3.session.Session(**{k: v for k, v in args.items() if k != "catalog_id"})
-        config = Config(connect_timeout=timeout, read_timeout=timeout, retries={"max_attempts": 2})
-        self._glue = session.client("glue", endpoint_url=endpoint, config=config)
+        self._glue = _shared(tuple(sorted(args.items())), timeout)
         self._catalog = {"CatalogId": args["catalog_id"]} if args.get("catalog_id") else {}
 
     def close(self) -> None:
-        self._glue.close()
+        """Nothing to release: the process's pooled boto3 client stays for the next name."""
 
     @contextmanager
     def _calling(self, what: str) -> Iterator[None]:

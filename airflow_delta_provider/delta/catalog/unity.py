@@ -18,6 +18,7 @@ table's entry leaves its data alone).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -47,17 +48,17 @@ class UnityCatalogClient:
     """
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 10.0, transport: Any = None) -> None:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
         base = url.rstrip("/")
         if not base.endswith(API):
             base += API
-        self._http = httpx.Client(base_url=base, headers=headers, timeout=timeout, transport=transport)
+        self._own = transport is not None
+        self._http = _http_client(base, token, timeout, transport) if self._own else _shared(base, token, timeout)
         self.url = url
 
     def close(self) -> None:
-        self._http.close()
+        """Close a client of its own; the process's pooled one stays open for the next name."""
+        if self._own:
+            self._http.close()
 
     # --- the HTTP layer ---------------------------------------------------------------
 
@@ -134,6 +135,28 @@ class UnityCatalogClient:
         return vended(
             self.request("POST", "/temporary-path-credentials", f"{access} credentials of {location}", body), write
         )
+
+
+#: One pooled HTTP client per server and token in a process: building one costs more than the
+#: calls (its TLS context), and a kept-alive connection makes each call a millisecond on loopback.
+_POOL: dict[tuple[str, str | None, float], Any] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _http_client(base: str, token: str | None, timeout: float, transport: Any = None) -> Any:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=base, headers=headers, timeout=timeout, transport=transport)
+
+
+def _shared(base: str, token: str | None, timeout: float) -> Any:
+    key = (base, token, timeout)
+    with _POOL_LOCK:
+        client = _POOL.get(key)
+        if client is None or client.is_closed:
+            client = _POOL[key] = _http_client(base, token, timeout)
+        return client
 
 
 def _name(full_name: str) -> str:
