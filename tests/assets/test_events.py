@@ -158,3 +158,11 @@ def test_only_committing_operators_declare_the_alias():
     assert not DeltaCheckpointOperator(task_id="c", table_path="/t").outlets
     changes = DeltaChangesOperator(task_id="ch", table_path="/t", start_version=0, output_path="/out")
     assert not changes.outlets
+
+
+def test_a_catalog_name_goes_in_extra() -> None:
+    from airflow_delta_provider.assets.events import commit_event_extra
+
+    result = {"table": "s3://lake/orders", "version": 3, "operation": "WRITE", "metrics": {}}
+    assert commit_event_extra(result, "uc://main.sales.orders")["catalog_name"] == "uc://main.sales.orders"
+    assert "catalog_name" not in commit_event_extra(result)

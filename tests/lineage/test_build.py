@@ -259,3 +259,20 @@ def test_changes_read_the_table_at_the_last_version_read_and_write_the_folder(tm
     (read,) = _as_json(op.get_openlineage_facets_on_complete(None))["inputs"]
     assert read["facets"]["version"]["datasetVersion"] == "0"
     assert [f["name"] for f in read["facets"]["schema"]["fields"]] == ["id", "amount", "status", "tags"]
+
+
+# --- a table named in a catalog ---------------------------------------------------------------
+
+
+def test_a_catalog_name_is_a_symlink_beside_the_storage_name(tmp_path: Path, monkeypatch) -> None:
+    """As OpenLineage's Spark integration: the dataset keeps its storage name; the catalog's is a symlink."""
+    monkeypatch.setenv("HIVE_METASTORE_URI", "thrift://metastore:9083")
+    table = _table(tmp_path / "t")
+    operator = DeltaCheckpointOperator(task_id="c", table_path="hms://sales.orders", engine="python")
+    assert operator.get_openlineage_facets_on_start() is None  # the location is known once the run resolved it
+    operator._location = str(table)
+    (output,) = _complete(operator, _result(table, 1, "CHECKPOINT", {}))["outputs"]
+    assert (output["namespace"], output["name"]) == ("file", str(table))
+    assert output["facets"]["symlinks"]["identifiers"] == [
+        {"namespace": "hive://metastore:9083", "name": "sales.orders", "type": "TABLE"}
+    ]

@@ -63,3 +63,12 @@ def test_the_asset_of_an_event_trigger_is_the_dataset_the_operators_write(tmp_pa
     table = tmp_path / "delta" / "orders"
     converted = translate_airflow_asset(Asset(name="orders", uri=table.as_uri()), None)
     assert DatasetName(converted.namespace, converted.name) == dataset_name(str(table))
+
+
+def test_catalog_names_as_the_naming_spec_gives_them() -> None:
+    from airflow_delta_provider.lineage.naming import DatasetName, catalog_dataset_name
+
+    assert catalog_dataset_name("/data/t") is None
+    assert catalog_dataset_name("hms://db.t", "thrift://hms:9083") == DatasetName("hive://hms:9083", "db.t")
+    assert catalog_dataset_name("glue://db.t", "eu-west-1") == DatasetName("arn:aws:glue:eu-west-1", "table/db/t")
+    assert catalog_dataset_name("uc://main.sales.t", "http://uc:8080/") == DatasetName("http://uc:8080", "main.sales.t")

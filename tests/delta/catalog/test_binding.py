@@ -117,3 +117,29 @@ def test_malformed_and_unconfigured(monkeypatch) -> None:
     with pytest.raises(InvalidArgumentError, match="UNITY_CATALOG_URL"):
         bind("uc://a.b.c", CatalogSettings())
     assert bind("/some/path") is None
+
+
+def test_credentials_near_their_expiry_are_renewed() -> None:
+    """Before each step of a task: fresh ones once less than the margin remains."""
+    import time
+
+    from airflow_delta_provider.delta.catalog.binding import RENEW_MARGIN, CatalogTable
+    from airflow_delta_provider.delta.catalog.model import CatalogEntry, VendedCredentials
+    from airflow_delta_provider.delta.catalog.reference import parse_reference
+
+    class Vending:
+        calls = 0
+
+        def table_credentials(self, ref, entry, write):
+            Vending.calls += 1
+            return VendedCredentials({"AZURE_STORAGE_SAS_KEY": f"sas{Vending.calls}"}, time.time() + 3600, write)
+
+    soon = VendedCredentials({"AZURE_STORAGE_SAS_KEY": "old"}, time.time() + RENEW_MARGIN / 2, True)
+    bound = CatalogTable(
+        parse_reference("uc://a.b.c"), Vending(), "az://c/t", CatalogEntry("az://c/t", True), True, soon
+    )
+    assert bound.storage_options({"AZURE_STORAGE_ENDPOINT": "e"}) == {
+        "AZURE_STORAGE_ENDPOINT": "e",
+        "AZURE_STORAGE_SAS_KEY": "sas1",
+    }
+    assert bound.storage_options()["AZURE_STORAGE_SAS_KEY"] == "sas1" and Vending.calls == 1  # still fresh
