@@ -18,7 +18,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_delta_provider.delta.schema.types import DeltaType, fields_of, kind_of, parse_decimal
+from airflow_delta_provider.delta.schema.types import (
+    DeltaType,
+    canonical_primitive,
+    fields_of,
+    kind_of,
+    parse_decimal,
+    simple_string,
+)
 
 #: Delta primitive names whose SQL (Hive, Spark ``simpleString``) name differs.
 _SQL_NAMES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
@@ -28,15 +35,7 @@ _UC_NAMES = {"integer": "INT"}
 
 def sql_type(delta_type: DeltaType) -> str:
     """The Hive / Spark SQL type text of a Delta type (``bigint``, ``map<string,int>``)."""
-    kind = kind_of(delta_type)
-    if kind == "struct":
-        return "struct<" + ",".join(f"{f['name']}:{sql_type(f['type'])}" for f in fields_of(delta_type)) + ">"
-    if kind == "array":
-        return f"array<{sql_type(delta_type['elementType'])}>"
-    if kind == "map":
-        return f"map<{sql_type(delta_type['keyType'])},{sql_type(delta_type['valueType'])}>"
-    name = str(delta_type)
-    return _SQL_NAMES.get(name, name)
+    return simple_string(delta_type, lambda name: _SQL_NAMES.get(canonical_primitive(name), canonical_primitive(name)))
 
 
 def unity_type_name(delta_type: DeltaType) -> str:

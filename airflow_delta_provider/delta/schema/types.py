@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from airflow_delta_provider.delta.errors import InvalidInputError
@@ -134,16 +134,18 @@ def format_path(path: Iterable[str]) -> str:
     return ".".join(quote_identifier(p) if re.search(r"[.`\s]", p) else p for p in path)
 
 
-def simple_string(t: DeltaType) -> str:
-    """A one-line type, in Spark's simpleString style (``array<int>``)."""
+def simple_string(t: DeltaType, primitive: Callable[[str], str] | None = None) -> str:
+    """A one-line type, in Spark's simpleString style (``array<int>``); ``primitive``
+    names the primitives (default: their canonical Delta names)."""
+    name = primitive or canonical_primitive
     kind = kind_of(t)
     if kind == "struct":
-        return "struct<" + ",".join(f"{f['name']}:{simple_string(f['type'])}" for f in fields_of(t)) + ">"
+        return "struct<" + ",".join(f"{f['name']}:{simple_string(f['type'], name)}" for f in fields_of(t)) + ">"
     if kind == "array":
-        return f"array<{simple_string(t['elementType'])}>"
+        return f"array<{simple_string(t['elementType'], name)}>"
     if kind == "map":
-        return f"map<{simple_string(t['keyType'])},{simple_string(t['valueType'])}>"
-    return canonical_primitive(t)
+        return f"map<{simple_string(t['keyType'], name)},{simple_string(t['valueType'], name)}>"
+    return name(t)
 
 
 # --- Serialization ---------------------------------------------------------------
