@@ -116,3 +116,19 @@ def test_resolving_hadoop_mode_on_a_store_applies_the_settings(spark, monkeypatc
     finally:
         for key in hadoop_store_settings(parse_location(f"s3://{bucket}/t"), S3_ENV):
             conf.unset(key)
+
+
+def test_unity_catalogs_vended_credentials_become_the_tables_own_settings():
+    """What Unity Catalog vends (AWS temporary keys, an Azure SAS) reaches the connector
+    scoped to the table's bucket or account, as a connection's keys do."""
+    from airflow_delta_provider.delta.catalog.unity import vended
+
+    aws = vended(
+        {"aws_temp_credentials": {"access_key_id": "AK", "secret_access_key": "SK", "session_token": "ST"}}, True
+    )
+    settings = hadoop_store_settings(parse_location("s3://lake/orders"), aws.options)
+    assert settings["fs.s3a.bucket.lake.session.token"] == "ST"
+    assert settings["fs.s3a.bucket.lake.aws.credentials.provider"].endswith("TemporaryAWSCredentialsProvider")
+    sas = vended({"azure_user_delegation_sas": {"sas_token": "sv=1&sig=x"}}, False)
+    settings = hadoop_store_settings(parse_location("abfss://c@acct.dfs.core.windows.net/t"), sas.options)
+    assert settings["fs.azure.sas.fixed.token.acct.dfs.core.windows.net"] == "sv=1&sig=x"
