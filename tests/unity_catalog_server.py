@@ -245,3 +245,35 @@ class GrantProxy:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+@pytest.fixture
+def uc_on_azurite(uc_server, azurite, monkeypatch):
+    """A Unity Catalog table over an Azurite container, behind a token-checking proxy (:class:`GrantProxy`);
+    the process has the catalog's token and Azurite's endpoint, and no storage key."""
+    import pyarrow as pa
+    from azure.storage.blob import BlobServiceClient
+    from deltalake import write_deltalake
+
+    container = f"c-{uuid.uuid4().hex[:12]}"
+    conn = (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint={azurite.endpoint};"
+    )
+    BlobServiceClient.from_connection_string(conn).create_container(container)
+    catalog, schema = uc_server.azure_schema(container)
+    token = "uc-token-" + uuid.uuid4().hex
+    proxy = GrantProxy(uc_server.url, token)
+    for key in [k for k in os.environ if k.startswith("AZURE_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("UNITY_CATALOG_URL", proxy.url)
+    monkeypatch.setenv("UNITY_CATALOG_TOKEN", token)
+    monkeypatch.setenv("AZURE_STORAGE_ENDPOINT", azurite.endpoint)  # where the store is: not a secret
+    monkeypatch.setenv("AZURE_ALLOW_HTTP", "true")
+    location = f"abfss://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net/events"
+    keyed = {**azurite.settings()}
+    write_deltalake(location, pa.table({"id": [1, 2]}), storage_options={k.lower(): v for k, v in keyed.items()})
+    uc_server.create_table(f"{catalog}.{schema}.events", location)
+    yield {"name": f"uc://{catalog}.{schema}.events", "location": location, "keyed": keyed, "proxy": proxy,
+           "token": token, "full_name": f"{catalog}.{schema}.events"}  # fmt: skip
+    proxy.close()

@@ -704,3 +704,23 @@ def test_the_private_api_checks_find_what_the_old_hook_did() -> None:
         "old.py:9 setattr _name",
     ]
     assert "old.py:11 reads _connection" in _private_assignments(old, "old.py", set(), in_hooks=True)
+
+
+def test_a_catalog_name_submits_its_location_with_the_vended_credentials_in_the_environment(
+    cache_dir: Path, monkeypatch, uc_on_azurite, uc_server
+) -> None:
+    """The application gets the table's location, never the name's secrets: the catalog's token
+    and the SAS it vends travel in spark-submit's environment only (the planted-secret check)."""
+    table = uc_on_azurite
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    printed = {"table": table["location"], "operation": "CHECKPOINT", "version": 0, "metrics": {}}
+    popen = _fake_popen([json.dumps(printed)])
+    hook = DeltaSparkHook(conn_id="spark_test", package_cache_dir=cache_dir)
+    with mock.patch(POPEN, popen):
+        result = hook.run("checkpoint", table["name"], ["--io", "arrow"])
+    argv = popen.call_args.args[0]
+    env = popen.call_args.kwargs["env"]
+    assert table["location"] in argv and table["name"] not in argv
+    sas = env["AZURE_STORAGE_SAS_KEY"]
+    assert "sig=" in sas and not any(sas in arg or table["token"] in arg for arg in argv)
+    assert result["table"] == table["location"] and result["version"] == 0

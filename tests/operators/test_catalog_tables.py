@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,8 +33,7 @@ from airflow_delta_provider.operators.delta import (
 from airflow_delta_provider.sensors.delta_table import DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
 from tests.airflow_env import run_dag, task_states, xcom
-from tests.storage_servers import AZURITE_ACCOUNT, AZURITE_KEY
-from tests.unity_catalog_server import GrantProxy
+from tests.storage_servers import AZURITE_KEY
 
 
 def _pipeline(dag_id: str, name: str, location: str):
@@ -81,40 +79,6 @@ async def _first_event(trigger):
     async for event in trigger.run():
         return event
     raise AssertionError("the trigger ended without an event")
-
-
-@pytest.fixture
-def uc_on_azurite(uc_server, azurite, monkeypatch):
-    """A Unity Catalog schema over an Azurite container, behind a token-checking proxy;
-    the process has the catalog's token and Azurite's endpoint, and no storage key."""
-    from azure.storage.blob import BlobServiceClient
-
-    container = f"c-{uuid.uuid4().hex[:12]}"
-    conn = (
-        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
-        f"BlobEndpoint={azurite.endpoint};"
-    )
-    BlobServiceClient.from_connection_string(conn).create_container(container)
-    catalog, schema = uc_server.azure_schema(container)
-    token = "uc-token-" + uuid.uuid4().hex
-    proxy = GrantProxy(uc_server.url, token)
-    for key in [k for k in __import__("os").environ if k.startswith("AZURE_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("UNITY_CATALOG_URL", proxy.url)
-    monkeypatch.setenv("UNITY_CATALOG_TOKEN", token)
-    monkeypatch.setenv("AZURE_STORAGE_ENDPOINT", azurite.endpoint)  # where the store is: not a secret
-    monkeypatch.setenv("AZURE_ALLOW_HTTP", "true")
-    location = f"abfss://{container}@{AZURITE_ACCOUNT}.dfs.core.windows.net/events"
-    keyed = {**azurite.settings()}
-    write_deltalake(location, pa.table({"id": [1, 2]}), storage_options=_delta_rs_options(keyed))
-    uc_server.create_table(f"{catalog}.{schema}.events", location)
-    yield {"name": f"uc://{catalog}.{schema}.events", "location": location, "keyed": keyed, "proxy": proxy,
-           "token": token, "full_name": f"{catalog}.{schema}.events"}  # fmt: skip
-    proxy.close()
-
-
-def _delta_rs_options(settings: dict[str, str]) -> dict[str, str]:
-    return {k.lower(): v for k, v in settings.items()}
 
 
 def _log_files(location: str, options: dict[str, str]) -> dict[str, bytes]:
