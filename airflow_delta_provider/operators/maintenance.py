@@ -232,6 +232,7 @@ def delta_maintenance_group(
     group_id: str = "maintenance",
     thresholds: Mapping[str, Any] | None = None,
     storage_conn_id: str | None = None,
+    catalog_conn_id: str | None = None,
     report_path: str | None = None,
     report_url: str | None = None,
     report_conn_id: str | None = None,
@@ -252,7 +253,11 @@ def delta_maintenance_group(
     task downstream of one it follows.
     """
     spark = dict(spark_arguments or {})
-    common: dict[str, Any] = {"table_path": table_path, "storage_conn_id": storage_conn_id}
+    common: dict[str, Any] = {
+        "table_path": table_path,
+        "storage_conn_id": storage_conn_id,
+        "catalog_conn_id": catalog_conn_id,
+    }
     with TaskGroup(group_id=group_id, **group_kwargs) as group:
         decide = DeltaMaintenanceOperator(
             task_id="decide",

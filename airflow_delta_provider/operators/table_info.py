@@ -32,23 +32,30 @@ class DeltaTableInfoOperator(BaseOperator):
     """Base of the operators that read a table's log and return what they found.
 
     :param table_path: The table's location: a path, or a ``file://``,
-        ``s3://``, ``abfss://``/``az://`` or ``gs://`` URI. (templated)
+        ``s3://``, ``abfss://``/``az://`` or ``gs://`` URI; or its name in a
+        catalog (``docs/catalogs.rst``). (templated)
     :param storage_conn_id: An ``aws``, ``wasb``/``adls`` or
         ``google_cloud_platform`` connection with the store's credentials;
         None uses each cloud's own chain.
+    :param catalog_conn_id: The catalog of a table named ``uc://``, ``glue://``
+        or ``hms://`` (None: the environment's).
     """
 
     template_fields: Sequence[str] = ("table_path",)
     ui_color = "#c7eef8"
 
-    def __init__(self, *, table_path: str, storage_conn_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, table_path: str, storage_conn_id: str | None = None, catalog_conn_id: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.table_path = table_path
         self.storage_conn_id = storage_conn_id
+        self.catalog_conn_id = catalog_conn_id
 
     def execute(self, context: Context) -> Any:
         from airflow_delta_provider.delta.errors import DeltaError
         from airflow_delta_provider.delta.table import DeltaTable
+        from airflow_delta_provider.hooks.delta_catalog import resolve_for_reading
         from airflow_delta_provider.utils.storage_connection import storage_settings
 
         try:
@@ -56,7 +63,10 @@ class DeltaTableInfoOperator(BaseOperator):
         except ValueError as exc:  # a rendered argument of the wrong kind: no retry mends it
             raise AirflowFailException(f"{type(self).__name__}: {exc}") from None
         try:
-            return self.read(DeltaTable(self.table_path, storage_settings(self.storage_conn_id) or None), **arguments)
+            location, options = resolve_for_reading(
+                self.table_path, storage_settings(self.storage_conn_id), self.catalog_conn_id
+            )
+            return self.read(DeltaTable(location, options or None), **arguments)
         except DeltaError as exc:
             error = task_error(exc, f"{type(self).__name__} of {self.table_path} failed: {type(exc).__name__}: {exc}")
             raise error from (None if isinstance(error, AirflowFailException) else exc)

@@ -2,9 +2,9 @@
 
 - A pipeline by name (``make test``: Unity Catalog; ``CATALOGS_ALL=1``: Glue and
   the Hive Metastore too): DeltaRegisterTableOperator registers a table that
-  exists at a path, then CHECKPOINT and VACUUM (``engine="python"``) and the
+  exists at a path, then CHECKPOINT and VACUUM (``engine="python"``), the
   version sensor, poking and deferred (its trigger, run as the triggerer
-  would), all by name.
+  would), and DESCRIBE, all by name.
 - Unity Catalog's credentials, on Azurite: the task holds the catalog's token
   and no storage key; the server vends a SAS, with which the task writes. The
   vended SAS, the catalog's token and the account key behind them never reach
@@ -30,6 +30,7 @@ from airflow_delta_provider.operators.delta import (
     DeltaRegisterTableOperator,
     DeltaVacuumOperator,
 )
+from airflow_delta_provider.operators.table_info import DeltaDescribeOperator
 from airflow_delta_provider.sensors.delta_table import DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
 from tests.airflow_env import run_dag, task_states, xcom
@@ -44,7 +45,8 @@ def _pipeline(dag_id: str, name: str, location: str):
         checkpoint = DeltaCheckpointOperator(task_id="checkpoint", table_path=name, engine="python")
         vacuum = DeltaVacuumOperator(task_id="vacuum", table_path=name, engine="python")
         sensor = DeltaTableVersionSensor(task_id="sensor", table_path=name, after_version=-1, poke_interval=1)
-        register >> checkpoint >> vacuum >> sensor
+        describe = DeltaDescribeOperator(task_id="describe", table_path=name)
+        register >> checkpoint >> vacuum >> sensor >> describe
     return dag
 
 
@@ -58,7 +60,7 @@ def test_a_pipeline_by_name(costly_catalog, tmp_path: Path) -> None:
 
     dag_run = run_dag(_pipeline(f"catalog_pipeline_{catalog.kind}", name, location))
 
-    assert task_states(dag_run) == dict.fromkeys(("register", "checkpoint", "vacuum", "sensor"), "success")
+    assert task_states(dag_run) == dict.fromkeys(("register", "checkpoint", "vacuum", "sensor", "describe"), "success")
     registered = xcom(dag_run, "register")
     assert (registered["operation"], registered["version"]) == ("REGISTER", 0)
     assert registered["table"] == location  # results name the location; the name is the task's argument
@@ -67,6 +69,7 @@ def test_a_pipeline_by_name(costly_catalog, tmp_path: Path) -> None:
     assert xcom(dag_run, "checkpoint")["version"] == 0
     assert (tmp_path / "root" / "events" / "_delta_log" / "00000000000000000000.checkpoint.parquet").exists()
     assert xcom(dag_run, "sensor")["version"] == 0
+    assert xcom(dag_run, "describe")["version"] == 0
 
     trigger = DeltaTableVersionTrigger(table_path=name, after_version=-1, poll_interval=0.1)
     _, kwargs = trigger.serialize()
