@@ -70,10 +70,11 @@ test-faults: $(STAMP) java test-jars
 	FAULTS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(FAULT_TESTS)
 
 # Tables by name on every catalog (docs/catalogs.rst): the Spark operations and the Airflow
-# pipelines on Glue and the Hive Metastore too; `make test` runs them on Unity Catalog.
+# pipelines on Glue and the Hive Metastore too (`make test` runs them on Unity Catalog), and
+# delta-spark's Spark SQL reading a registered table by name from the metastore.
 test-catalogs: $(STAMP) java test-jars
 	CATALOGS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider tests/delta/catalog tests/spark/test_cli_catalogs.py \
-	  tests/operators/test_catalog_tables.py
+	  tests/operators/test_catalog_tables.py tests/delta_spark/test_catalog_entries.py
 
 # The interop matrix alone (docs/interop-matrix.rst): each operation on each table
 # feature, against delta-spark. `make test` runs it too.
