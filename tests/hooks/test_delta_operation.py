@@ -155,3 +155,33 @@ def test_over_spark_connect_bad_input_fails_before_the_server_is_asked(tmp_path:
     spec = UpdateSpec(table_path=str(tmp_path / "nope"), updates=(("a", "1"),), token="d/t/r/-1")
     with pytest.raises(AirflowFailException, match=r"^Delta update on .*/nope failed: TableNotFoundError: "):
         hook.run_spec(spec)
+
+
+def test_a_table_by_name_is_bound_once_and_its_bad_column_fails_before_spark(uc_on_azurite, no_spark) -> None:
+    """A Unity Catalog name, on a store this process holds no key for: the name is
+    resolved and its credentials vended once for the task, pre-flight reads the log
+    with them, and an unknown column fails before any Spark starts, nothing written."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_delta_provider.delta.storage import open_storage
+    from airflow_delta_provider.hooks.delta_in_process import DeltaInProcessHook
+    from airflow_delta_provider.operations.update.spec import UpdateSpec
+
+    table, proxy = uc_on_azurite, uc_on_azurite["proxy"]
+    storage = open_storage(table["location"], table["keyed"])
+    before = [m.path for m in storage.list_dir("_delta_log")]
+    spec = UpdateSpec(table_path=table["name"], condition="idd = 1", updates=(("id", "2"),), token="d/t/r/-1")
+    proxy.paths.clear()
+
+    with pytest.raises(
+        AirflowFailException, match=r"/events failed: UnresolvedColumnError: invalid condition 'idd = 1'"
+    ):
+        DeltaInProcessHook("unused").run_spec(spec)
+
+    assert no_spark == []
+    # One lookup of the name and one credentials call: pre-flight reuses the task's binding.
+    assert [path.split("/")[-1].split("?")[0] for path in proxy.paths] == [
+        table["full_name"],
+        "temporary-table-credentials",
+    ]
+    assert [m.path for m in storage.list_dir("_delta_log")] == before
