@@ -69,12 +69,13 @@ FAULT_TESTS := tests/delta/transaction/test_commit_under_faults.py tests/delta/s
 test-faults: $(STAMP) java test-jars
 	FAULTS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(FAULT_TESTS)
 
-# Tables by name on every catalog (docs/catalogs.rst): the Spark operations and the Airflow
-# pipelines on Glue and the Hive Metastore too (`make test` runs them on Unity Catalog), and
-# delta-spark's Spark SQL reading a registered table by name from the metastore.
+# Tables by name (docs/catalogs.rst): `make test` runs every catalog test on the three catalogs;
+# this adds Spark SQL with delta-spark reading a table by name from the metastore (a Spark
+# Connect server of its own, about 30 s).
+CATALOG_TESTS := tests/delta/catalog tests/hooks/test_delta_catalog.py tests/spark/test_cli_catalogs.py \
+                 tests/operators/test_catalog_tables.py tests/delta_spark/test_catalog_entries.py
 test-catalogs: $(STAMP) java test-jars
-	CATALOGS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider tests/delta/catalog tests/spark/test_cli_catalogs.py \
-	  tests/operators/test_catalog_tables.py tests/delta_spark/test_catalog_entries.py
+	CATALOGS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(CATALOG_TESTS)
 
 # The interop matrix alone (docs/interop-matrix.rst): each operation on each table
 # feature, against delta-spark. `make test` runs it too.

@@ -14,7 +14,6 @@ sets the environment a task would have (``UNITY_CATALOG_URL``, the AWS chain,
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -27,10 +26,6 @@ import pytest
 from tests.storage_servers import MotoServer, free_port, stop_process, wait_for_port
 
 KINDS = ("uc", "glue", "hms")
-#: The catalogs the costlier tests (Spark operations, Airflow pipelines) run on: Unity Catalog in
-#: ``make test`` (the path after binding is the same for all three), all three with
-#: ``CATALOGS_ALL=1`` (``make test-catalogs``).
-EACH_COSTLY = KINDS if os.environ.get("CATALOGS_ALL") else ("uc",)
 
 
 @dataclass
@@ -226,7 +221,9 @@ def hive_metastore(tmp_path_factory) -> Iterator[HiveMetastore]:
     stop_process(proc, grace=10)
 
 
-def _catalog(request: Any, monkeypatch: Any) -> Catalog:
+@pytest.fixture(params=KINDS)
+def catalog(request, monkeypatch) -> Catalog:
+    """Each catalog in turn (one server each for the session), configured for this process by the environment."""
     if request.param == "uc":
         found: Catalog = UnityCatalog(request.getfixturevalue("uc_server"))
     elif request.param == "glue":
@@ -238,16 +235,4 @@ def _catalog(request: Any, monkeypatch: Any) -> Catalog:
     return found
 
 
-@pytest.fixture(params=KINDS)
-def catalog(request, monkeypatch) -> Catalog:
-    """Each catalog in turn, configured for this process by the environment."""
-    return _catalog(request, monkeypatch)
-
-
-@pytest.fixture(params=EACH_COSTLY)
-def costly_catalog(request, monkeypatch) -> Catalog:
-    """:data:`EACH_COSTLY` in turn, configured for this process by the environment."""
-    return _catalog(request, monkeypatch)
-
-
-__all__ = ["EACH_COSTLY", "KINDS", "Catalog", "Entry", "catalog", "costly_catalog", "hive_metastore", "start_metastore"]
+__all__ = ["KINDS", "Catalog", "Entry", "catalog", "hive_metastore", "start_metastore"]

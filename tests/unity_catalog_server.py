@@ -185,17 +185,17 @@ def uc_env(uc_server: UnityCatalogServer, monkeypatch) -> UnityCatalogServer:
 
 
 class GrantProxy:
-    """A forwarder in front of the server that plays what olai-uc-server does not model: a bearer
-    token it checks (401 without it), and a read-only grant (``read_only``: 403
-    ``PERMISSION_DENIED`` for read-write credentials, as Databricks answers a user without MODIFY).
-    Every other request reaches the real server unchanged."""
+    """A forwarder in front of the server that plays what olai-uc-server does not model: bearer
+    tokens it checks (401 without one), and grants per token: ``token`` may read and write;
+    ``reader_token`` holds a read-only grant (403 ``PERMISSION_DENIED`` for read-write
+    credentials, as Databricks answers a user without MODIFY). Every other request reaches
+    the real server unchanged."""
 
-    def __init__(self, upstream: str, token: str) -> None:
+    def __init__(self, upstream: str, token: str, reader_token: str) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         from threading import Thread
 
         proxy = self
-        self.read_only = False
         self.paths: list[str] = []
 
         class Handler(BaseHTTPRequestHandler):
@@ -214,11 +214,13 @@ class GrantProxy:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else None
                 proxy.paths.append(self.path)
-                if self.headers.get("authorization") != f"Bearer {token}":
+                bearer = self.headers.get("authorization")
+                if bearer not in (f"Bearer {token}", f"Bearer {reader_token}"):
                     return self._deny(401, "UNAUTHENTICATED", "a valid bearer token is required")
-                if proxy.read_only and "temporary-" in self.path and body and b"READ_WRITE" in body + b"":
+                read_only = bearer == f"Bearer {reader_token}"
+                if read_only and "temporary-" in self.path and b"READ_WRITE" in (body or b""):
                     return self._deny(403, "PERMISSION_DENIED", "User does not have MODIFY on the table")
-                if proxy.read_only and b"PATH_CREATE_TABLE" in (body or b""):
+                if read_only and b"PATH_CREATE_TABLE" in (body or b""):
                     return self._deny(403, "PERMISSION_DENIED", "User does not have CREATE EXTERNAL TABLE")
                 request = urllib.request.Request(upstream + self.path, data=body, method=self.command)
                 request.add_header("content-type", "application/json")
@@ -250,7 +252,8 @@ class GrantProxy:
 @pytest.fixture
 def uc_on_azurite(uc_server, azurite, monkeypatch):
     """A Unity Catalog table over an Azurite container, behind a token-checking proxy (:class:`GrantProxy`);
-    the process has the catalog's token and Azurite's endpoint, and no storage key."""
+    the process has the catalog's token and Azurite's endpoint, and no storage key. The connection
+    ``uc_reader`` is the same catalog with a token that holds a read-only grant."""
     import pyarrow as pa
     from azure.storage.blob import BlobServiceClient
     from deltalake import write_deltalake
@@ -262,8 +265,10 @@ def uc_on_azurite(uc_server, azurite, monkeypatch):
     )
     BlobServiceClient.from_connection_string(conn).create_container(container)
     catalog, schema = uc_server.azure_schema(container)
-    token = "uc-token-" + uuid.uuid4().hex
-    proxy = GrantProxy(uc_server.url, token)
+    token, reader_token = "uc-token-" + uuid.uuid4().hex, "uc-reader-" + uuid.uuid4().hex
+    proxy = GrantProxy(uc_server.url, token, reader_token)
+    reader = {"conn_type": "unity_catalog", "host": proxy.url, "password": reader_token}
+    monkeypatch.setenv("AIRFLOW_CONN_UC_READER", json.dumps(reader))
     for key in [k for k in os.environ if k.startswith("AZURE_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("UNITY_CATALOG_URL", proxy.url)
@@ -275,5 +280,5 @@ def uc_on_azurite(uc_server, azurite, monkeypatch):
     write_deltalake(location, pa.table({"id": [1, 2]}), storage_options={k.lower(): v for k, v in keyed.items()})
     uc_server.create_table(f"{catalog}.{schema}.events", location)
     yield {"name": f"uc://{catalog}.{schema}.events", "location": location, "keyed": keyed, "proxy": proxy,
-           "token": token, "full_name": f"{catalog}.{schema}.events"}  # fmt: skip
+           "token": token, "reader_token": reader_token, "full_name": f"{catalog}.{schema}.events"}  # fmt: skip
     proxy.close()

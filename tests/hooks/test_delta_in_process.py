@@ -38,7 +38,8 @@ def connect_conn(spark_connect, monkeypatch) -> str:
 def test_the_python_engine_operations_are_the_requests() -> None:
     """One list, defined with the requests, that the hook and the Spark CLI both use."""
     assert PYTHON_ENGINE_OPERATIONS is PYTHON_ENGINE_OPERATIONS
-    assert set(PYTHON_ENGINE_OPERATIONS) == {"checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone", "register"}
+    expected = {"checkpoint", "vacuum", "alter", "restore", "convert", "generate", "clone", "register"}
+    assert set(PYTHON_ENGINE_OPERATIONS) == expected
 
 
 def test_an_update_over_connect_commits_and_reads_its_result_from_the_log(connect_conn, tmp_path) -> None:

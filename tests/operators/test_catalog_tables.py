@@ -1,16 +1,16 @@
-"""Tables by name through Airflow: ``dag.test()`` pipelines on each catalog, with no Spark.
+"""Tables by name through Airflow: one ``dag.test()`` pipeline per catalog, with no Spark.
 
-- A pipeline by name (``make test``: Unity Catalog; ``CATALOGS_ALL=1``: Glue and
-  the Hive Metastore too): DeltaRegisterTableOperator registers a table that
-  exists at a path, then CHECKPOINT and VACUUM (``engine="python"``), the
-  version sensor, poking and deferred (its trigger, run as the triggerer
-  would), and DESCRIBE, all by name.
-- Unity Catalog's credentials, on Azurite: the task holds the catalog's token
-  and no storage key; the server vends a SAS, with which the task writes. The
-  vended SAS, the catalog's token and the account key behind them never reach
-  XCom, a log line, a commit or the serialized trigger (the planted-secret
-  check). With a read-only grant, a writing task fails at once, with a clear
-  error, and nothing is written.
+- A pipeline by name on each catalog (Unity Catalog, Glue, the Hive Metastore):
+  DeltaRegisterTableOperator registers a table that exists at a path, then
+  CHECKPOINT and VACUUM (``engine="python"``), the version sensor, poking and
+  deferred (its trigger, run as the triggerer would), and DESCRIBE, all by name.
+- Unity Catalog's credentials, on Azurite, in one more run: the tasks hold the
+  catalog's token and no storage key; the server vends a SAS, with which a task
+  writes. The vended SAS, the catalogs' tokens and the account key behind them
+  never reach XCom, a log line, a commit or the serialized trigger (the
+  planted-secret check). Through a connection whose token holds a read-only
+  grant, a writing task fails at once (no retry) with a clear error, nothing
+  written, while a reading task succeeds.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from airflow_delta_provider.operators.delta import (
 from airflow_delta_provider.operators.table_info import DeltaDescribeOperator
 from airflow_delta_provider.sensors.delta_table import DeltaTableVersionSensor
 from airflow_delta_provider.triggers.delta_table import DeltaTableVersionTrigger
-from tests.airflow_env import run_dag, task_states, xcom
+from tests.airflow_env import run_dag, task_states, task_tries, xcom
 from tests.storage_servers import AZURITE_KEY
 
 
@@ -51,8 +51,7 @@ def _pipeline(dag_id: str, name: str, location: str):
 
 
 @pytest.mark.usefixtures("airflow_db")
-def test_a_pipeline_by_name(costly_catalog, tmp_path: Path) -> None:
-    catalog = costly_catalog
+def test_a_pipeline_by_name(catalog, tmp_path: Path) -> None:
     namespace = catalog.namespace(tmp_path / "root")
     location = (tmp_path / "root" / "events").resolve().as_uri()
     write_deltalake(location, pa.table({"id": [1, 2], "kind": ["a", "b"]}))
@@ -90,52 +89,59 @@ def _log_files(location: str, options: dict[str, str]) -> dict[str, bytes]:
 
 
 @pytest.mark.usefixtures("airflow_db")
-def test_vended_credentials_write_and_never_leak(uc_on_azurite, uc_server, caplog) -> None:
+def test_vended_credentials_write_never_leak_and_a_read_only_grant_writes_nothing(
+    uc_on_azurite, uc_server, caplog, capfd
+) -> None:
     from airflow.sdk import DAG
 
     table = uc_on_azurite
+    before = _log_files(table["location"], table["keyed"])
     with DAG("catalog_vended_credentials", schedule=None) as dag:
         DeltaCheckpointOperator(task_id="checkpoint", table_path=table["name"], engine="python")
         DeltaTableVersionSensor(task_id="sensor", table_path=table["name"], after_version=-1, poke_interval=1)
+        DeltaVacuumOperator(
+            task_id="vacuum_as_reader",
+            table_path=table["name"],
+            engine="python",
+            catalog_conn_id="uc_reader",
+            retries=2,
+        )
+        DeltaTableVersionSensor(
+            task_id="read_as_reader", table_path=table["name"], after_version=-1, catalog_conn_id="uc_reader"
+        )
     with caplog.at_level(logging.DEBUG):
         dag_run = run_dag(dag)
 
-    assert task_states(dag_run) == {"checkpoint": "success", "sensor": "success"}
+    assert task_states(dag_run) == {
+        "checkpoint": "success",
+        "sensor": "success",
+        "vacuum_as_reader": "failed",
+        "read_as_reader": "success",  # a read-only grant still reads
+    }
+    assert task_tries(dag_run)["vacuum_as_reader"] == 1  # CatalogAccessDeniedError: permanent, no retry
+    printed = capfd.readouterr()
+    task_log = printed.out + printed.err + caplog.text
+    assert "failed: CatalogAccessDeniedError: Unity Catalog (read-write credentials of" in task_log
     log = _log_files(table["location"], table["keyed"])
-    assert "_delta_log/00000000000000000000.checkpoint.parquet" in log  # written with the vended SAS
-    # The SAS the server vends (it hands the same one out until it nears expiry), the token, the key.
+    # Written with the vended SAS: the checkpoint; the read-only VACUUM committed nothing.
+    assert sorted(set(log) - set(before)) == [
+        "_delta_log/00000000000000000000.checkpoint.parquet",
+        "_delta_log/_last_checkpoint",
+    ]
+    # The SAS the server vends (it hands the same one out until it nears expiry), the tokens, the key.
     vended = uc_server.call(
         "POST",
         "/temporary-table-credentials",
         {"table_id": uc_server.table(table["full_name"])["table_id"], "operation": "READ_WRITE"},
     )["azure_user_delegation_sas"]["sas_token"]
     signature = vended.split("sig=")[1].split("&")[0]
-    secrets = [signature, table["token"], AZURITE_KEY]
+    secrets = [signature, table["token"], table["reader_token"], AZURITE_KEY]
     places = {
         "xcom": json.dumps([xcom(dag_run, "checkpoint"), xcom(dag_run, "sensor")]),
-        "log": caplog.text,
+        "log": task_log,
         "commits": b"".join(log.values()).decode("latin-1"),
         "trigger": json.dumps(DeltaTableVersionTrigger(table_path=table["name"], after_version=0).serialize()),
     }
     for place, text in places.items():
         for secret in secrets:
             assert secret not in text, f"a secret reached the {place}"
-
-
-@pytest.mark.usefixtures("airflow_db")
-def test_a_read_only_grant_refuses_a_write_before_anything_is_written(uc_on_azurite) -> None:
-    from airflow.sdk import DAG
-
-    table = uc_on_azurite
-    table["proxy"].read_only = True
-    before = _log_files(table["location"], table["keyed"])
-    with DAG("catalog_read_only_grant", schedule=None, default_args={"retries": 2}) as dag:
-        DeltaCheckpointOperator(task_id="checkpoint", table_path=table["name"], engine="python")
-        DeltaTableVersionSensor(task_id="read", table_path=table["name"], after_version=-1, poke_interval=1)
-
-    dag_run = run_dag(dag)
-
-    assert task_states(dag_run) == {"checkpoint": "failed", "read": "success"}  # reads still work
-    assert _log_files(table["location"], table["keyed"]) == before
-    ti = next(t for t in dag_run.get_task_instances() if t.task_id == "checkpoint")
-    assert ti.try_number == 1  # CatalogAccessDeniedError: permanent, no retry

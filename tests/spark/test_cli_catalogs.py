@@ -1,10 +1,9 @@
 """The Spark CLI on tables named in each real catalog, on the shared SparkSession.
 
-APPEND by a new name creates the table and registers it; UPDATE, MERGE and an
-APPEND with ``--merge-schema`` run on the entry's location, and the last copies
-the new column to the entry (on Unity Catalog in ``make test``, on all three
-with ``CATALOGS_ALL=1``: after binding, the path is the same). Each result is read back through the catalog, and
-by location with delta-rs. Bad input (an unknown name, an entry that is not a
+On each catalog, APPEND by a new name creates the table and registers it;
+UPDATE, MERGE and an APPEND with ``--merge-schema`` run on the entry's location,
+and the last copies the new column to the entry. Each result is read back
+through the catalog, and by location with delta-rs. Bad input (an unknown name, an entry that is not a
 Delta table, a malformed reference) is one stderr line, and nothing is written
 or registered.
 """
@@ -38,8 +37,7 @@ def _rows(location: str) -> list[dict]:
     return sorted(RsTable(location).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
 
 
-def test_append_update_merge_and_merge_schema_by_name(spark, costly_catalog, tmp_path: Path, capsys) -> None:
-    catalog = costly_catalog
+def test_append_update_merge_and_merge_schema_by_name(spark, catalog, tmp_path: Path, capsys) -> None:
     namespace = catalog.namespace(tmp_path / "root")
     name = catalog.reference(namespace, "orders")
     full = f"{namespace}.orders"
