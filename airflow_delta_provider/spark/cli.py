@@ -133,6 +133,9 @@ def _main(argv: Sequence[str], session_factory: Callable[[dict[str, str]], Any] 
             # Before pre-flight reads the table and the session starts, so Spark's JVM and
             # workers inherit them; never in argv or a log.
             os.environ.update(catalog.storage_options())
+            # Renewed before expiry for the driver's reads and its commit after a long job, and
+            # copied here for the workers of later arrow jobs (docs/catalogs.rst, "Long jobs").
+            catalog.lease(on_renew=os.environ.update)
         preflight(request)  # from the table's log, before a session starts
         spark = None
         if request.needs_spark():

@@ -30,10 +30,11 @@ from airflow_delta_provider.delta.errors import (
     InvalidArgumentError,
     NotADeltaTableError,
 )
+from airflow_delta_provider.delta.storage import renewal
 
 log = logging.getLogger(__name__)
 
-#: Vended credentials this close to their expiry (seconds) are renewed before the next step.
+#: Vended credentials this close to their expiry (seconds) are renewed before their next use.
 RENEW_MARGIN = 300.0
 #: Each catalog kind's client library, and the extra that installs it.
 _EXTRAS = {UNITY: ("httpx", "unity-catalog"), GLUE: ("boto3", "glue"), HIVE: ("hmsclient", "hive")}
@@ -76,20 +77,49 @@ class CatalogTable:
     entry: CatalogEntry | None
     write: bool
     credentials: VendedCredentials | None = field(default=None, repr=False)
+    _lease: renewal.Lease | None = field(default=None, init=False, repr=False)
+    _on_renew: Callable[[Mapping[str, str]], Any] | None = field(default=None, init=False, repr=False)
 
     def storage_options(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """``base`` with the vended credentials over it, renewed first when they expire soon."""
-        if self.credentials is not None and self.credentials.expires_within(RENEW_MARGIN):
+        if self._lease is not None:
+            self._lease.current()  # renews through the lease, so the table's open stores follow
+        elif self.expiring():
             self.renew()
         vended = dict(self.credentials.options) if self.credentials is not None else {}
         return {**dict(base or {}), **vended}
 
-    def renew(self) -> None:
-        """Ask the catalog for fresh credentials (on a long job, before the old ones expire)."""
+    def expiring(self) -> bool:
+        """Whether the vended credentials have less than :data:`RENEW_MARGIN` left (no request)."""
+        return self.credentials is not None and self.credentials.expires_within(RENEW_MARGIN)
+
+    def renew(self) -> dict[str, str]:
+        """Ask the catalog for fresh credentials (on a long job, before the old ones expire).
+
+        The bound entry's id is reused: the name is not resolved again.
+        """
         if self.entry is not None:
             self.credentials = self.client.table_credentials(self.ref, self.entry, self.write)
         else:
             self.credentials = self.client.path_credentials(self.location, self.write)
+        log.info("Renewed the storage credentials the catalog vends for %s", self.ref)
+        fresh = dict(self.credentials.options) if self.credentials is not None else {}
+        if self._on_renew is not None:
+            self._on_renew(fresh)
+        return fresh
+
+    def lease(self, on_renew: Callable[[Mapping[str, str]], Any] | None = None) -> renewal.Lease | None:
+        """Renew the credentials of every store of this table in this process while the
+        binding is open (:mod:`~airflow_delta_provider.delta.storage.renewal`); None when
+        the catalog vended none that expire. :meth:`close` releases it.
+
+        :param on_renew: Also called with each renewal's credentials (the Spark CLI
+            copies them to the environment its later ``arrow`` jobs forward to workers).
+        """
+        if self._lease is None and self.credentials is not None and self.credentials.expires_at is not None:
+            self._on_renew = on_renew
+            self._lease = renewal.lease(self.location, self)
+        return self._lease
 
     def sync(self, storage_options: Mapping[str, str] | None = None, warn: Callable[[str], Any] | None = None) -> str:
         """After a write: register the table when it has no entry, or copy changed columns to it.
@@ -123,6 +153,9 @@ class CatalogTable:
             return "failed"
 
     def close(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
         self.client.close()
 
 

@@ -31,7 +31,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.errors import (
@@ -44,6 +44,7 @@ from airflow_delta_provider.delta.errors import (
 )
 from airflow_delta_provider.delta.storage.location import TableLocation, parse_location
 from airflow_delta_provider.delta.storage.options import StoreOptions, split_options
+from airflow_delta_provider.delta.storage.renewal import lease_for
 from airflow_delta_provider.delta.storage.retry import RetryPolicy, is_transient
 
 if TYPE_CHECKING:
@@ -386,6 +387,19 @@ class ObjectStorage(TableStorage):
         self._options = options
         self._store = _make_store(location, options)
         self._retry = RetryPolicy.of(options.retry)
+        self._generation = 0  # of the renewed credentials it was built with (:mod:`.renewal`)
+
+    def _live_store(self) -> Any:
+        """The obstore client, rebuilt first when the table's lease renewed its credentials
+        (:mod:`.renewal`): a request never goes out with credentials about to expire."""
+        held = lease_for(self.location)
+        if held is not None:
+            generation, renewed = held.current()
+            if generation > self._generation:
+                self._options = replace(self._options, config={**self._options.config, **renewed})
+                self._store = _make_store(self.location, self._options)
+                self._generation = generation
+        return self._store
 
     def _open_at(self, location: TableLocation) -> TableStorage:
         if location.scheme == self.location.scheme:
@@ -419,16 +433,19 @@ class ObjectStorage(TableStorage):
         """``fn(store, ...)``, its errors translated; an idempotent call is
         retried on the errors obstore does not retry itself."""
         try:
+            store = self._live_store()
             if not idempotent:
-                return fn(self._store, *args, **kwargs)
+                return fn(store, *args, **kwargs)
             what = f"{action} {self.location.child(path)}"
-            return self._retry.call(what, lambda: fn(self._store, *args, **kwargs), self._transient)
+            return self._retry.call(what, lambda: fn(store, *args, **kwargs), self._transient)
         except Exception as exc:
             raise self._error(action, path, exc) from None
 
     async def _call_async(self, action: str, path: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        store = await asyncio.to_thread(self._live_store) if lease_for(self.location) else self._store
+
         async def once() -> Any:
-            return await fn(self._store, *args, **kwargs)
+            return await fn(store, *args, **kwargs)
 
         try:
             return await self._retry.call_async(f"{action} {self.location.child(path)}", once, self._transient)
@@ -565,7 +582,7 @@ class ObjectStorage(TableStorage):
         import obstore.exceptions as oe
 
         try:
-            obs.put(self._store, path, data, mode="create")
+            obs.put(self._live_store(), path, data, mode="create")
             return True
         except oe.AlreadyExistsError:
             return self._holds(path, data)
@@ -590,7 +607,7 @@ class ObjectStorage(TableStorage):
         probe = f"_delta_log/.atomic-create-probe-{uuid.uuid4().hex}"
         self._call("writing", probe, obs.put, probe, b"1", mode="create", idempotent=False)
         try:
-            obs.put(self._store, probe, b"2", mode="create")
+            obs.put(self._live_store(), probe, b"2", mode="create")
         except oe.AlreadyExistsError:
             _ATOMIC_CREATE_CHECKED[key] = True
             return
