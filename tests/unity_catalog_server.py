@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -188,8 +189,9 @@ class GrantProxy:
     """A forwarder in front of the server that plays what olai-uc-server does not model: bearer
     tokens it checks (401 without one), and grants per token: ``token`` may read and write;
     ``reader_token`` holds a read-only grant (403 ``PERMISSION_DENIED`` for read-write
-    credentials, as Databricks answers a user without MODIFY). Every other request reaches
-    the real server unchanged."""
+    credentials, as Databricks answers a user without MODIFY); and, with :attr:`expires_in`
+    set, short-lived credentials (their ``expiration_time`` that many seconds from now).
+    Every other request reaches the real server unchanged."""
 
     def __init__(self, upstream: str, token: str, reader_token: str) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -197,6 +199,8 @@ class GrantProxy:
 
         proxy = self
         self.paths: list[str] = []
+        #: Seconds the vended credentials are said to last (None: the server's answer as it is).
+        self.expires_in: float | None = None
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -229,6 +233,10 @@ class GrantProxy:
                         status, data = response.status, response.read()
                 except urllib.error.HTTPError as exc:
                     status, data = exc.code, exc.read()
+                if proxy.expires_in is not None and "temporary-" in self.path and status == 200:
+                    answer = json.loads(data)
+                    answer["expiration_time"] = int((time.time() + proxy.expires_in) * 1000)
+                    data = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -243,6 +251,10 @@ class GrantProxy:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def count(self, fragment: str) -> int:
+        """How many requests so far had ``fragment`` in their path."""
+        return sum(fragment in path for path in list(self.paths))
 
     def close(self) -> None:
         self._server.shutdown()

@@ -84,17 +84,30 @@ def resolve_for_reading(
 ) -> tuple[str, dict[str, str] | None]:
     """``(location, storage options)`` of a table to read: a catalog name's location, with the
     read-only credentials its catalog vends; a path as it is."""
+    location, options, catalog = bind_for_reading(table_path, storage_options, catalog_conn_id)
+    if catalog is not None:
+        catalog.close()
+    return location, options
+
+
+def bind_for_reading(
+    table_path: str, storage_options: dict[str, str] | None, catalog_conn_id: str | None = None
+) -> tuple[str, dict[str, str] | None, Any]:
+    """:func:`resolve_for_reading`, with the open binding
+    (:class:`~airflow_delta_provider.delta.catalog.binding.CatalogTable`) of a catalog
+    name, for a reader that outlives its credentials (a sensor's probe); None for a path."""
     from airflow_delta_provider.delta.catalog.binding import bind
     from airflow_delta_provider.delta.catalog.reference import is_catalog_reference
 
     if not is_catalog_reference(table_path):
-        return table_path, storage_options
+        return table_path, storage_options, None
     catalog = bind(table_path, DeltaCatalogHook(catalog_conn_id).settings())
     assert catalog is not None
     try:
-        return catalog.location, catalog.storage_options(storage_options)
-    finally:
+        return catalog.location, catalog.storage_options(storage_options), catalog
+    except BaseException:
         catalog.close()
+        raise
 
 
 def _glue_arguments(conn: Any, extra: dict[str, Any]) -> dict[str, str]:
@@ -114,4 +127,4 @@ def _glue_arguments(conn: Any, extra: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in out.items() if v}
 
 
-__all__ = ["UNITY_CATALOG_CONN_TYPE", "DeltaCatalogHook", "resolve_for_reading"]
+__all__ = ["UNITY_CATALOG_CONN_TYPE", "DeltaCatalogHook", "bind_for_reading", "resolve_for_reading"]

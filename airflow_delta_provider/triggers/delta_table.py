@@ -56,12 +56,18 @@ def open_probe(
     table_path: str, storage_options: dict[str, str] | None = None, catalog_conn_id: str | None = None
 ) -> VersionProbe:
     """A :class:`VersionProbe` on ``table_path``; imports the core only now. A table named in
-    a catalog is probed at its location, with the read-only credentials the catalog vends."""
+    a catalog is probed at its location, with the read-only credentials the catalog vends,
+    resolved once: the probe holds the binding's lease, so the credentials are renewed before
+    they expire (asking for the bound table's credentials again, not for its name) however
+    long the sensor or trigger waits."""
     from airflow_delta_provider.delta.log.version_probe import VersionProbe
-    from airflow_delta_provider.hooks.delta_catalog import resolve_for_reading
+    from airflow_delta_provider.hooks.delta_catalog import bind_for_reading
 
-    location, options = resolve_for_reading(table_path, storage_options, catalog_conn_id)
-    return VersionProbe(location, options or None)
+    location, options, catalog = bind_for_reading(table_path, storage_options, catalog_conn_id)
+    lease = catalog.lease() if catalog is not None else None
+    if catalog is not None and lease is None:
+        catalog.close()  # nothing to renew (Glue, the metastore, local storage)
+    return VersionProbe(location, options or None, lease)
 
 
 async def open_probe_async(

@@ -145,3 +145,48 @@ def test_vended_credentials_write_never_leak_and_a_read_only_grant_writes_nothin
     for place, text in places.items():
         for secret in secrets:
             assert secret not in text, f"a secret reached the {place}"
+
+
+def _append(table: dict) -> None:
+    """A new version, written with the account key the tasks do not have."""
+    options = {k.lower(): v for k, v in table["keyed"].items()}
+    write_deltalake(table["location"], pa.table({"id": [3]}), mode="append", storage_options=options)
+
+
+def test_sensors_and_triggers_renew_short_lived_credentials(uc_on_azurite) -> None:
+    """Credentials said to last a minute (inside the 5-minute margin) are renewed before the
+    polls that follow, from the bound table's id: the name is resolved once per sensor or trigger
+    run, and polls keep reading (a real SAS each time) until the new version lands."""
+    table, proxy = uc_on_azurite, uc_on_azurite["proxy"]
+    vends = "temporary-table-credentials"
+
+    sensor = DeltaTableVersionSensor(task_id="wait", table_path=table["name"], after_version=0)
+    assert not sensor.poke({}).is_done  # the server's own lifetime: nothing to renew
+    bound = proxy.count(vends)
+    assert not sensor.poke({}).is_done and proxy.count(vends) == bound
+
+    proxy.expires_in = 60
+    sensor = DeltaTableVersionSensor(task_id="wait_short", table_path=table["name"], after_version=0)
+    assert not sensor.poke({}).is_done
+    vended, lookups = proxy.count(vends), proxy.count("/tables/")
+    assert not sensor.poke({}).is_done
+    assert proxy.count(vends) > vended and proxy.count("/tables/") == lookups  # renewed, not resolved again
+    _append(table)
+    done = sensor.poke({})
+    assert done.is_done and done.xcom_value["version"] == 1
+
+    trigger = DeltaTableVersionTrigger(table_path=table["name"], after_version=1, poll_interval=0.05)
+    assert table["name"] in json.dumps(trigger.serialize()) and "sig=" not in json.dumps(trigger.serialize())
+
+    async def renewing_then_fired():
+        started, lookups = proxy.count(vends), proxy.count("/tables/")
+        waiting = asyncio.create_task(_first_event(trigger))
+        while proxy.count(vends) < started + 4 and not waiting.done():
+            await asyncio.sleep(0.05)
+        assert not waiting.done() and proxy.count("/tables/") == lookups + 1  # one resolution, many renewals
+        await asyncio.to_thread(_append, table)
+        return await asyncio.wait_for(waiting, 120)
+
+    event = asyncio.run(renewing_then_fired())
+    assert event.payload["status"] == "success" and event.payload["version"] == 2
+

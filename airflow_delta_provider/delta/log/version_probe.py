@@ -27,6 +27,7 @@ from airflow_delta_provider.delta.errors import CorruptLogError
 from airflow_delta_provider.delta.log.commit_summary import CommitSummary, VersionInfo, version_info
 from airflow_delta_provider.delta.log.store import LAST_CHECKPOINT, LogStore, commit_name, parse_checkpoint_hint
 from airflow_delta_provider.delta.storage import open_storage
+from airflow_delta_provider.delta.storage.renewal import Lease
 
 T = TypeVar("T")
 
@@ -60,10 +61,17 @@ class VersionProbe:
 
     Every method states its cost in requests; ``*_async`` twins ask the same
     questions without blocking an event loop.
+
+    :param lease: Held as long as the probe: the credentials a catalog vended for the
+        table are renewed before they expire (:mod:`~airflow_delta_provider.delta.storage.renewal`),
+        for the probe's store and every store a watch opens on the table.
     """
 
-    def __init__(self, table_path: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, table_path: str, storage_options: Mapping[str, Any] | None = None, lease: Lease | None = None
+    ) -> None:
         self.table_path = table_path
+        self.lease = lease
         self.storage_options = dict(storage_options or {})
         self.store = LogStore(open_storage(table_path, storage_options))
         self._offset_listing = self.store.storage.lists_from_offset
