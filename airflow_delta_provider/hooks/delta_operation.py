@@ -125,6 +125,9 @@ class DeltaOperationMixin:
     #: earlier try of the task instance committed it), ``"txn"`` (an earlier
     #: write of the same ``txn`` did), or None (this run committed it, or nothing).
     earlier_commit: str | None = None
+    #: That earlier commit's time (ms since the epoch; its ``inCommitTimestamp``, else its
+    #: ``commitInfo.timestamp``), read with the commit itself while the table's credentials were at hand.
+    earlier_commit_at: int | None = None
     #: The catalog name being run, bound to its location (for the run's duration).
     _catalog: CatalogTable | None = None
 
@@ -199,6 +202,7 @@ class DeltaOperationMixin:
         # Bound once for the whole run: pre-flight, the engine and the result's read
         # all use this location and its vended credentials (:attr:`storage_options`).
         self._catalog = catalog
+        catalog.lease()  # in this process, every store of the table renews them before expiry
         try:
             result = self._run_once(bound, not_before, lambda: self._execute_spec(bound))
             if not spec.reads_only:
@@ -221,7 +225,7 @@ class DeltaOperationMixin:
         Before ``execute`` starts any engine, :meth:`preflight` checks the spec
         against the table's log, in this process."""
         operation, table, token, txn = spec.operation, spec.table_path, spec.token, spec.idempotent_txn()
-        self.earlier_commit = None
+        self.earlier_commit = self.earlier_commit_at = None
         before = -1
         if token:
             earlier = self._last_commit_with_token(table, token, not_before=not_before)
@@ -233,7 +237,7 @@ class DeltaOperationMixin:
                     table,
                     token,
                 )
-                self.earlier_commit = "token"
+                self._found_earlier("token", version, info)
                 return self._commit_result(table, version, info)
             before = self._latest_version(table)
         if txn is not None and (seen := self._txn_result(table, txn)) is not None:
@@ -289,10 +293,16 @@ class DeltaOperationMixin:
             version,
             app_id,
         )
-        self.earlier_commit = "txn"
+        self._found_earlier("txn", committed, info)
         if info is None:
             return DeltaOperationResult(table=table, version=committed, operation="", metrics={})
         return self._commit_result(table, committed, info)
+
+    def _found_earlier(self, how: str, version: int, info: CommitInfo | None) -> None:
+        from airflow_delta_provider.delta.log.commit_summary import version_info
+
+        self.earlier_commit = how
+        self.earlier_commit_at = None if info is None else version_info(version, info.raw).timestamp
 
     def _execute(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None

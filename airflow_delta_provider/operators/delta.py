@@ -402,9 +402,8 @@ class DeltaSparkOperator(BaseOperator):
         dropped = drop_table_outlets(self, table_asset_uri(table, options))
         committed_at = None
         if self.hook.earlier_commit is not None and result["version"] is not None:
-            from airflow_delta_provider.delta.log.version_probe import VersionProbe
-
-            committed_at = VersionProbe(table, options).info(result["version"]).timestamp or 0
+            # Read by the hook with the commit (a catalog's vended credentials are gone by now).
+            committed_at = self.hook.earlier_commit_at or 0
         uri = emit_commit_event(
             context,
             alias,

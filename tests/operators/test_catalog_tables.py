@@ -190,3 +190,33 @@ def test_sensors_and_triggers_renew_short_lived_credentials(uc_on_azurite) -> No
     event = asyncio.run(renewing_then_fired())
     assert event.payload["status"] == "success" and event.payload["version"] == 2
 
+
+class _VacuumLostAfterItsCommit(DeltaVacuumOperator):
+    """Commits, then fails its first try: a worker lost right after the commit."""
+
+    def execute(self, context):
+        result = super().execute(context)
+        if context["ti"].try_number == 1:
+            raise RuntimeError("worker lost after the commit")
+        return result
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_retry_by_name_finds_its_commit_with_the_vended_credentials(uc_on_azurite) -> None:
+    """The retry reads its earlier try's commit, and that commit's time, while the vended
+    credentials are at hand: the process has no storage key to read it with afterwards."""
+    from datetime import timedelta
+
+    from airflow.sdk import DAG
+
+    table = uc_on_azurite
+    with DAG("catalog_retry_by_name", schedule=None) as dag:
+        _VacuumLostAfterItsCommit(
+            task_id="vacuum", table_path=table["name"], engine="python", retries=1, retry_delay=timedelta(0)
+        )
+    dag_run = run_dag(dag)
+
+    assert task_states(dag_run) == {"vacuum": "success"} and task_tries(dag_run)["vacuum"] == 2
+    assert xcom(dag_run, "vacuum")["version"] == 2  # the first try's VACUUM END, not a second VACUUM
+    commits = [name for name in _log_files(table["location"], table["keyed"]) if name.endswith(".json")]
+    assert sorted(commits) == [f"_delta_log/0000000000000000000{v}.json" for v in range(3)]
