@@ -120,7 +120,7 @@ class DeltaInProcessHook(DeltaOperationMixin, BaseHook):
             with heartbeat:
                 return self._command.run()
         except DeltaError as exc:
-            error = operation_error(exc, operation, table)
+            error = operation_error(exc, operation, self._named(table))
             raise error from (None if isinstance(error, AirflowFailException) else exc)
         finally:
             self._command = None

@@ -144,6 +144,14 @@ class DeltaOperationMixin:
         base = self._connection_storage_options
         return base if self._catalog is None else self._catalog.storage_options(base)
 
+    def _named(self, table: str) -> str:
+        """``table`` as the user gave it, for an error: a catalog name being run is
+        named, with its location after it (``uc://c.s.t (abfss://...)``)."""
+        catalog = self._catalog
+        if catalog is not None and table == catalog.location:
+            return f"{catalog.ref} ({table})"
+        return table
+
     def _delta_table(self, table: str) -> Any:
         from airflow_delta_provider.delta.table import DeltaTable
 
@@ -268,7 +276,7 @@ class DeltaOperationMixin:
         try:
             preflight(spec, self.storage_options or None)
         except DeltaError as exc:
-            error = operation_error(exc, spec.operation, spec.table_path)
+            error = operation_error(exc, spec.operation, self._named(spec.table_path))
             raise error from (None if isinstance(error, AirflowFailException) else exc)
 
     def _txn_result(self, table: str, txn: tuple[str, int]) -> DeltaOperationResult | None:

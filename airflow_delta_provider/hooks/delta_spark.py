@@ -568,7 +568,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
             cause = err if output.verbose else None
             line = output.error_line
             if line is not None:
-                message = f"Delta {operation} on {table} failed: {line}"
+                message = f"Delta {operation} on {self._named(table)} failed: {line}"
                 if is_permanent(output.error_name):
                     raise AirflowFailException(message) from cause
                 raise AirflowException(message) from cause
@@ -577,7 +577,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
                 raise
             problems = "\n".join(output.problems) or "(none; debug=True logs all of its output)"
             raise AirflowException(
-                f"Delta {operation} on {table} failed: spark-submit exited with code {code.group(1)}, "
+                f"Delta {operation} on {self._named(table)} failed: spark-submit exited with code {code.group(1)}, "
                 f"reporting no error of the application. Its last warnings and errors:\n{problems}"
             ) from None
 

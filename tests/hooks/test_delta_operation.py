@@ -160,7 +160,8 @@ def test_over_spark_connect_bad_input_fails_before_the_server_is_asked(tmp_path:
 def test_a_table_by_name_is_bound_once_and_its_bad_column_fails_before_spark(uc_on_azurite, no_spark) -> None:
     """A Unity Catalog name, on a store this process holds no key for: the name is
     resolved and its credentials vended once for the task, pre-flight reads the log
-    with them, and an unknown column fails before any Spark starts, nothing written."""
+    with them, and an unknown column fails before any Spark starts, nothing written; the error names
+    the table by its name, its location after it."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from airflow_delta_provider.delta.storage import open_storage
@@ -173,10 +174,13 @@ def test_a_table_by_name_is_bound_once_and_its_bad_column_fails_before_spark(uc_
     spec = UpdateSpec(table_path=table["name"], condition="idd = 1", updates=(("id", "2"),), token="d/t/r/-1")
     proxy.paths.clear()
 
-    with pytest.raises(
-        AirflowFailException, match=r"/events failed: UnresolvedColumnError: invalid condition 'idd = 1'"
-    ):
+    with pytest.raises(AirflowFailException) as failed:
         DeltaInProcessHook("unused").run_spec(spec)
+    # One line naming the table as the user gave it, then its location.
+    assert str(failed.value).startswith(
+        f"Delta update on {table['name']} ({table['location']}) failed: "
+        "UnresolvedColumnError: invalid condition 'idd = 1'"
+    )
 
     assert no_spark == []
     # One lookup of the name and one credentials call: pre-flight reuses the task's binding.
