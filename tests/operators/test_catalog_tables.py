@@ -11,6 +11,10 @@
   planted-secret check). Through a connection whose token holds a read-only
   grant, a writing task fails at once (no retry) with a clear error, nothing
   written, while a reading task succeeds.
+- Short-lived credentials (the proxy says they last a minute): the sensor and
+  the trigger renew them between polls, from the bound table, and keep reading.
+- A retry by name that finds its earlier try's commit reads that commit's time
+  with the vended credentials (the process holds no storage key).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ UPDATE, MERGE and an APPEND with ``--merge-schema`` run on the entry's location,
 and the last copies the new column to the entry. Each result is read back
 through the catalog, and by location with delta-rs. Bad input (an unknown name, an entry that is not a
 Delta table, a malformed reference) is one stderr line, and nothing is written
-or registered.
+or registered. In ``arrow`` mode by a Unity Catalog name, short-lived credentials
+are renewed by the driver for its reads and its commit.
 """
 
 from __future__ import annotations
@@ -118,3 +119,27 @@ def test_bad_names_write_and_register_nothing(spark, catalog, tmp_path: Path, ca
         assert len(err) == 1 and err[0].startswith(f"{error}:"), err
     assert catalog.entry(f"{namespace}.nope") is None
     assert not list((tmp_path / "root").rglob("*.parquet")) and not list((tmp_path / "root").rglob("_delta_log"))
+
+
+def test_arrow_mode_by_name_renews_short_lived_credentials_for_the_commit(
+    spark, uc_on_azurite, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """Unity Catalog's SAS said to last a minute (inside the 5-minute margin), on a store the
+    process has no key for: the driver renews it through the binding's lease before its reads
+    and its commit after the Spark job (tests/delta/storage/test_renewal.py shows a SAS that has
+    really expired refused, then renewed), and copies it to the environment later arrow jobs
+    forward; the name is looked up once (and read again by the entry's sync after the commit)."""
+    table, proxy = uc_on_azurite, uc_on_azurite["proxy"]
+    monkeypatch.delenv("AZURE_STORAGE_SAS_KEY", raising=False)  # the CLI sets it: gone after the test
+    proxy.expires_in = 60
+    proxy.paths.clear()
+    source = _source(tmp_path, pa.table({"id": [3]}), "s")
+
+    appended = _run(spark, capsys, "append", table["name"], "--source", source, "--format", "parquet", "--io", "arrow")
+
+    assert appended["version"] == 1
+    lookups = [i for i, path in enumerate(proxy.paths) if "/tables/" in path]
+    vends = [i for i, path in enumerate(proxy.paths) if "temporary-table-credentials" in path]
+    assert lookups[0] == 0 and len(vends) > 2 and vends[-1] < lookups[1]  # bound once, renewed, then synced
+    rows = RsTable(table["location"], storage_options={k.lower(): v for k, v in table["keyed"].items()})
+    assert sorted(rows.to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3]

@@ -5,7 +5,10 @@ runs: the entry's location, or for a table being created its given location
 or its schema's storage root; and, from Unity Catalog, temporary storage
 credentials (read-only for a read, read-write for a write: a write with a
 read-only grant is refused here, before anything is written). Everything
-downstream works on :attr:`CatalogTable.location`.
+downstream works on :attr:`CatalogTable.location`. While the binding is open,
+:meth:`CatalogTable.lease` renews the vended credentials before they expire,
+for every store of the table in the process
+(:mod:`~airflow_delta_provider.delta.storage.renewal`).
 
 After the operation, :meth:`CatalogTable.sync` registers a table it created
 and copies a changed schema to the entry. That runs after the commit and
