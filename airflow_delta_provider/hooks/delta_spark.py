@@ -298,7 +298,8 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
     :param catalog_conn_id: The catalog that resolves a table named ``uc://``,
         ``glue://`` or ``hms://`` (:mod:`~airflow_delta_provider.hooks.delta_catalog`);
         None: the environment's. The application gets the location, and Unity
-        Catalog's vended credentials by environment, as ``storage_conn_id``'s.
+        Catalog's vended credentials by environment, as ``storage_conn_id``'s,
+        with the name and the catalog's URL and token to renew them.
     :param package_cache_dir: Where the ``--py-files`` zip is cached
         (default ``~/.cache/airflow-delta-provider``).
     """
@@ -422,6 +423,17 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
             rest_port=int(extra.get("rest-port", 6066)),
         )
 
+    def _renewal_env(self) -> dict[str, str]:
+        """For a Unity Catalog name being run: its name and the catalog's URL and token, by
+        environment, so that the application renews the credentials vended with the location
+        it is given, for its driver's reads and commit after a long job (docs/catalogs.rst)."""
+        if self._catalog is None or self._catalog.lease() is None:
+            return {}
+        from airflow_delta_provider.delta.catalog.settings import unity_renewal_env
+        from airflow_delta_provider.hooks.delta_catalog import DeltaCatalogHook
+
+        return unity_renewal_env(DeltaCatalogHook(self.catalog_conn_id).settings(), str(self._catalog.ref))
+
     def _submit_arguments(
         self, operation: str, table: str, arguments: Sequence[str], token: str | None, target: SparkTarget
     ) -> tuple[dict[str, Any], dict[str, str] | None]:
@@ -436,7 +448,7 @@ class DeltaSparkHook(DeltaOperationMixin, BaseHook):
         env_vars = dict(kwargs.get("env_vars") or {})
         spark_binary = self._spark_binary(target)
 
-        own_env = dict(self.storage_options)
+        own_env = {**self.storage_options, **self._renewal_env()}
         spark_home = self._pip_spark_home(spark_binary or target.spark_binary, env_vars)
         if spark_home is not None:
             own_env["SPARK_HOME"] = spark_home

@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
+from airflow_delta_provider.delta.catalog.binding import CatalogTable, bind
+from airflow_delta_provider.delta.catalog.settings import RENEWS_ENV
 from airflow_delta_provider.delta.errors import (
     DeltaError,
     InternalError,
@@ -126,9 +128,11 @@ def _submitting_jvm() -> Any:
 
 
 def _main(argv: Sequence[str], session_factory: Callable[[dict[str, str]], Any] | None) -> int:
-    catalog = None
+    catalog = renewing = None
     try:
         request, catalog = bind_spec(parse_request(argv))
+        if catalog is None:
+            renewing = _renewing(request)
         if catalog is not None:
             # Before pre-flight reads the table and the session starts, so Spark's JVM and
             # workers inherit them; never in argv or a log.
@@ -152,8 +156,9 @@ def _main(argv: Sequence[str], session_factory: Callable[[dict[str, str]], Any] 
     except Exception as exc:
         _crash(exc)
     finally:
-        if catalog is not None:
-            catalog.close()
+        for bound in (catalog, renewing):
+            if bound is not None:
+                bound.close()
     print(result.to_json(), flush=True)
     return EXIT_OK
 
@@ -176,6 +181,20 @@ def execute(
     request = _as_request(request)
     with spark_error_records(enabled=request.debug or spark is None), reporting_progress(spark, report_progress):
         return _run_translating_spark_errors(request, spark, storage_options)
+
+
+def _renewing(request: OperationSpec) -> CatalogTable | None:
+    """The binding of the catalog name a hook ran by its location (:data:`RENEWS_ENV`, with the
+    catalog's settings, in the environment): it renews the credentials the application was
+    given, for the driver's reads and its commit after a long job. Only renews: the hook
+    checked the table and keeps the entry."""
+    name = os.environ.get(RENEWS_ENV)
+    if not name:
+        return None
+    bound = bind(name, write=not request.reads_only, create=request.creates_table, location=request.table_path)
+    if bound is not None:
+        bound.lease(on_renew=os.environ.update)
+    return bound
 
 
 def _print_warning(line: str) -> None:

@@ -710,7 +710,8 @@ def test_a_catalog_name_submits_its_location_with_the_vended_credentials_in_the_
     cache_dir: Path, monkeypatch, uc_on_azurite, uc_server
 ) -> None:
     """The application gets the table's location, never the name's secrets: the catalog's token
-    and the SAS it vends travel in spark-submit's environment only (the planted-secret check)."""
+    and the SAS it vends travel in spark-submit's environment only (the planted-secret check),
+    with the name, so that the application renews the SAS (tests/spark/test_cli_catalogs.py)."""
     table = uc_on_azurite
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "local[2]"}))
     printed = {"table": table["location"], "operation": "CHECKPOINT", "version": 0, "metrics": {}}
@@ -724,3 +725,5 @@ def test_a_catalog_name_submits_its_location_with_the_vended_credentials_in_the_
     sas = env["AZURE_STORAGE_SAS_KEY"]
     assert "sig=" in sas and not any(sas in arg or table["token"] in arg for arg in argv)
     assert result["table"] == table["location"] and result["version"] == 0
+    # With the name and the catalog's token, by environment too, the application renews that SAS.
+    assert (env["DELTA_CATALOG_RENEWS"], env["UNITY_CATALOG_TOKEN"]) == (table["name"], table["token"])

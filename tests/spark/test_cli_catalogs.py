@@ -143,3 +143,24 @@ def test_arrow_mode_by_name_renews_short_lived_credentials_for_the_commit(
     assert lookups[0] == 0 and len(vends) > 2 and vends[-1] < lookups[1]  # bound once, renewed, then synced
     rows = RsTable(table["location"], storage_options={k.lower(): v for k, v in table["keyed"].items()})
     assert sorted(rows.to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3]
+
+
+def test_an_application_given_the_location_renews_what_the_hook_vended(uc_on_azurite, capsys, monkeypatch) -> None:
+    """As DeltaSparkHook submits a name: the location in argv, the vended SAS, the name and the
+    catalog's token in the environment. The application binds the name only to renew: one
+    lookup, then credentials renewed (said to last a minute) for the driver's reads and commit."""
+    from airflow_delta_provider.delta.catalog.binding import bind
+
+    table, proxy = uc_on_azurite, uc_on_azurite["proxy"]
+    given = bind(table["name"], write=True)
+    assert given is not None
+    monkeypatch.setenv("AZURE_STORAGE_SAS_KEY", given.storage_options()["AZURE_STORAGE_SAS_KEY"])
+    given.close()
+    monkeypatch.setenv("DELTA_CATALOG_RENEWS", table["name"])
+    proxy.expires_in = 60
+    proxy.paths.clear()
+
+    assert main(["checkpoint", table["location"]], session_factory=None) == 0
+
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["version"] == 0
+    assert proxy.count("/tables/") == 1 and proxy.count("temporary-table-credentials") > 2

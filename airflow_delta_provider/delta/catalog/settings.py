@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 UNITY_URL_ENV = "UNITY_CATALOG_URL"
 UNITY_TOKEN_ENV = "UNITY_CATALOG_TOKEN"
 HIVE_URI_ENV = "HIVE_METASTORE_URI"
+#: The catalog name of the table a Spark application is given by its location (a hook resolved
+#: it), so that the application renews the credentials vended with it (:func:`unity_renewal_env`).
+RENEWS_ENV = "DELTA_CATALOG_RENEWS"
 
 
 @dataclass(frozen=True)
@@ -57,4 +60,10 @@ class CatalogSettings:
         return {k: v for k, v in out.items() if v}
 
 
-__all__ = ["HIVE_URI_ENV", "UNITY_TOKEN_ENV", "UNITY_URL_ENV", "CatalogSettings"]
+def unity_renewal_env(settings: CatalogSettings, name: str) -> dict[str, str]:
+    """What a Spark application given a Unity Catalog table's location and vended credentials
+    needs to renew them itself: the name (:data:`RENEWS_ENV`) and the server's URL and token."""
+    return {RENEWS_ENV: name, **{k: v for k, v in settings.as_env().items() if k in (UNITY_URL_ENV, UNITY_TOKEN_ENV)}}
+
+
+__all__ = ["HIVE_URI_ENV", "RENEWS_ENV", "UNITY_TOKEN_ENV", "UNITY_URL_ENV", "CatalogSettings", "unity_renewal_env"]
