@@ -57,14 +57,15 @@ test-conformance: $(STAMP) java test-jars
 # The stores-that-fail suites in full (tests/fault_proxy.py in front of moto and Azurite): S3 and
 # Azure, a lost answer at every commit step with every ambiguous fault, 4 writers x 10 appends at 10%
 # faults with three seeds (read by delta-rs and delta-spark), the operations through seeded faults
-# (Spark's in arrow mode, and in hadoop mode through S3A in a Connect server of its own), an operator's
+# (Spark's in arrow mode, and in hadoop mode through S3A and ABFS in Connect servers of their own), an operator's
 # lost commit answer through spark-submit too, sensors and triggers through outages. `make test` runs
 # a seeded subset of each, on S3 only.
 FAULT_TESTS := tests/delta/transaction/test_commit_under_faults.py tests/delta/storage/test_retry.py \
                tests/delta/test_object_store_faults.py tests/operations/test_under_faults.py \
                tests/delta/watch/test_outage.py tests/sensors/test_delta_table_under_faults.py \
                tests/triggers/test_delta_table_under_faults.py tests/spark/test_operations_under_faults.py \
-               tests/spark/runtime/test_hadoop_s3a_under_faults.py tests/operators/test_delta_under_faults.py \
+               tests/spark/runtime/test_hadoop_s3a_under_faults.py tests/spark/runtime/test_hadoop_abfs_under_faults.py \
+               tests/operators/test_delta_under_faults.py \
                tests/delta_spark/test_appends_under_faults.py
 test-faults: $(STAMP) java test-jars
 	FAULTS_ALL=1 $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(FAULT_TESTS)

@@ -1,7 +1,7 @@
 """Jars for the tests and benchmarks only, fetched from Maven Central once and cached.
 
 The product needs no jar at run time (``tests/delta_spark/test_no_delta_jar.py``
-proves it). Two sets serve the tests:
+proves it). Three sets serve the tests:
 
 - ``delta-spark``: the reference implementation, as the oracle and the
   benchmark peer. Delta 4.4 is built for Spark 4.2 (``delta-spark_4.2_2.13``),
@@ -10,6 +10,8 @@ proves it). Two sets serve the tests:
   version of the Hadoop inside pyspark (``hadoop-client-api-3.5.0``), with the
   AWS SDK v2 modules it uses (``s3``, ``s3-transfer-manager``, ``sts``) at the
   version Hadoop 3.5.0 is built with, instead of the 500 MB ``bundle``.
+- ``hadoop-azure``: Hadoop's ABFS connector for ``io="hadoop"`` on Azure (on
+  Azurite, through its Blob endpoint), at the same Hadoop version.
 
 Maven resolves each set with its dependencies (``mvn dependency:copy-dependencies``
 on a generated pom); jars that pyspark already ships (Scala, Jackson, Netty,
@@ -69,6 +71,7 @@ JAR_SETS: dict[str, tuple[Artifact, ...]] = {
         Artifact(f"software.amazon.awssdk:s3-transfer-manager:{AWS_SDK_VERSION}"),
         Artifact(f"software.amazon.awssdk:sts:{AWS_SDK_VERSION}"),
     ),
+    "hadoop-azure": (Artifact(f"org.apache.hadoop:hadoop-azure:{HADOOP_VERSION}"),),
 }
 
 

@@ -320,14 +320,19 @@ def azure_container(azurite: Azurite) -> Backend:
     return Backend("azure", f"az://{azurite.create_container()}", dict(settings), dict(settings), azurite.endpoint)
 
 
+def azure_behind(azurite: Azurite, proxy: FaultProxy) -> FaultyStore:
+    """A new container on ``azurite``, reached through ``proxy`` (in front of it)."""
+    endpoint = f"{proxy.endpoint}/{AZURITE_ACCOUNT}"
+    settings = {**azurite.settings(), "AZURE_STORAGE_ENDPOINT": endpoint}
+    container = azurite.create_container()
+    return FaultyStore("azure", f"az://{container}", dict(settings), dict(settings), endpoint, proxy)
+
+
 @pytest.fixture
 def faulty_azure(azurite: Azurite) -> Iterator[FaultyStore]:
     """A new container on the shared Azurite, reached through a fault proxy."""
     proxy = FaultProxy(azurite.port)
-    endpoint = f"{proxy.endpoint}/{AZURITE_ACCOUNT}"
-    settings = {**azurite.settings(), "AZURE_STORAGE_ENDPOINT": endpoint}
-    container = azurite.create_container()
-    yield FaultyStore("azure", f"az://{container}", dict(settings), dict(settings), endpoint, proxy)
+    yield azure_behind(azurite, proxy)
     proxy.close()
 
 

@@ -54,6 +54,7 @@ from airflow_delta_provider.delta.errors import (
     first_line,
     one_line,
 )
+from airflow_delta_provider.delta.storage.hidden_paths import STAGING_PREFIX
 from airflow_delta_provider.operations import argv as argv_codec
 from airflow_delta_provider.operations.catalog import bind_spec
 from airflow_delta_provider.operations.runners import run_spec
@@ -300,6 +301,13 @@ STORE_CONNECTION_FAILURES = (
     "AWSClientIOException",
     "Unable to execute HTTP request",
 )
+#: What Hadoop's output committer says when the connector could not rename a
+#: task's output (``Could not rename <attempt> to <task>``, ``Failed to rename
+#: <file> to <path>``): inside the write's private staging folder
+#: (:data:`STAGING_PREFIX`) only the store can have failed. ABFS on a
+#: flat-namespace account copies and deletes each blob, and under lost answers
+#: its rename reports failure.
+STAGING_RENAME_FAILURES = ("Could not rename", "Failed to rename")
 
 
 def translate_spark_error(
@@ -308,7 +316,8 @@ def translate_spark_error(
     """``exc`` as the provider's error when it is a Spark error of a known kind; else None.
 
     - a Spark error whose message names a failed store connection
-      (:data:`STORE_CONNECTION_FAILURES`, in ``hadoop`` mode): StorageError,
+      (:data:`STORE_CONNECTION_FAILURES`, in ``hadoop`` mode), or a rename in
+      the write's staging folder that failed (:data:`STAGING_RENAME_FAILURES`): StorageError,
       which a retried task may not meet (nothing was committed: Spark failed
       before the commit);
 
@@ -329,9 +338,7 @@ def translate_spark_error(
     exception that has one. The message is the error class and the first
     line of Spark's message, e.g. ``[CAST_INVALID_INPUT] The value 'abc' ...``.
     """
-    if type(exc).__module__.split(".")[0] in ("pyspark", "py4j") and any(
-        failure in str(exc) for failure in STORE_CONNECTION_FAILURES
-    ):
+    if type(exc).__module__.split(".")[0] in ("pyspark", "py4j") and _store_failed(str(exc)):
         return StorageError(f"Spark's connector to the store failed: {first_line(str(exc))}")
     found = _spark_error(exc)
     if found is None:
@@ -354,6 +361,12 @@ def translate_spark_error(
 
     names = logical_names() if logical_names is not None else {}
     return InternalError(f"Spark could not analyse SQL the provider built: {with_logical_names(first, names)}")
+
+
+def _store_failed(message: str) -> bool:
+    if any(failure in message for failure in STORE_CONNECTION_FAILURES):
+        return True
+    return STAGING_PREFIX in message and any(failure in message for failure in STAGING_RENAME_FAILURES)
 
 
 def spark_input_error(exc: BaseException) -> InvalidInputError | None:

@@ -148,5 +148,19 @@ def test_a_store_connection_spark_gave_up_on_is_a_retryable_storage_error():
     translated = translate_spark_error(reset)
     assert isinstance(translated, StorageError) and not is_permanent(type(translated).__name__)
     assert "java.net.SocketException: Connection reset" in str(translated)
+    # ABFS under faults (tests/spark/runtime/test_hadoop_abfs_under_faults.py): a task's output rename failed
+    rename = UnknownException(
+        message="[TASK_WRITE_FAILED] Task failed while writing rows to abfs://c@a.dfs.core.windows.net/t/_delta_staging_1.\n"
+        "Caused by: java.io.IOException: Could not rename abfs://c@a.dfs.core.windows.net/t/_delta_staging_1/_temporary/0/"
+        "_temporary/attempt_1 to abfs://c@a.dfs.core.windows.net/t/_delta_staging_1/_temporary/0/task_1"
+    )
+    assert isinstance(translate_spark_error(rename), StorageError)
+    merged = UnknownException(
+        message="(java.io.IOException) Failed to rename VersionedFileStatus{path=abfs://c@a.dfs.core.windows.net/t/"
+        "_delta_staging_1/_temporary/0/task_1/part-0.parquet} to abfs://c@a.dfs.core.windows.net/t/_delta_staging_1"
+    )
+    assert isinstance(translate_spark_error(merged), StorageError)
+    # a rename outside our staging folder is not known to be the store's
+    assert translate_spark_error(UnknownException(message="(java.io.IOException) Failed to rename /a to /b")) is None
     assert translate_spark_error(UnknownException(message="(java.lang.IllegalStateException) boom")) is None
     assert translate_spark_error(OSError("java.net.SocketException")) is None  # not Spark's

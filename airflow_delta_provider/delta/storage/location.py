@@ -75,18 +75,14 @@ class TableLocation:
         return f"{self.uri}/{rel}" if rel else self.uri
 
     def spark_uri(self) -> str:
-        """How Spark's Hadoop filesystems name this root (``s3a://``, ``abfss://``, ``gs://``)."""
+        """How Spark's Hadoop filesystems name this root (``s3a://``, ``abfss://``
+        or ``abfs://`` if so given, ``gs://``)."""
         if self.is_local:
             return self.path
         if self.scheme == "s3":
             base = f"s3a://{self.bucket}"
         elif self.scheme == "az":
-            if not self.account:
-                raise InvalidInputError(
-                    f"{self.uri}: Spark's ABFS filesystem needs the storage account; name the table as "
-                    "abfss://<container>@<account>.dfs.core.windows.net/<path>"
-                )
-            base = f"abfss://{self.bucket}@{self.account}.dfs.core.windows.net"
+            base = self._abfs_root(f"{self.uri}: Spark's ABFS filesystem needs the storage account")
         else:
             base = f"{self.scheme}://{self.bucket}"
         return f"{base}/{self.path}" if self.path else base
@@ -104,16 +100,22 @@ class TableLocation:
         if self.scheme == "s3":
             base = f"{self.given if self.given in ('s3', 's3a', 's3n') else 's3'}://{self.bucket}"
         elif self.scheme == "az":
-            if not self.account:
-                raise InvalidInputError(
-                    f"{self.uri} names no storage account, so no other engine could read a path into it; name "
-                    "it as abfss://<container>@<account>.dfs.core.windows.net/<path>"
-                )
-            scheme = self.given if self.given in ("abfs", "abfss") else "abfss"
-            base = f"{scheme}://{self.bucket}@{self.account}.dfs.core.windows.net"
+            base = self._abfs_root(f"{self.uri} names no storage account, so no other engine could read a path into it")
         else:
             base = f"gs://{self.bucket}"
         return f"{base}/{self.path}" if self.path else base
+
+    def _abfs_root(self, without_account: str) -> str:
+        """``abfss://c@account.dfs.core.windows.net``, or ``abfs://`` (plain
+        HTTP when the cluster allows it, as for an emulator) if so given.
+        An Azure root without its account is an :class:`InvalidInputError`
+        starting with ``without_account``."""
+        if not self.account:
+            raise InvalidInputError(
+                f"{without_account}; name it as abfss://<container>@<account>.dfs.core.windows.net/<path>"
+            )
+        scheme = "abfs" if self.given == "abfs" else "abfss"
+        return f"{scheme}://{self.bucket}@{self.account}.dfs.core.windows.net"
 
     def relative(self, location: str | TableLocation) -> str | None:
         """``location`` (any accepted spelling, URI-encoded, or an already

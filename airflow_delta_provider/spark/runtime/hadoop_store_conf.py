@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow_delta_provider.delta.storage import TableLocation
 from airflow_delta_provider.delta.storage.options import credential_env
@@ -69,6 +70,36 @@ def _s3a(bucket: str, env: Mapping[str, str]) -> dict[str, str]:
 
 def _abfs(account: str, env: Mapping[str, str]) -> dict[str, str]:
     host = f"{account}.dfs.core.windows.net"
+    return {**_abfs_emulator(account, host, env), **_abfs_credentials(host, env)}
+
+
+def _abfs_emulator(account: str, host: str, env: Mapping[str, str]) -> dict[str, str]:
+    """An endpoint of the emulator's form, ``http://127.0.0.1:10000/<account>``
+    (Azurite): ABFS addresses it as ``<host>:<port>``, through its Blob
+    endpoint (Azurite has no Data Lake endpoint) as a flat-namespace
+    account. Plain HTTP needs ``abfs://`` tables, ABFS's global
+    ``always.use.https`` off (``abfss://`` stays TLS) and the JDK's HTTP client
+    (hadoop-azure 3.5.0's Apache client fails with "SSL socket factory may
+    not be null" without TLS). Any other endpoint is left to the cluster."""
+    endpoint = urlsplit(env.get("AZURE_STORAGE_ENDPOINT") or env.get("AZURE_ENDPOINT") or "")
+    try:
+        port = endpoint.port
+    except ValueError:
+        return {}
+    if not (endpoint.hostname and port and endpoint.path.strip("/") == account):
+        return {}
+    out = {
+        f"fs.azure.abfs.endpoint.{host}": f"{endpoint.hostname}:{port}",
+        f"fs.azure.account.hns.enabled.{host}": "false",
+        f"fs.azure.fns.account.service.type.{host}": "BLOB",
+    }
+    if endpoint.scheme == "http":
+        out["fs.azure.always.use.https"] = "false"
+        out[f"fs.azure.networking.library.{host}"] = "JDK_HTTP_URL_CONNECTION"
+    return out
+
+
+def _abfs_credentials(host: str, env: Mapping[str, str]) -> dict[str, str]:
     key = env.get("AZURE_STORAGE_ACCOUNT_KEY") or env.get("AZURE_STORAGE_ACCESS_KEY")
     if key:
         return {f"fs.azure.account.key.{host}": key}

@@ -60,6 +60,8 @@ def test_spark_uri_per_store():
     assert parse_location("abfss://c@acct.dfs.core.windows.net/t").spark_uri() == (
         "abfss://c@acct.dfs.core.windows.net/t"
     )
+    # abfs:// stays plain (an emulator's HTTP); the Blob host is named as ABFS's account host
+    assert parse_location("abfs://c@acct.blob.core.windows.net/t").spark_uri() == "abfs://c@acct.dfs.core.windows.net/t"
     assert parse_location("/x/t").spark_uri() == "/x/t"
     with pytest.raises(InvalidInputError, match="storage account"):
         parse_location("az://c/t").spark_uri()

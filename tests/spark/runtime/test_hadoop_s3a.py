@@ -84,11 +84,13 @@ def s3a_server(bucket, tmp_path_factory) -> Iterator[ConnectServer]:
     assert bucket.secret not in server.log.read_text(errors="replace"), "secret in the server's log"
 
 
-def _put_parquet(bucket: Backend, rel: str, table: pa.Table) -> str:
+def _put_parquet(bucket: Backend, rel: str, table: pa.Table, spark_root: str | None = None) -> str:
+    """Put ``table`` as parquet at ``rel`` in the bucket; its name for Spark
+    (under ``spark_root``, by default ``s3a://<bucket>``)."""
     sink = io.BytesIO()
     pq.write_table(table, sink)
     open_storage(bucket.base, bucket.storage_options).put(rel, sink.getvalue())
-    return f"s3a://{bucket.bucket}/{rel}"
+    return f"{spark_root or f's3a://{bucket.bucket}'}/{rel}"
 
 
 def _orders(ids: range, amount: int = 10) -> pa.Table:

@@ -12,9 +12,8 @@ leave the table as it was; run again as Airflow retries a task (same
 token), each lands once.
 
 A Spark Connect server with hadoop-aws is a JVM of its own: this runs only
-with ``FAULTS_ALL=1`` (``make test-faults``). Azure's ABFS connector
-(hadoop-azure) is not among the test jars, so hadoop mode on Azure is not
-run under faults; arrow mode on Azure is (tests/spark/test_operations_under_faults.py).
+with ``FAULTS_ALL=1`` (``make test-faults``). Its Azure twin, through ABFS on
+Azurite, is ``test_hadoop_abfs_under_faults.py``.
 """
 
 from __future__ import annotations
@@ -94,21 +93,28 @@ def _expected() -> list[tuple]:
     return sorted(rows.values())
 
 
-@pytest.mark.parametrize("scope", SCOPES)
-def test_hadoop_operations_through_ten_percent_faults_commit_once(s3a_server, bucket, moto_server, scope):
+def operations_through_faults(
+    store: FaultyStore, server: ConnectServer, root: str, scope: str, direct: Backend, partition_by: str | None
+) -> None:
+    """APPEND (no faults), then APPEND, UPDATE, DELETE, MERGE and OPTIMIZE
+    in ``hadoop`` mode on ``<root>/<scope>/orders`` through ``SCOPES[scope]``
+    (seeded), each run as Airflow retries a task; each commits once, in
+    order, and delta-rs, reading through ``direct`` (not the proxy: the
+    proxy is the operations' path, not the check's), finds the right rows."""
     src = f"src-{scope}"
-    first = _put_parquet(bucket, f"{src}/first.parquet", _orders(range(0, 40)))
-    second = _put_parquet(bucket, f"{src}/second.parquet", _orders(range(40, 60)))
-    changes = _put_parquet(bucket, f"{src}/changes.parquet", _orders(range(50, 70), amount=7))
-    uri = f"s3a://{bucket.bucket}/{scope}/orders"
-    options = {**bucket.storage_options, **FAST}
+    first = _put_parquet(store, f"{src}/first.parquet", _orders(range(0, 40)), root)
+    second = _put_parquet(store, f"{src}/second.parquet", _orders(range(40, 60)), root)
+    changes = _put_parquet(store, f"{src}/changes.parquet", _orders(range(50, 70), amount=7), root)
+    uri = f"{root}/{scope}/orders"
+    options = {**store.storage_options, **FAST}
     clauses = (
         '[{"when": "matched", "update": {"amount": "s.amount", "name": "s.name"}},'
         ' {"when": "not_matched", "insert": "*"}]'
     )
+    partitioning = ["--partition-by", partition_by] if partition_by else []
     InProcessCommand(
-        ["append", uri, "--source", first, "--format", "parquet", "--partition-by", "part", "--io", "hadoop"],
-        remote=s3a_server.url,
+        ["append", uri, "--source", first, "--format", "parquet", *partitioning, "--io", "hadoop"],
+        remote=server.url,
         storage_options=options,
     ).run()
     steps = {
@@ -119,19 +125,24 @@ def test_hadoop_operations_through_ten_percent_faults_commit_once(s3a_server, bu
                   "--clauses", clauses, "--target-alias", "t", "--source-alias", "s"],
         "optimize": [],
     }  # fmt: skip
-    table = DeltaTable(uri, bucket.storage_options)
+    table = DeltaTable(uri, store.storage_options)
     failures: Counter[str] = Counter()
-    with bucket.faults.inject(*SCOPES[scope], seed=13) as hit:
+    with store.faults.inject(*SCOPES[scope], seed=13) as hit:
         for operation, arguments in steps.items():
             token = f"{scope}-{operation}"
             argv = [operation, uri, *arguments, "--io", "hadoop", "--token", token]
-            command = InProcessCommand(argv, remote=s3a_server.url, storage_options=options)
+            command = InProcessCommand(argv, remote=server.url, storage_options=options)
             as_a_retried_task(command.run, table, token, failures)
     assert table.latest_version() == len(steps)
     assert [table.find_commit(f"{scope}-{op}")[0] for op in steps] == list(range(1, len(steps) + 1))  # type: ignore[index]
-    # delta-rs reads straight from moto: the proxy is the operations' path, not the check's
-    assert _rows(Backend("s3", bucket.base, s3_settings(moto_server.endpoint)), uri) == _expected()
+    assert _rows(direct, uri) == _expected()
     assert hit, "no fault was injected"
     print(
         f"{scope}: {len(hit)} faults {dict(Counter(i.fault for i in hit))}; lost commit answers {lost_commit_answers(hit)}; task retries {dict(failures)}"
     )
+
+
+@pytest.mark.parametrize("scope", SCOPES)
+def test_hadoop_operations_through_ten_percent_faults_commit_once(s3a_server, bucket, moto_server, scope):
+    direct = Backend("s3", bucket.base, s3_settings(moto_server.endpoint))
+    operations_through_faults(bucket, s3a_server, f"s3a://{bucket.bucket}", scope, direct, partition_by="part")

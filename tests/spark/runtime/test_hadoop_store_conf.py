@@ -66,6 +66,34 @@ def test_azure_settings_are_scoped_to_the_account(env, expected):
     assert hadoop_store_settings(parse_location("abfss://c@acct.dfs.core.windows.net/t"), env) == expected
 
 
+def test_an_emulator_endpoint_is_reached_through_the_blob_endpoint_as_a_flat_namespace():
+    env = {"AZURE_STORAGE_ACCOUNT_KEY": "k==", "AZURE_STORAGE_ENDPOINT": "http://127.0.0.1:10000/acct"}
+    host = "acct.dfs.core.windows.net"
+    assert hadoop_store_settings(parse_location(f"abfs://c@{host}/t"), env) == {
+        f"fs.azure.account.key.{host}": "k==",
+        f"fs.azure.abfs.endpoint.{host}": "127.0.0.1:10000",
+        f"fs.azure.account.hns.enabled.{host}": "false",
+        f"fs.azure.fns.account.service.type.{host}": "BLOB",
+        # plain HTTP: ABFS reads this one globally (abfss:// stays TLS)
+        "fs.azure.always.use.https": "false",
+        f"fs.azure.networking.library.{host}": "JDK_HTTP_URL_CONNECTION",
+    }
+    tls = hadoop_store_settings(
+        parse_location(f"abfss://c@{host}/t"), {**env, "AZURE_STORAGE_ENDPOINT": "https://emu:443/acct"}
+    )
+    assert tls[f"fs.azure.abfs.endpoint.{host}"] == "emu:443"
+    assert "fs.azure.always.use.https" not in tls
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["https://acct.blob.core.windows.net", "http://127.0.0.1:10000/other", "http://127.0.0.1:bad/acct"]
+)
+def test_other_azure_endpoints_are_left_to_the_cluster(endpoint):
+    env = {"AZURE_STORAGE_ACCOUNT_KEY": "k==", "AZURE_STORAGE_ENDPOINT": endpoint}
+    settings = hadoop_store_settings(parse_location("abfss://c@acct.dfs.core.windows.net/t"), env)
+    assert settings == {"fs.azure.account.key.acct.dfs.core.windows.net": "k=="}
+
+
 def test_azure_service_principal():
     env = {"AZURE_CLIENT_ID": "id", "AZURE_CLIENT_SECRET": "sec", "AZURE_TENANT_ID": "ten"}
     settings = hadoop_store_settings(parse_location("abfss://c@acct.dfs.core.windows.net/t"), env)
