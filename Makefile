@@ -30,7 +30,12 @@ maven: java
 # deployment and the S3A runs (spark-submit, Airflow's own processes, a Spark with
 # hadoop-aws), and the rest, of about the same length. Each has its own
 # AIRFLOW_HOME. The first's output follows the second's.
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m "not slow"
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15
+# A spark-submit of the tests lives seconds: with C1 alone (no C2 compiler) it spends about 40% less
+# CPU, which the suite's two cores feel. The JVMs that serve a module or the session (Connect servers,
+# the shared SparkSession) start without it (tests/spark_connect_server.py). Not for `make bench`.
+TEST_JVM_OPTS := -XX:TieredStopAtLevel=1
+test test-conformance test-faults matrix demo: export SPARK_SUBMIT_OPTS := $(TEST_JVM_OPTS)
 FIRST  := tests/delta_spark tests/dags_examples tests/deployment \
           tests/spark/runtime/test_hadoop_s3a.py tests/operators/test_delta_on_s3.py
 test: $(STAMP) java test-jars
@@ -40,12 +45,6 @@ test: $(STAMP) java test-jars
 	wait $$first; ours=$$?; \
 	echo "--- $(FIRST) ---"; cat $$log; rm -f $$log; \
 	test $$rest -eq 0 && test $$ours -eq 0
-
-# The end-to-end tests marked slow (setup.cfg), beyond make test's time on CI's two cores: the docs
-# chain rerun with airflow dags test, each version once in the deployment, the Delta pages in
-# Chromium, the Spark operations under faults, the console script and the spark-submit form.
-test-slow: $(STAMP) java test-jars
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15 -m slow tests
 
 # The conformance suites in full, beyond the subsets `make test` runs for CI's time: every golden
 # table changed (tests/golden_dml.py), every table property other engines set through every

@@ -40,16 +40,22 @@ def spark():
     """The one local SparkSession of the test session."""
     pytest.importorskip("pyspark")
     from airflow_delta_provider.spark.runtime.session import get_or_create_session
+    from tests.spark_connect_server import SHORT_LIVED_JVM_OPTIONS
 
-    session = get_or_create_session(
-        master="local[2]",
-        conf={
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.driver.memory": "2g",
-        },
-    )
+    short_lived = os.environ.pop(SHORT_LIVED_JVM_OPTIONS, None)  # the gateway JVM lives the whole session
+    try:
+        session = get_or_create_session(
+            master="local[2]",
+            conf={
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "2",
+                "spark.default.parallelism": "2",
+                "spark.driver.memory": "2g",
+            },
+        )
+    finally:
+        if short_lived is not None:
+            os.environ[SHORT_LIVED_JVM_OPTIONS] = short_lived
     yield session
     session.stop()
     # py4j logs "Closing down clientserver connection" (INFO) from each
