@@ -24,9 +24,6 @@ import pytest
 
 from tests.airflow_env import AIRFLOW_HOME, run_dag, task_states, xcom
 
-#: Beyond make test's time budget: make test-slow runs it.
-pytestmark = pytest.mark.slow
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
 DAYS = [pendulum.datetime(2026, 5, day, tz="UTC") for day in (1, 2, 3)]
 #: A guard against a hang, far above a run's few seconds; not a measurement.

@@ -18,9 +18,6 @@ from deltalake import DeltaTable as RsTable
 from airflow_delta_provider.delta.storage import open_storage
 from tests.delta.transaction.test_commit_under_faults import SEEDS, append_concurrently, expected_appends
 
-#: Beyond make test's time budget: make test-slow runs it.
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def store(faulty_store, monkeypatch):

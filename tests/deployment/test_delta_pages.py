@@ -42,9 +42,6 @@ from tests.deployment.airflow_deployment import AirflowDeployment
 from tests.deployment.auth_manager import OUTSIDER
 from tests.storage_servers import S3_SECRET, s3_backend, upload_tree
 
-#: Beyond make test's time budget: make test-slow runs it.
-pytestmark = pytest.mark.slow
-
 DAG_ID = "delta_pages"
 TASKS = ("append", "update", "optimize")
 #: Seconds ``airflow dags test`` may take on a loaded two-core machine (it takes far less).

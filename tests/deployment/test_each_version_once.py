@@ -22,9 +22,6 @@ from airflow_delta_provider.assets.consumer import event_versions
 from tests.deployment.airflow_deployment import AirflowDeployment
 from tests.deployment.test_asset_event_bursts import CONSUMER_DAG, WATERMARK_KEY, Consumer, _append
 
-#: Beyond make test's time budget: make test-slow runs it.
-pytestmark = pytest.mark.slow
-
 #: Added to the consumer's file when its commit is due; it runs once, as soon as it is parsed.
 #: Its outlet is the consumer's asset itself, watcher and all: an ``Asset`` with the same URI
 #: declared without the watcher would take the watcher off the asset each time its file is

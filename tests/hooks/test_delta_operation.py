@@ -57,7 +57,6 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 @pytest.mark.usefixtures("airflow_db")
-@pytest.mark.slow
 def test_the_readme_dags_bad_inputs_fail_before_spark_starts(tmp_path: Path, no_spark: list[Any], capfd, caplog):
     """The README's DAG with the mistakes a new user makes: each task fails once
     (no retry), with one line naming the problem, and nothing starts or is written."""

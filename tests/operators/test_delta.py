@@ -292,6 +292,9 @@ def engine(request, monkeypatch) -> dict[str, Any]:
 
 @needs_spark
 @pytest.mark.usefixtures("airflow_db")
+# Over Connect only: seventeen spark-submits cost CI minutes, and the spark-submit path is one codec for
+# every operator (test_cli_arguments_follow_the_spark_cli); the tests around run it for real.
+@pytest.mark.parametrize("engine", ["spark_connect"], indirect=True)
 def test_every_operator_through_dag_test(tmp_path: Path, engine: dict[str, Any]) -> None:
     from airflow.sdk import DAG
     from deltalake import DeltaTable as ReaderTable

@@ -28,9 +28,6 @@ from tests.airflow_env import SPARK_TEST_CONF, run_dag, task_states, task_tries,
 from tests.delta.conftest import create_table, write_data_file
 from tests.fault_proxy import COMMITS, Rule
 
-#: Beyond make test's time budget: make test-slow runs it.
-pytestmark = pytest.mark.slow
-
 CONN_ID = "lake_faulty"
 ENGINES = ["spark_connect", "spark_submit"] if os.environ.get("FAULTS_ALL") == "1" else ["spark_connect"]
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.int64()), ("ds", pa.string())])

@@ -411,7 +411,6 @@ def _without_venv_on_path() -> dict[str, str]:
     return env
 
 
-@pytest.mark.slow
 def test_the_console_script_works_from_a_venv_not_on_path_and_is_quiet(tmp_path):
     """``pip install`` gives ``delta-spark-app``; run from cron or a Docker entrypoint
     (``/venv/bin/delta-spark-app``, the venv not on PATH), PySpark would start its workers
@@ -441,7 +440,6 @@ def test_the_console_script_works_from_a_venv_not_on_path_and_is_quiet(tmp_path)
     assert len(warnings) <= 5, done.stderr  # Java's and Spark's warnings only
 
 
-@pytest.mark.slow
 def test_the_spark_submit_form_is_quiet_keeps_stdout_for_the_result_and_reports_progress(tmp_path):
     """``spark-submit $(python -m airflow_delta_provider.spark --app-path) update ...`` (README):
     stdout is the JSON result alone, progress lines and errors go to stderr (spark-submit merges

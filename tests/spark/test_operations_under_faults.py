@@ -34,7 +34,7 @@ from tests.fault_proxy import lost_commit_answers, random_faults
 from tests.operations.runs import run_append, run_delete, run_merge, run_optimize, run_update
 from tests.spark.arrow_support import arrow_workers  # noqa: F401 - the fixture
 
-pytestmark = [pytest.mark.usefixtures("arrow_workers"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("arrow_workers")
 
 ALL = os.environ.get("FAULTS_ALL") == "1"
 SEEDS = [1, 2, 4] if ALL else [1]

@@ -183,7 +183,6 @@ def test_a_job_shorter_than_the_interval_reports_nothing(spark) -> None:
     assert lines == []
 
 
-@pytest.mark.slow
 def test_a_long_update_over_spark_connect_reports_progress_at_the_default_interval(
     spark_connect, tmp_path, monkeypatch
 ) -> None:
