@@ -141,7 +141,11 @@ class CatalogTable:
         try:
             entry = self.client.get(self.ref)
             if entry is None:
-                self.client.register(self.ref, self.location, schema, partitions)
+                try:
+                    self.client.register(self.ref, self.location, schema, partitions)
+                except CatalogError:
+                    if not self._registered_here():
+                        raise
                 self.entry = self.client.get(self.ref)
                 return "registered"
             if list(entry.columns) != hive_columns(schema):
@@ -154,6 +158,13 @@ class CatalogTable:
                 f"the next write retries): {type(exc).__name__}: {exc}"
             )
             return "failed"
+
+    def _registered_here(self) -> bool:
+        """Whether the catalog holds an entry at this table's location: after a failed
+        registration, the one whose answer was lost (or whose retry the catalog refused
+        as existing), which is ours. Anything else is another writer's, or nothing."""
+        entry = self.client.get(self.ref)
+        return entry is not None and entry.location.rstrip("/") == self.location.rstrip("/")
 
     def close(self) -> None:
         if self._lease is not None:

@@ -91,6 +91,66 @@ def test_a_failed_catalog_update_is_a_warning_and_is_retried(catalog, tmp_path: 
     assert bound.sync() == "registered"  # the next write's sync retries
 
 
+def test_a_registration_whose_answer_was_lost_is_recognised_and_another_writers_is_not(
+    catalog, tmp_path: Path
+) -> None:
+    """The catalog created the entry, the answer never came (a reset, a 500 after the
+    server applied it, or a retry refused as existing): the entry at our location is ours."""
+    namespace = catalog.namespace(tmp_path / "root")
+    location = (tmp_path / "root" / "t").as_uri()
+    write_deltalake(location, pa.table({"id": [1]}))
+    bound = bind(catalog.reference(namespace, "t"), write=True, create=True, location=location)
+    real_register = bound.client.register
+
+    def applied_then_lost(*args: object) -> None:
+        real_register(*args)
+        raise CatalogUnavailableError("connection reset by peer")
+
+    bound.client.register = applied_then_lost  # type: ignore[method-assign]
+    warnings: list[str] = []
+    assert bound.sync(warn=warnings.append) == "registered" and warnings == []
+    entry = catalog.entry(f"{namespace}.t")
+    assert entry is not None and entry.location.rstrip("/") == location.rstrip("/")
+
+    other = (tmp_path / "root" / "u").as_uri()
+    write_deltalake(other, pa.table({"id": [2]}))
+    mine = bind(catalog.reference(namespace, "u"), write=True, create=True, location=other)
+    elsewhere = (tmp_path / "root" / "theirs").as_uri()
+
+    def another_writer_won(ref: object, location: str, *args: object) -> None:
+        real_register(ref, elsewhere, *args)
+        raise CatalogError("the table already exists")
+
+    mine.client.register = another_writer_won  # type: ignore[method-assign]
+    assert mine.sync(warn=warnings.append) == "failed" and len(warnings) == 1
+    assert catalog.entry(f"{namespace}.u").location.rstrip("/") == elsewhere.rstrip("/")
+
+
+def test_a_unity_catalog_registration_lost_on_the_wire_is_recognised(uc_server, tmp_path: Path) -> None:
+    """The same through a proxy that resets the connection after Unity Catalog applied the create."""
+    from tests.catalogs import UnityCatalog
+    from tests.fault_proxy import FaultProxy, Rule
+
+    catalog = UnityCatalog(uc_server)
+    namespace = catalog.namespace(tmp_path / "root")
+    location = (tmp_path / "root" / "t").as_uri()
+    write_deltalake(location, pa.table({"id": [1]}))
+    proxy = FaultProxy(int(uc_server.url.rsplit(":", 1)[1]))
+    try:
+        settings = CatalogSettings(unity_url=proxy.endpoint, timeout=5)
+        bound = bind(catalog.reference(namespace, "t"), settings, write=True, create=True, location=location)
+        assert bound is not None
+        for fault in ("reset_after", "500_after"):
+            with proxy.inject(Rule(fault, methods=("POST",), paths=("*/tables",), schedule=frozenset({1}))) as injected:
+                assert bound.sync() == "registered"
+            assert [i.fault for i in injected] == [fault]
+            entry = catalog.entry(f"{namespace}.t")
+            assert entry is not None and entry.location.rstrip("/") == location.rstrip("/")
+            uc_server.call("DELETE", f"/tables/{namespace}.t")
+    finally:
+        proxy.close()
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
