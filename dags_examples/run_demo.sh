@@ -25,9 +25,23 @@ SHOWN='airflow_delta_provider|\[DAG TEST\] (starting|end) task|\[(warning|error|
 dags_test() {
     local log="$AIRFLOW_HOME/logs/demo-$1.log"
     mkdir -p "$(dirname "$log")"
-    if ! airflow dags test "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$SHOWN" || true; } | shorten; then
+    if ! airflow dags test "$@" 2>&1 | tee "$log" | { grep --line-buffered -E "$SHOWN" || true; } | shorten | heartbeat "airflow dags test $*"; then
         echo "==> airflow dags test $* failed; its whole output:"; cat "$log"; return 1
     fi
+}
+# Lines as they come; after 10 s with none, one line saying what still runs (Airflow's own start-up
+# and the examples' plain-Python tasks print nothing for a while), so the demo never looks stuck.
+heartbeat() {
+    local what=$1 start=$SECONDS line status
+    while true; do
+        if IFS= read -r -t 10 line; then
+            printf '%s\n' "$line"
+        else
+            status=$?
+            ((status > 128)) || break
+            printf '    ... %s: still running (%ds)\n' "$what" $((SECONDS - start))
+        fi
+    done
 }
 # A structlog line "<time> [info     ] <message> [<logger>] loc=..." as "<time> <message>".
 shorten() {
@@ -35,7 +49,7 @@ shorten() {
 }
 
 echo "==> Migrating the Airflow database in $AIRFLOW_HOME"
-airflow db migrate >/dev/null
+{ airflow db migrate >/dev/null; } 2>&1 | heartbeat "airflow db migrate"
 
 # Each table's version before this run, so the summary shows what this run committed.
 BEFORE="$("$PY" "$ROOT/dags_examples/demo_summary.py" --versions "$DELTA_DEMO_DATA")"
