@@ -2,13 +2,12 @@
 the same Hive Metastore, with delta-spark's ``DeltaCatalog``, selects a table an
 APPEND-by-name registered, by its name, and sees the columns a schema change added.
 
-A delta-spark Spark Connect server of its own (the metastore's client is set at
-its start), so ``CATALOGS_ALL=1`` (``make test-catalogs``) only.
+A delta-spark Spark Connect server of its own: the metastore's client is set at
+its start.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,8 +18,6 @@ from airflow_delta_provider.delta.catalog.binding import bind
 from tests.delta_spark_oracle import DELTA_CONF
 from tests.jar_cache import JarFetchError, jars
 from tests.spark_connect_server import ConnectServer
-
-pytestmark = pytest.mark.skipif(not os.environ.get("CATALOGS_ALL"), reason="make test-catalogs (CATALOGS_ALL=1)")
 
 
 def test_delta_spark_reads_a_registered_table_by_name(hive_metastore, tmp_path: Path, monkeypatch) -> None:
