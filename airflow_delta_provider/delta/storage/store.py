@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_delta_provider.delta.errors import (
-    CommitFailedError,
     CommitOutcomeUnknownError,
     StorageAccessDeniedError,
     StorageError,
@@ -54,6 +53,8 @@ if TYPE_CHECKING:
 DELETE_BATCH = 1000
 #: Bulk-delete requests in flight at once.
 DELETE_PARALLELISM = 8
+#: Creates again after a create whose answer was lost, each read back first (:meth:`ObjectStore._settle`).
+_SETTLE_CREATES = 2
 
 
 @dataclass(frozen=True)
@@ -556,22 +557,30 @@ class ObjectStorage(TableStorage):
         """After a create whose answer is unknown (a timeout, a dropped
         connection): read the object back. Ours: committed. Another's: lost
         the race. Absent: create it again, which either lands or meets a
-        delayed first attempt; only if the store stays unreachable is the
-        outcome unknown."""
-        try:
-            return self._holds(path, data)
-        except FileNotFoundError:
-            pass
-        except StorageError:
-            raise CommitOutcomeUnknownError(
-                f"creating {self.location.child(path)} may or may not have succeeded and the store "
-                f"cannot be read back ({error}); run the operation again: a retried task finds its own "
-                "commit and does not commit twice"
-            ) from None
-        try:
-            return self._create(path, data)
-        except Exception as exc:
-            raise CommitFailedError(f"{error}; a second attempt failed too: {_message(exc)}") from None
+        delayed first attempt, and read back after that one too when its
+        answer is lost as well. Only a store that cannot be read back leaves
+        the outcome unknown; a create the store never applied is a
+        :class:`StorageError`, retryable."""
+        for attempt in range(1, _SETTLE_CREATES + 2):
+            try:
+                return self._holds(path, data)
+            except FileNotFoundError:
+                pass
+            except StorageError:
+                raise CommitOutcomeUnknownError(
+                    f"creating {self.location.child(path)} may or may not have succeeded and the store "
+                    f"cannot be read back ({error}); run the operation again: a retried task finds its own "
+                    "commit and does not commit twice"
+                ) from None
+            if attempt > _SETTLE_CREATES:
+                break
+            try:
+                return self._create(path, data)
+            except Exception as exc:
+                error = self._error("writing", path, exc)
+                if isinstance(error, (StorageNotFoundError, StorageAccessDeniedError)):
+                    raise error from None
+        raise type(error)(f"{error}; tried {_SETTLE_CREATES} more times, and it is not there") from None
 
     def _create(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data``: True when it now holds them.

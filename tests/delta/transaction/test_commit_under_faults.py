@@ -104,6 +104,25 @@ def test_a_lost_answer_at_each_commit_step_commits_once(store, new_table, data_f
     assert sorted(snapshot_rows(table.snapshot())["seq"].to_pylist()) == [0, 1, 2]
 
 
+def test_a_commit_whose_second_create_loses_its_answer_too_is_recognised(store, new_table, data_file, snapshot_rows):
+    """The create refused with no retry left (503), then the create again held past the
+    client's timeout after the store applied it: read back, the commit is ours, once."""
+    uri = store.uri("t")
+    new_table(uri, SCHEMA, adds=[data_file(uri, _rows(0, 0))])
+    table = DeltaTable(uri, {**store.storage_options, **FAST, "max_retries": "0"})
+    txn = table.transaction("WRITE", parameters={"mode": "Append"}, snapshot=table.snapshot())
+    txn.add(data_file(uri, _rows(0, 1)))
+    refused = Rule("503", methods=("PUT",), paths=(COMMITS,), schedule=frozenset({1}))
+    lost = Rule("timeout_after", methods=("PUT",), paths=(COMMITS,), schedule=frozenset({1}))
+    with store.faults.inject(refused, lost) as hit:
+        result = txn.commit(metrics={}, token="v1")
+
+    assert [i.fault for i in hit] == ["503", "timeout_after"]
+    assert (result.version, result.attempts) == (1, 1)
+    assert _commits(table) == [0, 1] and table.find_commit("v1")[0] == 1
+    assert sorted(snapshot_rows(table.snapshot())["seq"].to_pylist()) == [0, 1]
+
+
 #: make test: four writers of three appends each, one seed (tests/delta_spark/test_appends_under_faults.py
 #: runs them and reads the table with delta-rs and delta-spark).
 WRITERS, APPENDS = (4, 10) if ALL else (4, 3)
