@@ -5,7 +5,8 @@ table, run as the Spark CLI and the hooks run it: by path, the spec as it is;
 by name, the name bound first (the catalog's entry, and for Unity Catalog its
 read-write table credentials) and the entry synced after the run (the entry
 read again and its columns compared). The catalogs are local servers:
-olai-uc-server (Unity Catalog) and moto's Glue.
+olai-uc-server (Unity Catalog), moto's Glue, and the Hive Metastore of pyspark's
+jars (Thrift, an embedded Derby).
 
 Timed (median of ``--reps``, default 20, after a warm-up), per catalog:
 
@@ -100,12 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reps = 5 if args.quick else args.reps
 
-    from tests.storage_servers import MotoServer
+    from tests.catalogs import HiveMetastore, start_metastore
+    from tests.storage_servers import MotoServer, stop_process
     from tests.unity_catalog_server import UnityCatalogServer
 
     work = Path(tempfile.mkdtemp(prefix="bench-catalog-"))
     uc = UnityCatalogServer(work / "uc")
     moto = MotoServer().start()
+    (work / "hms").mkdir()
+    metastore, port = start_metastore(work / "hms")
     rows = []
     try:
         root = work / "tables"
@@ -137,9 +141,18 @@ def main(argv: list[str] | None = None) -> int:
 
         rows.append(_measure("uc", f"uc://{catalog}.{schema}.events", location, reps))
         rows.append(_measure("glue", "glue://bench.events", location, reps))
+
+        hms = HiveMetastore(port)
+        os.environ.update(hms.env)
+        database = hms.namespace(root)
+        registered = bind(f"hms://{database}.events", write=True, create=True, location=location)
+        assert registered is not None and registered.sync() == "registered"
+        registered.close()
+        rows.append(_measure("hms", f"hms://{database}.events", location, reps))
     finally:
         uc.stop()
         moto.stop()
+        stop_process(metastore, grace=10)
 
     result = {
         "benchmark": "catalog",

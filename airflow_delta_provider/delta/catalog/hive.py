@@ -40,7 +40,7 @@ class HiveCatalogClient:
         socket = TSocket.TSocket(parsed.hostname, parsed.port or 9083)
         socket.setTimeout(int(timeout * 1000))
         self._transport = TTransport.TBufferedTransport(socket)
-        self._client = HMSClient(iprot=TBinaryProtocol.TBinaryProtocol(self._transport))
+        self._client = HMSClient(iprot=TBinaryProtocol.TBinaryProtocolAccelerated(self._transport))
         self._open = False
 
     def close(self) -> None:
