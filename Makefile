@@ -36,8 +36,7 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=15
 # the shared SparkSession) start without it (tests/spark_connect_server.py). Not for `make bench`.
 TEST_JVM_OPTS := -XX:TieredStopAtLevel=1
 test test-conformance test-faults matrix demo: export SPARK_SUBMIT_OPTS := $(TEST_JVM_OPTS)
-FIRST  := tests/delta_spark tests/dags_examples tests/deployment \
-          tests/spark/runtime/test_hadoop_s3a.py tests/operators/test_delta_on_s3.py
+FIRST  := tests/delta_spark tests/dags_examples tests/deployment tests/spark/runtime/test_hadoop_s3a.py
 test: $(STAMP) java test-jars
 	@log=$$(mktemp); \
 	$(PYTEST) $(FIRST) >$$log 2>&1 & first=$$!; \

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from airflow_delta_provider.delta.errors import InvalidArgumentError
+from airflow_delta_provider.delta.expressions.quoting import quote_identifier
 
 UNITY = "uc"
 GLUE = "glue"
@@ -105,7 +106,8 @@ def _split(text: str) -> list[str] | None:
 
 
 def _quote(part: str) -> str:
-    return f"`{part.replace('`', '``')}`" if re.search(r"[.`\s]", part) else part
+    """A name's part as the reference form writes it: backtick-quoted only when it must be."""
+    return quote_identifier(part) if re.search(r"[.`\s]", part) else part
 
 
 __all__ = ["FORMS", "GLUE", "HIVE", "UNITY", "CatalogReference", "is_catalog_reference", "parse_reference"]
