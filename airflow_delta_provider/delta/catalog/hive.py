@@ -8,6 +8,8 @@ The metastore gives locations only: storage credentials come from
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +39,12 @@ class HiveCatalogClient:
         if not parsed.hostname:
             raise InvalidArgumentError(f"not a metastore URI: {uri!r} (expected thrift://host:port)")
         self.uri = uri
+        self._key = (parsed.hostname, parsed.port or 9083, timeout)
+        idle = _take_idle(self._key)
+        if idle is not None:
+            self._transport, self._client = idle
+            self._open = True
+            return
         socket = TSocket.TSocket(parsed.hostname, parsed.port or 9083)
         socket.setTimeout(int(timeout * 1000))
         self._transport = TTransport.TBufferedTransport(socket)
@@ -44,9 +52,17 @@ class HiveCatalogClient:
         self._open = False
 
     def close(self) -> None:
+        """Give the open connection back to the process's idle ones (a new one costs the
+        metastore about as much as three calls), or close it when enough are idle."""
         if self._open:
-            self._transport.close()
             self._open = False
+            if not _keep_idle(self._key, (self._transport, self._client)):
+                self._transport.close()
+
+    def _drop(self) -> None:
+        if self._open:
+            self._open = False
+            self._transport.close()
 
     @contextmanager
     def _calling(self, what: str) -> Iterator[Any]:
@@ -62,7 +78,7 @@ class HiveCatalogClient:
         except NoSuchObjectException as exc:
             raise CatalogTableNotFoundError(f"Hive Metastore ({what}): {exc.message}") from None
         except (TTransportException, OSError) as exc:
-            self.close()
+            self._drop()
             raise CatalogUnavailableError(f"the Hive Metastore at {self.uri} is unreachable ({what}): {exc}") from None
         except TException as exc:
             raise CatalogError(
@@ -141,6 +157,36 @@ class HiveCatalogClient:
 
     def path_credentials(self, location: str, write: bool) -> VendedCredentials | None:
         return None
+
+
+#: Open connections a process keeps per metastore, and how long one may sit idle before it is
+#: closed rather than reused (a server or a load balancer may have dropped it by then).
+_IDLE_PER_METASTORE = 2
+_IDLE_SECONDS = 60.0
+_idle: dict[tuple[str, int, float], list[tuple[float, Any]]] = {}
+_idle_lock = threading.Lock()
+
+
+def _take_idle(key: tuple[str, int, float]) -> Any | None:
+    """An open ``(transport, client)`` left by an earlier client of this process, if one is fresh."""
+    now = time.monotonic()
+    with _idle_lock:
+        connections = _idle.get(key, [])
+        while connections:
+            since, connection = connections.pop()
+            if now - since < _IDLE_SECONDS:
+                return connection
+            connection[0].close()
+    return None
+
+
+def _keep_idle(key: tuple[str, int, float], connection: Any) -> bool:
+    with _idle_lock:
+        connections = _idle.setdefault(key, [])
+        if len(connections) >= _IDLE_PER_METASTORE:
+            return False
+        connections.append((time.monotonic(), connection))
+        return True
 
 
 __all__ = ["HiveCatalogClient"]
